@@ -1,0 +1,170 @@
+// kvlab: one subcommand per course claim, plus `list`, `all` and `info`.
+//
+//   kvlab list                     the checks, their sources and one-line summaries
+//   kvlab all [--format json]      every check with its defaults; ends "N passed, M failed"
+//   kvlab info                     version, build type, CUDA, library versions
+//   kvlab <check> [options]        one check; `kvlab <check> --help` explains it
+//
+// Exit status: 0 every claim held, 1 a claim did not hold, 2 bad usage or input, 3 internal error.
+#include <cstdint>
+#include <iostream>
+#include <limits>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "core/build_info.hpp"
+#include "core/error.hpp"
+#include "report/writers.hpp"
+#include "support/check.hpp"
+
+namespace {
+
+using kvlab::checks::Check;
+
+constexpr int kExitFail = 1;
+constexpr int kExitUsage = 2;
+constexpr int kExitInternal = 3;
+
+/// The options every check subcommand (and `all`) takes, as typed.
+struct CommonFlags {
+  std::string format = "text";
+  std::int64_t seed = 1234;  // signed so that "-1" is rejected, not wrapped
+  std::string dtype = "f64";
+  std::string device = "auto";
+};
+
+void add_common_flags(CLI::App& sub, CommonFlags& f) {
+  sub.add_option("--format", f.format, "Output: text (default), md, csv (tables only) or json")
+      ->check(CLI::IsMember({"text", "md", "csv", "json"}));
+  sub.add_option("--seed", f.seed, "Seed of every random draw (same seed, same output)")
+      ->check(CLI::Range(std::int64_t{0}, std::numeric_limits<std::int64_t>::max()));
+  sub.add_option("--dtype", f.dtype, "Model arithmetic: f64 (default, as the course) or f32")
+      ->check(CLI::IsMember({"f64", "f32"}));
+  sub.add_option("--device", f.device, "cpu, cuda or auto (default: cuda when built in and present)")
+      ->check(CLI::IsMember({"cpu", "cuda", "auto"}));
+}
+
+kvlab::checks::RunContext resolve(const CommonFlags& f, const Check& check) {
+  kvlab::checks::RunContext ctx;
+  ctx.seed = static_cast<std::uint64_t>(f.seed);
+  ctx.dtype = kvlab::parse_dtype(f.dtype);
+  ctx.device = kvlab::resolve_device(kvlab::parse_device(f.device), check.has_cuda(), check.name());
+  return ctx;
+}
+
+int run_one(Check& check, const CommonFlags& flags) {
+  const auto format = kvlab::parse_format(flags.format);
+  const kvlab::Result result = check.run(resolve(flags, check));
+  kvlab::write_result(std::cout, result, format);
+  return result.passed() ? 0 : kExitFail;
+}
+
+int run_all(const CommonFlags& flags) {
+  const auto format = kvlab::parse_format(flags.format);
+  std::vector<kvlab::Result> results;
+  for (auto& check : kvlab::checks::make_all_checks()) results.push_back(check->run(resolve(flags, *check)));
+  kvlab::write_all(std::cout, results, format);
+  for (const auto& r : results)
+    if (!r.passed()) return kExitFail;
+  return 0;
+}
+
+int list_checks(const std::vector<std::unique_ptr<Check>>& checks, const std::string& format) {
+  if (format == "json") {
+    nlohmann::json j = nlohmann::json::array();
+    for (const auto& c : checks)
+      j.push_back({{"check", c->name()}, {"source", c->source()}, {"summary", c->summary()}});
+    std::cout << j.dump(2) << '\n';
+    return 0;
+  }
+  kvlab::Table t{"", {"check", "source", "what it shows"}, {}};
+  for (const auto& c : checks) t.rows.push_back({c->name(), c->source(), c->summary()});
+  kvlab::write_table(std::cout, t, kvlab::parse_format(format));
+  return 0;
+}
+
+void print_info(const std::string& format) {
+  auto info = kvlab::build_info();
+  info.insert(info.begin() + 5, {"cli11", CLI11_VERSION});
+  if (format == "json") {
+    nlohmann::json j;
+    for (const auto& [k, v] : info) j[k] = v;
+    std::cout << j.dump(2) << '\n';
+    return;
+  }
+  for (const auto& [k, v] : info) std::cout << fmt::format("{:<17} {}\n", k + ":", v);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{
+      "kvlab: the claims of an LLM-inference course (KV cache, MQA/GQA, roofline, speculative\n"
+      "decoding), each reproduced by a subcommand that prints the claim, its source, the expected\n"
+      "value with its tolerance, what kvlab measured and the verdict.\n"
+      "Exit status: 0 every claim held, 1 a claim did not hold, 2 bad usage or input.",
+      "kvlab"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", std::string("kvlab ") + kvlab::build_info()[0].second);
+
+  auto checks = kvlab::checks::make_all_checks();
+
+  std::string list_format = "text";
+  auto* list = app.add_subcommand("list", "List the checks with their sources");
+  list->add_option("--format", list_format, "text, md, csv or json")
+      ->check(CLI::IsMember({"text", "md", "csv", "json"}));
+
+  CommonFlags all_flags;
+  auto* all = app.add_subcommand("all", "Run every check with its defaults; ends 'N passed, M failed'");
+  add_common_flags(*all, all_flags);
+
+  std::string info_format = "text";
+  auto* info = app.add_subcommand("info", "Version, build type, CUDA, devices, library versions");
+  info->add_option("--format", info_format, "text or json")->check(CLI::IsMember({"text", "json"}));
+
+  std::vector<CommonFlags> flags(checks.size());
+  std::vector<CLI::App*> subs;
+  for (std::size_t i = 0; i < checks.size(); ++i) {
+    auto* sub = app.add_subcommand(checks[i]->name(), checks[i]->summary());
+    sub->footer(fmt::format("Source: {}\n{}", checks[i]->source(), checks[i]->description()));
+    add_common_flags(*sub, flags[i]);
+    checks[i]->bind(*sub);
+    subs.push_back(sub);
+  }
+
+  try {
+    app.parse(argc, argv);
+    if (list->parsed()) return list_checks(checks, list_format);
+    if (info->parsed()) {
+      print_info(info_format);
+      return 0;
+    }
+    if (all->parsed()) return run_all(all_flags);
+    for (std::size_t i = 0; i < checks.size(); ++i)
+      if (subs[i]->parsed()) return run_one(*checks[i], flags[i]);
+    return kExitUsage;
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    std::string msg = e.what();
+    for (auto& ch : msg)
+      if (ch == '\n') ch = ' ';
+    std::cerr << "kvlab: " << msg << " (see kvlab --help)\n";
+    return kExitUsage;
+  } catch (const kvlab::InputError& e) {
+    std::cerr << "kvlab: " << e.what() << '\n';
+    return kExitUsage;
+  } catch (const std::exception& e) {
+    std::cerr << "kvlab: internal error: " << e.what() << '\n';
+    return kExitInternal;
+  }
+}

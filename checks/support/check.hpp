@@ -1,0 +1,66 @@
+// A check: one course claim, reproduced through libkvlab.
+//
+// Anatomy (the same in every checks/*.cpp file):
+//   - a header comment: what it shows, its source section, the command that runs it;
+//   - an options struct with the check's own flags and their defaults;
+//   - a pure function  Result run_<name>(const Options&, const RunContext&, <injectable parts>)
+//     that the unit tests call with deliberately broken parts to show the check can fail;
+//   - a Check subclass that binds the options in CLI11 and calls that function, registered with
+//     KVLAB_REGISTER_CHECK(order, Class) so that `kvlab list` and `kvlab all` show it.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "backend/device.hpp"
+#include "core/dtype.hpp"
+#include "report/result.hpp"
+
+namespace CLI {
+class App;
+}
+
+namespace kvlab::checks {
+
+/// The options every check accepts, resolved: --seed, --dtype, --device (--format is the app's).
+struct RunContext {
+  std::uint64_t seed = 1234;
+  Dtype dtype = Dtype::f64;
+  Device device = Device::cpu;
+};
+
+class Check {
+ public:
+  virtual ~Check() = default;
+  virtual std::string name() const = 0;     ///< subcommand, e.g. "kv-size"
+  virtual std::string source() const = 0;   ///< e.g. "004 §1.4 (group 4); 000 §0, §2.2, §2.3"
+  virtual std::string summary() const = 0;  ///< one line for `kvlab list`
+  /// Longer --help text: what the check shows and how to read its output.
+  virtual std::string description() const { return summary(); }
+  /// Adds the check's own options to its subcommand.
+  virtual void bind(CLI::App& /*sub*/) {}
+  /// Whether the check has a CUDA implementation (none does before the CUDA issue).
+  virtual bool has_cuda() const { return false; }
+  /// Runs the check with its bound options. Throws InputError on invalid options.
+  virtual Result run(const RunContext& ctx) = 0;
+};
+
+using CheckFactory = std::function<std::unique_ptr<Check>()>;
+
+/// Registers a factory; `order` places the check in document order in `list` and `all`.
+bool register_check(int order, CheckFactory factory);
+
+/// A fresh instance of every registered check, in order.
+std::vector<std::unique_ptr<Check>> make_all_checks();
+
+}  // namespace kvlab::checks
+
+#define KVLAB_CONCAT_INNER(a, b) a##b
+#define KVLAB_CONCAT(a, b) KVLAB_CONCAT_INNER(a, b)
+/// Registers check class `Class` at position `order` (called once, at namespace scope).
+#define KVLAB_REGISTER_CHECK(order, Class)                                       \
+  static const bool KVLAB_CONCAT(kvlab_registered_, __LINE__) =                   \
+      ::kvlab::checks::register_check(order, [] { return std::make_unique<Class>(); })

@@ -1,0 +1,83 @@
+// What a check returns: the claim, its source, the expected/measured rows, metrics, tables, notes.
+//
+// A check computes a Result and never prints; the writers in report/writers.hpp render it as text,
+// markdown, CSV or JSON (the output contract of docs/design.md).
+//
+// Verdicts. Each Expectation compares a value measured through the library with an expected value
+// and a tolerance whose reason is stated; the check passes when every Expectation holds. When the
+// document states a figure (Stated), kvlab also compares the measurement with that figure at the
+// precision the document wrote it; a disagreement is recorded as an erratum, with the arithmetic.
+// Errata do not fail a check: the verdict is about whether kvlab reproduced the science, and the
+// erratum is kvlab saying where the document's own number is off.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <variant>
+#include <vector>
+
+namespace kvlab {
+
+/// One table cell: text, a real number, or an exact integer (byte counts, token counts).
+using Cell = std::variant<std::string, double, std::int64_t>;
+
+struct Table {
+  std::string title;
+  std::vector<std::string> columns;
+  std::vector<std::vector<Cell>> rows;
+};
+
+/// A figure as the document states it, e.g. Stated::parse("0.27") or Stated{"≈ 140 tok/s", 140, 5}.
+struct Stated {
+  std::string text;        ///< the document's words, as shown to the student
+  double value = 0.0;      ///< the number in the unit the Expectation uses
+  double precision = 0.0;  ///< half a unit in the last significant digit the document wrote
+
+  /// Parses a decimal the way a document writes it; precision is half a unit of its last
+  /// significant digit: "0.27" -> 0.005, "892" -> 0.5, "140" -> 5 (trailing zeros of an integer
+  /// are not significant), "6.8" -> 0.05. `scale` converts to the Expectation's unit.
+  /// Throws std::invalid_argument on a string that is not a plain decimal.
+  static Stated parse(const std::string& number, const std::string& words = "", double scale = 1.0);
+};
+
+/// One claim row: expected ± tolerance (and why), measured, verdict.
+struct Expectation {
+  std::string quantity;       ///< what is compared, e.g. "KV cache, 70B GQA-8, 32 x 8192, bf16"
+  std::string source;         ///< document and section, e.g. "004 §1.4 (group 4)"
+  std::string unit;           ///< unit of expected/measured/tolerance, e.g. "GiB"
+  double expected = 0.0;      ///< kvlab's expected value (the document's, or its corrected value)
+  double tolerance = 0.0;     ///< |measured - expected| <= tolerance passes
+  std::string why;            ///< why this tolerance (dtype rounding, Monte Carlo error, ...)
+  double measured = 0.0;      ///< what the library computed or counted
+  std::optional<Stated> stated;  ///< the document's own figure, when it gives one
+  std::string arithmetic;     ///< how `expected` follows, shown with an erratum
+
+  /// True when measured is finite and within tolerance of expected.
+  bool holds() const;
+  /// True when the document states a figure that the measurement contradicts at the document's
+  /// own precision.
+  bool is_erratum() const;
+};
+
+/// The outcome of one check.
+struct Result {
+  std::string check;   ///< subcommand name, e.g. "kv-size"
+  std::string source;  ///< e.g. "004 §1.4 (group 4); 000 §0, §2.2, §2.3"
+  std::string claim;   ///< the claim in one or two sentences
+  std::vector<Expectation> expectations;
+  std::vector<std::pair<std::string, double>> metrics;  ///< stable snake_case keys, in order
+  std::vector<Table> tables;
+  std::vector<std::string> notes;
+
+  bool passed() const;                 ///< every expectation holds (and there is at least one)
+  std::vector<std::string> errata() const;  ///< one line per erratum, with the arithmetic
+
+  /// Adds or replaces a metric.
+  void metric(const std::string& key, double value);
+  /// Appends an expectation and returns it for further filling.
+  Expectation& expect(Expectation e);
+};
+
+}  // namespace kvlab
