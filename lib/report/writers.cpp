@@ -30,10 +30,23 @@ std::string cell_text(const Cell& c) {
   return format_number(std::get<double>(c));
 }
 
-// Display width of a UTF-8 string: one column per code point (the tables use §, ±, ≈, ×, α, τ).
+// Display width of a UTF-8 string in a terminal: one column per code point, two for the wide
+// East Asian ranges (the documents' Chinese words, e.g. "839 万").
 std::size_t display_width(const std::string& s) {
-  return static_cast<std::size_t>(
-      std::count_if(s.begin(), s.end(), [](char ch) { return (ch & 0xC0) != 0x80; }));
+  std::size_t width = 0;
+  for (std::size_t i = 0; i < s.size();) {
+    const auto lead = static_cast<unsigned char>(s[i]);
+    const int len = lead < 0x80 ? 1 : (lead >> 5) == 0x6 ? 2 : (lead >> 4) == 0xE ? 3 : 4;
+    char32_t cp = len == 1 ? lead : lead & (0x7F >> len);
+    for (int k = 1; k < len && i + k < s.size(); ++k) cp = (cp << 6) | (static_cast<unsigned char>(s[i + k]) & 0x3F);
+    const bool wide = (cp >= 0x1100 && cp <= 0x115F) || (cp >= 0x2E80 && cp <= 0xA4CF) ||
+                      (cp >= 0xAC00 && cp <= 0xD7A3) || (cp >= 0xF900 && cp <= 0xFAFF) ||
+                      (cp >= 0xFE30 && cp <= 0xFE4F) || (cp >= 0xFF00 && cp <= 0xFF60) ||
+                      (cp >= 0xFFE0 && cp <= 0xFFE6);
+    width += wide ? 2 : 1;
+    i += static_cast<std::size_t>(len);
+  }
+  return width;
 }
 
 void write_text_table(std::ostream& out, const Table& t) {
@@ -177,7 +190,7 @@ Table expectation_table(const Result& r) {
   for (const auto& e : r.expectations) {
     std::string verdict = e.holds() ? "pass" : "FAIL";
     if (e.is_erratum()) verdict += ", erratum";
-    t.rows.push_back({e.quantity, e.source, e.stated ? e.stated->text : std::string("—"), e.expected,
+    t.rows.push_back({e.quantity, e.source, e.stated ? e.stated->text : e.document.empty() ? std::string("—") : e.document, e.expected,
                       e.tolerance, e.measured, e.unit, verdict, e.why});
   }
   return t;
@@ -196,6 +209,7 @@ nlohmann::json to_json(const Result& r) {
     nlohmann::json x{{"quantity", e.quantity}, {"source", e.source},     {"unit", e.unit},
                      {"expected", e.expected}, {"tolerance", e.tolerance}, {"why", e.why},
                      {"measured", e.measured}, {"holds", e.holds()}};
+    if (!e.document.empty()) x["document"] = e.document;
     if (e.stated) {
       x["document"] = e.stated->text;
       x["document_value"] = e.stated->value;

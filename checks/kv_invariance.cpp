@@ -1,0 +1,120 @@
+// kv-invariance — 004 §1.2 (group 1): past K and V never change.
+//
+// Claim: in a causal model, appending a token leaves the K and V of every earlier position, in
+// every layer, unchanged — not "close", bit-identical. Run a 12-token and a 13-token prefix of the
+// same sequence through a two-layer mini-GPT and compare the first 12 positions' K and V.
+// Expected: max |ΔK|, |ΔV| = 0 exactly (tolerance 0: the course's proof by induction says equal,
+// and kvlab computes every position in a fixed summation order, so equal means the same bits).
+//
+//   kvlab kv-invariance [--tokens 12] [--layers 2] [--kv-heads 8] [--positional learned|rope]
+#include <algorithm>
+#include <cmath>
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include "checks/kv_invariance.hpp"
+#include "core/error.hpp"
+#include "model/gpt.hpp"
+#include "support/check.hpp"
+#include "support/model_setup.hpp"
+
+namespace kvlab::checks {
+namespace {
+
+template <class T>
+Result run_impl(const KvInvarianceOptions& o, const RunContext& ctx) {
+  ModelConfig cfg;
+  cfg.n_layer = o.layers;
+  cfg.n_kv_head = o.kv_heads;
+  cfg.block_size = std::max(64, o.tokens + 1);
+  cfg.positional = parse_positional(o.positional);
+  cfg.causal = o.causal;
+  const MiniGPT<T> model(cfg, ctx.seed);
+  const auto ids = random_tokens(ctx.seed + 1, o.tokens + 1, cfg.vocab_size);
+
+  auto short_cache = model.make_cache(CacheKind::prealloc, o.tokens);
+  auto long_cache = model.make_cache(CacheKind::prealloc, o.tokens + 1);
+  model.forward(std::span(ids).first(o.tokens), 0, *short_cache);
+  model.forward(std::span(ids), 0, *long_cache);
+
+  Result r;
+  Table per_layer{"K/V of the first positions: prefix of n vs n + 1 tokens",
+                  {"layer", "positions compared", "max |ΔK|", "max |ΔV|", "max |K|"}, {}};
+  double max_dk = 0, max_dv = 0;
+  for (int l = 0; l < cfg.n_layer; ++l) {
+    const auto k_short = short_cache->keys(l), v_short = short_cache->values(l);
+    const auto k_long = long_cache->keys(l).topRows(o.tokens), v_long = long_cache->values(l).topRows(o.tokens);
+    const double dk = static_cast<double>((k_short - k_long).cwiseAbs().maxCoeff());
+    const double dv = static_cast<double>((v_short - v_long).cwiseAbs().maxCoeff());
+    max_dk = std::max(max_dk, dk);
+    max_dv = std::max(max_dv, dv);
+    per_layer.rows.push_back({std::int64_t{l}, std::int64_t{o.tokens}, dk, dv,
+                              static_cast<double>(k_short.cwiseAbs().maxCoeff())});
+  }
+  const double max_diff = std::max(max_dk, max_dv);
+  const std::string why = "exactly equal: fixed summation order per position (design.md numerics)";
+  Expectation e{.quantity = fmt::format("max |ΔK| over {} layers, first {} positions", cfg.n_layer, o.tokens),
+                .source = "004 §1.2 (group 1)", .unit = "", .expected = 0, .tolerance = 0, .why = why,
+                .measured = max_dk};
+  e.stated = Stated{"恰好是 0 (exactly 0)", 0, 0};
+  r.expect(e);
+  e.quantity = fmt::format("max |ΔV| over {} layers, first {} positions", cfg.n_layer, o.tokens);
+  e.measured = max_dv;
+  r.expect(e);
+  r.metric("max_abs_diff", max_diff);
+  r.metric("max_abs_diff_k", max_dk);
+  r.metric("max_abs_diff_v", max_dv);
+  r.tables.push_back(std::move(per_layer));
+  r.notes.push_back(fmt::format(
+      "model: {} layers, d_model {}, {} heads, {} KV heads, {} positions, {} mask, {}, seed {}",
+      cfg.n_layer, cfg.d_model, cfg.n_head, cfg.n_kv_head, o.positional, cfg.causal ? "causal" : "bidirectional",
+      dtype_name(ctx.dtype), ctx.seed));
+  r.notes.push_back("Why: position j's K and V depend only on tokens 0..j (proof by induction over layers, "
+                    "004 §1.2), so token n cannot change them. Under a bidirectional mask (BERT) it can.");
+  return r;
+}
+
+}  // namespace
+
+Result run_kv_invariance(const KvInvarianceOptions& o, const RunContext& ctx) {
+  require_range("--tokens", o.tokens, 1, 4096);
+  require_range("--layers", o.layers, 1, 64);
+  Result r = with_dtype(ctx.dtype, [&]<class T>() { return run_impl<T>(o, ctx); });
+  r.check = "kv-invariance";
+  r.source = "004 §1.2 (group 1)";
+  r.claim = fmt::format("Appending token {} leaves the K and V of positions 0..{} unchanged in every layer: "
+                        "max |ΔK|, |ΔV| is exactly 0.", o.tokens, o.tokens - 1);
+  return r;
+}
+
+namespace {
+
+class KvInvariance final : public Check {
+ public:
+  std::string name() const override { return "kv-invariance"; }
+  std::string source() const override { return "004 §1.2 (group 1)"; }
+  std::string summary() const override { return "past K/V never change: n vs n+1 tokens, max diff exactly 0"; }
+  std::string description() const override {
+    return "Runs an n-token and an (n+1)-token prefix of one seeded sequence through a mini-GPT and\n"
+           "compares the cached K and V of the first n positions in every layer. The course's\n"
+           "induction proof says they are equal; kvlab expects exactly 0, not 'small'.";
+  }
+  void bind(CLI::App& sub) override {
+    sub.add_option("--tokens", opts_.tokens, "Shorter prefix length n (the other is n + 1)")->check(CLI::Range(1, 4096));
+    sub.add_option("--layers", opts_.layers, "Number of layers")->check(CLI::Range(1, 64));
+    sub.add_option("--kv-heads", opts_.kv_heads, "K/V heads (divisor of 8: 8 MHA, 2 GQA, 1 MQA)")
+        ->check(CLI::IsMember({1, 2, 4, 8}));
+    sub.add_option("--positional", opts_.positional, "learned (default) or rope")
+        ->check(CLI::IsMember({"learned", "rope"}));
+  }
+  Result run(const RunContext& ctx) override { return run_kv_invariance(opts_, ctx); }
+
+ private:
+  KvInvarianceOptions opts_;
+};
+
+KVLAB_REGISTER_CHECK(100, KvInvariance);
+
+}  // namespace
+}  // namespace kvlab::checks

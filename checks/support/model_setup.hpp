@@ -1,0 +1,43 @@
+// Helpers the model checks share: seeded token ids, dtype dispatch, the rounding bound.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "core/dtype.hpp"
+#include "core/rng.hpp"
+#include "model/config.hpp"
+
+namespace kvlab::checks {
+
+/// n token ids drawn uniformly from [0, vocab) with a generator seeded by `seed`.
+inline std::vector<int> random_tokens(std::uint64_t seed, int n, int vocab) {
+  Rng rng(seed);
+  std::vector<int> ids(static_cast<std::size_t>(n));
+  for (auto& id : ids) id = static_cast<int>(rng.uniform() * vocab);
+  return ids;
+}
+
+/// Calls f.template operator()<double>() or <float>() as `dtype` says.
+template <class F>
+auto with_dtype(Dtype dtype, F&& f) {
+  return dtype == Dtype::f64 ? f.template operator()<double>() : f.template operator()<float>();
+}
+
+/// Largest reduction a logit of `config` passes through per layer: the MLP's 4*d_model inputs,
+/// plus the attention projections (d_model, n_head*head_dim) and a softmax over up to block_size
+/// keys. Used for the rounding bound of two computations that are equal in exact arithmetic.
+inline double reduction_length(const ModelConfig& c) {
+  return static_cast<double>(c.n_layer) *
+         (4.0 * c.d_model + c.d_model + c.n_head * c.head_dim + c.block_size);
+}
+
+/// Rounding bound for "cached and full forward are equal up to rounding": two orderings of a sum of
+/// n terms differ by at most about 2 n u sum|terms| (Higham, Accuracy and Stability of Numerical
+/// Algorithms, §3.1, first order); taking sum|terms| <= scale (the largest |logit|, since LayerNorm
+/// keeps activations O(1)) and n = reduction_length(config), the bound is 2 n u scale.
+inline double rounding_bound(const ModelConfig& c, Dtype dtype, double scale) {
+  return 2.0 * reduction_length(c) * unit_roundoff(dtype) * scale;
+}
+
+}  // namespace kvlab::checks

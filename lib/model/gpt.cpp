@@ -1,0 +1,118 @@
+#include "model/gpt.hpp"
+
+#include <cmath>
+#include <stdexcept>
+
+#include <fmt/format.h>
+
+#include "attention/gqa.hpp"
+#include "core/error.hpp"
+#include "core/rng.hpp"
+#include "model/ops.hpp"
+
+namespace kvlab {
+namespace {
+
+template <class T>
+Mat<T> random_matrix(Rng& rng, int rows, int cols, double std) {
+  Mat<double> m(rows, cols);
+  for (Eigen::Index i = 0; i < m.size(); ++i) m.data()[i] = std * rng.normal();
+  return m.cast<T>();
+}
+
+template <class T>
+Vec<T> random_vector(Rng& rng, int n, double std) {
+  Vec<double> v(n);
+  for (Eigen::Index i = 0; i < v.size(); ++i) v(i) = std * rng.normal();
+  return v.cast<T>();
+}
+
+}  // namespace
+
+template <class T>
+MiniGPT<T>::MiniGPT(const ModelConfig& config, std::uint64_t seed) : config_(config) {
+  config_.validate();
+  Rng rng(seed);
+  const int d = config_.d_model, q_w = config_.n_head * config_.head_dim, kv_w = config_.kv_width();
+  const double std = 0.02, std_residual = 0.02 / std::sqrt(2.0 * config_.n_layer);
+  auto& w = weights_;
+  w.wte = random_matrix<T>(rng, config_.vocab_size, d, std);
+  if (config_.positional == Positional::learned) w.wpe = random_matrix<T>(rng, config_.block_size, d, std);
+  for (int l = 0; l < config_.n_layer; ++l) {
+    BlockWeights<T> b;
+    b.ln1_gain = Vec<T>::Ones(d);
+    b.ln1_bias = Vec<T>::Zero(d);
+    b.w_q = random_matrix<T>(rng, d, q_w, std);
+    b.b_q = random_vector<T>(rng, q_w, std);
+    b.w_k = random_matrix<T>(rng, d, kv_w, std);
+    b.b_k = random_vector<T>(rng, kv_w, std);
+    b.w_v = random_matrix<T>(rng, d, kv_w, std);
+    b.b_v = random_vector<T>(rng, kv_w, std);
+    b.w_o = random_matrix<T>(rng, q_w, d, std_residual);
+    b.b_o = random_vector<T>(rng, d, std);
+    b.ln2_gain = Vec<T>::Ones(d);
+    b.ln2_bias = Vec<T>::Zero(d);
+    b.w_fc = random_matrix<T>(rng, d, 4 * d, std);
+    b.b_fc = random_vector<T>(rng, 4 * d, std);
+    b.w_proj = random_matrix<T>(rng, 4 * d, d, std_residual);
+    b.b_proj = random_vector<T>(rng, d, std);
+    w.blocks.push_back(std::move(b));
+  }
+  w.lnf_gain = Vec<T>::Ones(d);
+  w.lnf_bias = Vec<T>::Zero(d);
+  w.w_lm = random_matrix<T>(rng, d, config_.vocab_size, std);
+}
+
+template <class T>
+Mat<T> MiniGPT<T>::forward(std::span<const int> tokens, int start_pos, KVCache<T>& cache) const {
+  const auto& c = config_;
+  const int n_new = static_cast<int>(tokens.size());
+  if (cache.n_layer() != c.n_layer || cache.width() != c.kv_width())
+    throw std::invalid_argument(fmt::format("forward: cache has {} layers of width {}, model needs {} of {}",
+                                            cache.n_layer(), cache.width(), c.n_layer, c.kv_width()));
+  if (cache.length(0) != start_pos)
+    throw std::invalid_argument(fmt::format("forward: start_pos {} but the cache holds {} positions",
+                                            start_pos, cache.length(0)));
+  if (c.positional == Positional::learned && start_pos + n_new > c.block_size)
+    throw InputError(fmt::format("positions {}..{}: exceed block_size = {} of the learned position table",
+                                 start_pos, start_pos + n_new - 1, c.block_size));
+
+  Mat<T> x(n_new, c.d_model);
+  for (int t = 0; t < n_new; ++t) {
+    if (tokens[t] < 0 || tokens[t] >= c.vocab_size)
+      throw InputError(fmt::format("token: id {} outside [0, {})", tokens[t], c.vocab_size));
+    x.row(t) = weights_.wte.row(tokens[t]);
+    if (c.positional == Positional::learned) x.row(t) += weights_.wpe.row(start_pos + t);  // 004 §3.2
+  }
+
+  for (int l = 0; l < c.n_layer; ++l) {
+    const auto& b = weights_.blocks[l];
+    const Mat<T> h = layer_norm(x, b.ln1_gain, b.ln1_bias);
+    Mat<T> q = linear(h, b.w_q, b.b_q);
+    Mat<T> k = linear(h, b.w_k, b.b_k);
+    const Mat<T> v = linear(h, b.w_v, b.b_v);
+    if (c.positional == Positional::rope) {
+      apply_rope(q, c.n_head, c.head_dim, start_pos, c.rope_theta);
+      apply_rope(k, c.n_kv_head, c.head_dim, start_pos, c.rope_theta);
+    }
+    cache.append(l, k, v);
+    const Mat<T> att = grouped_query_attention(q, cache.keys(l), cache.values(l), c.n_head, c.n_kv_head,
+                                               c.head_dim, start_pos, c.causal);
+    x += linear(att, b.w_o, b.b_o);
+    Mat<T> m = linear(layer_norm(x, b.ln2_gain, b.ln2_bias), b.w_fc, b.b_fc);
+    gelu_inplace(m);
+    x += linear(m, b.w_proj, b.b_proj);
+  }
+  const Mat<T> hf = layer_norm(x, weights_.lnf_gain, weights_.lnf_bias);
+  return linear(hf, weights_.w_lm, Vec<T>::Zero(c.vocab_size).eval());
+}
+
+template <class T>
+std::unique_ptr<KVCache<T>> MiniGPT<T>::make_cache(CacheKind kind, int max_len) const {
+  return kvlab::make_cache<T>(kind, config_.n_layer, config_.kv_width(), max_len);
+}
+
+template class MiniGPT<double>;
+template class MiniGPT<float>;
+
+}  // namespace kvlab

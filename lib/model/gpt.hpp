@@ -1,0 +1,82 @@
+// The course's mini-GPT (004 §3; nanoGPT layout): token + learned position embedding (or RoPE),
+// pre-LayerNorm blocks of causal grouped-query self-attention and a GELU MLP of width 4*d_model,
+// a final LayerNorm and an LM head. Seeded random weights.
+//
+//   forward(tokens, start_pos, cache)
+//     x      = wte[tokens] + wpe[start_pos ..]                  [T, d_model]
+//     block: h = LN1(x); q = h Wq + bq [T, n_head*head_dim];  k, v = h Wk + bk, h Wv + bv
+//            [T, n_kv_head*head_dim] -> appended to the cache; x += GQA(q, cache) Wo + bo
+//            x += GELU(LN2(x) Wfc + bfc) Wproj + bproj
+//     logits = LNf(x) Wlm                                        [T, vocab_size]
+//
+// prefill is forward(prompt, 0, cache); decode is forward({token}, cache_length, cache).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "cache/kv_cache.hpp"
+#include "core/tensor.hpp"
+#include "model/config.hpp"
+
+namespace kvlab {
+
+/// One transformer block's parameters. d = d_model, q_w = n_head*head_dim, kv_w = n_kv_head*head_dim.
+template <class T>
+struct BlockWeights {
+  Vec<T> ln1_gain, ln1_bias;    // [d]
+  Mat<T> w_q;                   // [d, q_w]
+  Vec<T> b_q;                   // [q_w]
+  Mat<T> w_k, w_v;              // [d, kv_w]
+  Vec<T> b_k, b_v;              // [kv_w]
+  Mat<T> w_o;                   // [q_w, d]
+  Vec<T> b_o;                   // [d]
+  Vec<T> ln2_gain, ln2_bias;    // [d]
+  Mat<T> w_fc;                  // [d, 4d]
+  Vec<T> b_fc;                  // [4d]
+  Mat<T> w_proj;                // [4d, d]
+  Vec<T> b_proj;                // [d]
+};
+
+/// All parameters of a mini-GPT.
+template <class T>
+struct GptWeights {
+  Mat<T> wte;                   // [vocab_size, d]    token embedding
+  Mat<T> wpe;                   // [block_size, d]    learned positions (empty under RoPE)
+  std::vector<BlockWeights<T>> blocks;  // n_layer
+  Vec<T> lnf_gain, lnf_bias;    // [d]
+  Mat<T> w_lm;                  // [d, vocab_size]    LM head (untied)
+};
+
+template <class T>
+class MiniGPT {
+ public:
+  /// Validates `config` (InputError names the field) and draws the weights from Rng(seed):
+  /// matrices N(0, 0.02^2) (the residual projections Wo, Wproj N(0, (0.02/sqrt(2 n_layer))^2), as
+  /// nanoGPT), biases N(0, 0.02^2), LayerNorm gain 1 and bias 0. The draws are made in float64 and
+  /// rounded to T, so the f32 and f64 models of one seed are the same model.
+  MiniGPT(const ModelConfig& config, std::uint64_t seed);
+
+  /// Logits [tokens.size(), vocab_size] of tokens at positions start_pos, start_pos + 1, ...;
+  /// their K and V are appended to `cache` in every layer.
+  /// Throws InputError when a token id is outside [0, vocab_size) or, with learned positions,
+  /// start_pos + T exceeds block_size; std::invalid_argument when cache.length(0) != start_pos or
+  /// the cache's shape does not match the model.
+  Mat<T> forward(std::span<const int> tokens, int start_pos, KVCache<T>& cache) const;
+
+  /// An empty cache shaped for this model (n_layer layers of width n_kv_head*head_dim).
+  std::unique_ptr<KVCache<T>> make_cache(CacheKind kind, int max_len) const;
+
+  const ModelConfig& config() const { return config_; }
+  const GptWeights<T>& weights() const { return weights_; }
+  /// Mutable access, for tests and weight conversions (e.g. MHA -> GQA mean-pooling).
+  GptWeights<T>& weights() { return weights_; }
+
+ private:
+  ModelConfig config_;
+  GptWeights<T> weights_;
+};
+
+}  // namespace kvlab
