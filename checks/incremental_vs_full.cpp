@@ -83,8 +83,8 @@ Result run_impl(const IncrementalOptions& o, const RunContext& ctx, const CacheM
                            std::int64_t{o.decode}, diff, scale, bound});
   }
   r.tables.push_back(std::move(detail));
-  r.notes.push_back(fmt::format("mini-GPT: 2 layers, d_model 64, 8 query heads, learned positions, {}, {} cache, seed {}",
-                                dtype_name(ctx.dtype), o.cache, ctx.seed));
+  r.notes.push_back(fmt::format("mini-GPT: 2 layers, d_model 64, 8 query heads, learned positions, {} on {}, {} cache, seed {}",
+                                dtype_name(ctx.dtype), device_name(ctx.device), o.cache, ctx.seed));
   r.notes.push_back("kvlab sums every position in a fixed order, so its differences are often exactly 0; "
                     "the course's 1e-15 figures come from BLAS kernels whose blocking depends on T.");
   return r;

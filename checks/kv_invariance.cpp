@@ -67,9 +67,9 @@ Result run_impl(const KvInvarianceOptions& o, const RunContext& ctx) {
   r.metric("max_abs_diff_v", max_dv);
   r.tables.push_back(std::move(per_layer));
   r.notes.push_back(fmt::format(
-      "model: {} layers, d_model {}, {} heads, {} KV heads, {} positions, {} mask, {}, seed {}",
+      "model: {} layers, d_model {}, {} heads, {} KV heads, {} positions, {} mask, {} on {}, seed {}",
       cfg.n_layer, cfg.d_model, cfg.n_head, cfg.n_kv_head, o.positional, cfg.causal ? "causal" : "bidirectional",
-      dtype_name(ctx.dtype), ctx.seed));
+      dtype_name(ctx.dtype), device_name(ctx.device), ctx.seed));
   r.notes.push_back("Why: position j's K and V depend only on tokens 0..j (proof by induction over layers, "
                     "004 §1.2), so token n cannot change them. Under a bidirectional mask (BERT) it can.");
   return r;
