@@ -200,19 +200,10 @@ Result course_table(const KvSizeParts& parts) {
                         format_number(per_sample), kDoc23KvBudgetBytes / per_sample, max_batch)});
   Table batch_table{"000 §2.3: how many 4K sequences fit on 8 × A100-80GB (llama-3-70b, fp16)",
                     {"quantity", "value", "unit", "from"}, {}};
-  std::optional<GpuSpec> a100;
-  try {
-    a100 = load_gpu("a100-80gb");
-  } catch (const InputError&) {
-    // the table still stands without the hardware line
-  }
-  if (a100)
-    batch_table.rows.push_back({"memory of 8 × a100-80gb", 8.0 * static_cast<double>(a100->memory_bytes) / kGB,
-                                "GB", "catalogue (document: 8 × 80)"});
+  const double memory_8 = 8.0 * static_cast<double>(load_gpu("a100-80gb").memory_bytes);
+  batch_table.rows.push_back({"memory of 8 × a100-80gb", memory_8 / kGB, "GB", "catalogue (document: 8 × 80)"});
   batch_table.rows.push_back({"weights", w3 / kGB, "GB", "num_parameters × 2 B (document: ≈ 140)"});
-  if (a100)
-    batch_table.rows.push_back({"left", (8.0 * static_cast<double>(a100->memory_bytes) - w3) / kGB,
-                                "GB", "(document: ≈ 500)"});
+  batch_table.rows.push_back({"left", (memory_8 - w3) / kGB, "GB", "(document: ≈ 500)"});
   batch_table.rows.push_back({"KV budget", kDoc23KvBudgetBytes / kGB, "GB",
                               "document's premise, after activations and framework overhead"});
   batch_table.rows.push_back({"KV per sequence", per_sample / kGB, "GB", "kvlab formula (= 1.25 GiB)"});
