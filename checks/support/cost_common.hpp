@@ -1,0 +1,86 @@
+// Helpers shared by the cost checks (kv-size, roofline): naming the option an input error came
+// from, resolving --model / --config to a ModelSpec, describing an attention layout, and turning
+// exact byte counts into table cells. No arithmetic of the claims lives here.
+#pragma once
+
+#include <charconv>
+#include <cstdint>
+#include <functional>
+#include <limits>
+#include <optional>
+#include <string>
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include "core/error.hpp"
+#include "cost/kv_cache.hpp"
+#include "io/catalogue.hpp"
+#include "report/result.hpp"
+
+namespace kvlab::checks {
+
+/// Runs `f`; an InputError it throws is rethrown with `option` in front, so that the one-line
+/// error names the option the student typed ("--config: /tmp: is a directory; ...").
+template <class F>
+auto with_option(const std::string& option, F&& f) -> decltype(f()) {
+  try {
+    return f();
+  } catch (const InputError& e) {
+    throw InputError(option + ": " + e.what());
+  }
+}
+
+/// Accepts a decimal integer in [1, 2^63 - 1]. CLI::Range alone is not enough for counts: CLI11
+/// 2.1 saturates an out-of-range "99999999999999999999" to 2^63 - 1 before Range sees it, and
+/// says "not in range" for "1e3"; this rejects both with the reason.
+inline CLI::Validator PositiveCount() {
+  return CLI::Validator(
+      [](std::string& input) -> std::string {
+        std::int64_t v = 0;
+        const char* end = input.data() + input.size();
+        const auto [p, ec] = std::from_chars(input.data(), end, v);
+        if (ec == std::errc::result_out_of_range)
+          return fmt::format("{} is out of range (max {})", input, std::numeric_limits<std::int64_t>::max());
+        if (ec != std::errc() || p != end) return "'" + input + "' is not an integer";
+        if (v < 1) return fmt::format("must be >= 1 (got {})", input);
+        return {};
+      },
+      "INT >= 1");
+}
+
+/// Loads a model by catalogue name or by config path; the functions are the checks' injectable
+/// loaders. Throws InputError naming --model or --config; both given is an error too.
+inline ModelSpec resolve_model(const std::optional<std::string>& model,
+                               const std::optional<std::string>& config,
+                               const std::function<ModelSpec(const std::string&)>& load_model,
+                               const std::function<ModelSpec(const std::string&)>& read_config) {
+  if (model && config) throw InputError("--model, --config: give one of them, not both");
+  if (model) return with_option("--model", [&] { return load_model(*model); });
+  if (config) return with_option("--config", [&] { return read_config(*config); });
+  throw InputError("--model, --config: one of them is required here");
+}
+
+/// "MHA (32 K/V heads = 32 query heads)", "GQA (8 K/V heads for 64 query heads)",
+/// "MQA (1 K/V head for 71 query heads)" or "MLA (latent 512 + RoPE key 64 per layer)".
+inline std::string attention_kind(const ModelSpec& m, const KvLayout& l) {
+  if (l.mla) return fmt::format("MLA (latent {} + RoPE key {} per layer)", l.latent_dim, l.rope_dim);
+  if (l.kv_heads == m.n_head) return fmt::format("MHA ({} K/V heads = query heads)", l.kv_heads);
+  if (l.kv_heads == 1) return fmt::format("MQA (1 K/V head for {} query heads)", m.n_head);
+  return fmt::format("GQA ({} K/V heads for {} query heads)", l.kv_heads, m.n_head);
+}
+
+/// An exact count as a table cell: an integer cell when it fits in int64, else its digits.
+inline Cell count_cell(std::uint64_t v) {
+  if (v <= static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()))
+    return static_cast<std::int64_t>(v);
+  return std::to_string(v);
+}
+
+/// A checked int64 option value as the library's uint64, >= 1; InputError naming `option`.
+inline std::uint64_t positive_count(const std::string& option, std::int64_t v) {
+  if (v < 1) throw InputError(fmt::format("{}: must be >= 1 (got {})", option, v));
+  return static_cast<std::uint64_t>(v);
+}
+
+}  // namespace kvlab::checks

@@ -1,0 +1,106 @@
+// The model and hardware catalogue: data/models/NAME.json (Hugging Face config.json field names)
+// and data/hardware/NAME.json (kvlab's own fields; see data/README.md), read and validated.
+//
+// A model is read from any Hugging Face config.json, not only the catalogue's: the aliases of the
+// config families kvlab knows are accepted (GPT-2 n_layer/n_embd/n_head/n_positions, Falcon
+// multi_query/num_kv_heads/n_head_kv). Every invalid input is an InputError whose one-line message
+// names the file, the field and the allowed values, e.g.
+//   "cfg.json: num_key_value_heads: must divide num_attention_heads = 32 (got 5)".
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+namespace kvlab {
+
+/// Largest structural size kvlab accepts in a config (layers, widths, heads, vocabulary): 2^31.
+inline constexpr std::uint64_t kMaxConfigSize = std::uint64_t{1} << 31;
+/// Largest count kvlab accepts for parameter and byte totals in a config: 2^53 (exact in a double).
+inline constexpr std::uint64_t kMaxConfigCount = std::uint64_t{1} << 53;
+
+/// The shape of a decoder-only transformer as far as the cost model needs it, validated.
+///
+/// Invariants (checked when read): every size is in [1, 2^31]; n_head % n_kv_head == 0;
+/// kv_lora_rank and qk_rope_head_dim are both present or both absent.
+struct ModelSpec {
+  std::string name;    ///< catalogue name, the config's "_name_or_path", or the file path
+  std::string source;  ///< where the numbers come from (the catalogue's "source", or the file path)
+  std::uint64_t n_layer = 0;    ///< transformer blocks L (num_hidden_layers | n_layer)
+  std::uint64_t d_model = 0;    ///< residual width d (hidden_size | n_embd | d_model)
+  std::uint64_t n_head = 0;     ///< query heads H (num_attention_heads | n_head)
+  std::uint64_t n_kv_head = 0;  ///< K/V heads: H for MHA, 1 < G < H for GQA, 1 for MQA
+  std::uint64_t head_dim = 0;   ///< per-head width (explicit head_dim, else d_model / n_head)
+  std::uint64_t vocab_size = 0;
+  /// Trained context (max_position_embeddings | n_positions). Optional because real configs omit
+  /// it (tiiuae/falcon-7b's config.json has none); kvlab only uses it for a note.
+  std::optional<std::uint64_t> max_position_embeddings;
+  std::optional<std::uint64_t> intermediate_size;  ///< FFN width (intermediate_size | n_inner)
+  /// Attention window; absent when the config has null or use_sliding_window = false.
+  std::optional<std::uint64_t> sliding_window;
+  /// MLA (DeepSeek-V2/V3, 000 §4.3–4.4): latent width d_c cached per token per layer.
+  std::optional<std::uint64_t> kv_lora_rank;
+  /// MLA: width d_r of the decoupled RoPE key, shared by all heads, cached beside the latent.
+  std::optional<std::uint64_t> qk_rope_head_dim;
+  std::optional<std::uint64_t> num_parameters;  ///< total parameters (kvlab field; not in HF configs)
+  /// K+V bytes per token over all layers at 2 bytes/element, from facts.md: an independent
+  /// reference for kvlab's formula (kvlab field; absent from real HF configs).
+  std::optional<std::uint64_t> kv_bytes_per_token_16bit;
+
+  /// True for multi-head latent attention (kv_lora_rank and qk_rope_head_dim present).
+  bool is_mla() const { return kv_lora_rank.has_value(); }
+};
+
+/// A GPU as the roofline model needs it (data/hardware/NAME.json), validated: every rate finite
+/// and positive.
+struct GpuSpec {
+  std::string name;         ///< catalogue name, e.g. "a100-80gb"
+  std::string description;  ///< vendor product name (may be empty)
+  std::string source;       ///< datasheet
+  std::uint64_t memory_bytes = 0;      ///< device memory, decimal bytes (80 GB = 80e9)
+  double bandwidth_bytes_per_s = 0.0;  ///< peak HBM/GDDR bandwidth, bytes/s
+  double bf16_flops_per_s = 0.0;       ///< dense BF16 tensor rate, FLOP/s
+  double fp32_flops_per_s = 0.0;       ///< FP32 non-tensor rate, FLOP/s
+  std::optional<double> fp8_flops_per_s;  ///< dense FP8 tensor rate, where the datasheet gives one
+};
+
+/// Builds a ModelSpec from a parsed config object. `origin` (a path or "catalogue model 'x'")
+/// starts every error message. `fallback_name` is used when the config has neither "name" nor
+/// "_name_or_path". Throws InputError naming the field: a missing required field, a wrong JSON
+/// type (a string, float or bool where an integer is expected), a size outside [1, 2^31],
+/// n_head not divisible by the K/V head count, head_dim absent with hidden_size % n_head != 0,
+/// multi_query = true together with a K/V head count other than 1, half of the MLA pair.
+ModelSpec parse_model_spec(const nlohmann::json& config, const std::string& origin,
+                           const std::string& fallback_name);
+
+/// Reads and validates a Hugging Face config.json (or a catalogue file) at `path`. Throws
+/// InputError, one line, naming the path: missing or unreadable file, a directory or other
+/// non-regular file, a file over 16 MiB, malformed JSON (with the byte offset, line and column of
+/// the parse error), a top level that is not an object, and everything parse_model_spec rejects.
+ModelSpec read_model_config(const std::string& path);
+
+/// The catalogue's model names (data_dir()/models/*.json stems), sorted.
+/// Throws InputError when the catalogue folder does not exist.
+std::vector<std::string> model_names();
+
+/// A catalogue model by name ("llama-2-7b"), or a config file when the argument contains '/' or
+/// ends in ".json". Throws InputError "unknown model 'x' (known: a, b, ...)" for other names, and
+/// whatever read_model_config throws.
+ModelSpec load_model(const std::string& name_or_path);
+
+/// Builds a GpuSpec from a parsed hardware object; errors start with `origin` and name the field
+/// (missing, not a number, not finite or not positive, memory_bytes not an integer).
+GpuSpec parse_gpu_spec(const nlohmann::json& hardware, const std::string& origin,
+                       const std::string& fallback_name);
+
+/// The catalogue's GPU names (data_dir()/hardware/*.json stems), sorted.
+std::vector<std::string> gpu_names();
+
+/// A catalogue GPU by name ("a100-80gb"). Throws InputError "unknown GPU 'x' (known: ...)" for an
+/// unknown name, and a one-line error for a malformed catalogue file.
+GpuSpec load_gpu(const std::string& name);
+
+}  // namespace kvlab

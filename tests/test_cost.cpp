@@ -1,0 +1,216 @@
+// The cost model (lib/cost/): KV-cache bytes on facts.md's values, int4's half byte, overflow as
+// an InputError, the decode roofline on the course's numbers, and where decode turns compute-bound.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <string>
+
+#include "core/error.hpp"
+#include "cost/kv_cache.hpp"
+#include "cost/roofline.hpp"
+#include "io/catalogue.hpp"
+
+namespace {
+
+using kvlab::CacheDtype;
+using kvlab::InputError;
+using kvlab::KvQuery;
+using kvlab::ModelSpec;
+
+template <class F>
+std::string input_error(F&& f) {
+  try {
+    f();
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  FAIL("expected InputError");
+  return {};
+}
+
+std::uint64_t total_bytes(const std::string& model, std::uint64_t batch, std::uint64_t ctx, CacheDtype d,
+                          std::optional<std::uint64_t> heads = std::nullopt) {
+  return kvlab::kv_cache_size(kvlab::load_model(model), KvQuery{batch, ctx, d, heads}).total_bytes;
+}
+
+/// A tiny MLA spec whose cache has an odd element count per token (3), to exercise int4.
+ModelSpec odd_mla() {
+  ModelSpec m;
+  m.name = "odd";
+  m.n_layer = 1;
+  m.d_model = 8;
+  m.n_head = 2;
+  m.n_kv_head = 2;
+  m.head_dim = 4;
+  m.vocab_size = 10;
+  m.kv_lora_rank = 2;
+  m.qk_rope_head_dim = 1;
+  return m;
+}
+
+}  // namespace
+
+TEST_CASE("kv bytes: all catalogue models' 16-bit per-token bytes equal facts.md's reference") {
+  for (const auto& name : kvlab::model_names()) {
+    CAPTURE(name);
+    const ModelSpec m = kvlab::load_model(name);
+    REQUIRE(m.kv_bytes_per_token_16bit.has_value());
+    CHECK(kvlab::kv_bytes_per_token_16bit(m) == *m.kv_bytes_per_token_16bit);
+  }
+}
+
+TEST_CASE("kv bytes: the course's figures, on facts.md's configs") {
+  // 004 §1.4: 2 · 80 · 8 · 128 · (32 · 8192) · 2 = 80 GiB; MHA 640 GiB; MQA 10 GiB.
+  CHECK(total_bytes("llama-2-70b", 32, 8192, CacheDtype::bf16) == 80ull << 30);
+  CHECK(total_bytes("llama-2-70b", 32, 8192, CacheDtype::bf16, 64) == 640ull << 30);
+  CHECK(total_bytes("llama-2-70b", 32, 8192, CacheDtype::bf16, 1) == 10ull << 30);
+  CHECK(total_bytes("llama-2-7b", 1, 1, CacheDtype::bf16) == 524288);  // 0.5 MiB
+  // 000 §0: LLaMA-3-70B, 4K, fp16: 1,342,177,280 B = 1.25 GiB.
+  CHECK(total_bytes("llama-3-70b", 1, 4096, CacheDtype::fp16) == 1342177280ull);
+  // 000 §2.2: DeepSeek-V2 (MLA): 60 · 4096 · 576 · 2 = 283,115,520 B.
+  CHECK(total_bytes("deepseek-v2", 1, 4096, CacheDtype::fp16) == 283115520ull);
+  // 003 Q5: 7B, 2048 tokens, fp16: 1 GiB, not 2.
+  CHECK(total_bytes("llama-2-7b", 1, 2048, CacheDtype::fp16) == 1ull << 30);
+  CHECK(total_bytes("llama-2-7b", 1, 2048, CacheDtype::fp32) == 2ull << 30);
+  // MQA and explicit head_dim models.
+  CHECK(total_bytes("falcon-7b", 1, 1, CacheDtype::bf16) == 2 * 32 * 1 * 64 * 2);
+  CHECK(total_bytes("gemma-2-9b", 1, 1, CacheDtype::bf16) == 2 * 42 * 8 * 256 * 2);
+  CHECK(total_bytes("palm-540b", 1, 1, CacheDtype::bf16) == 2 * 118 * 1 * 256 * 2);
+}
+
+TEST_CASE("kv bytes: dtypes, with int4 as half a byte computed in bits") {
+  CHECK(kvlab::parse_cache_dtype("int4") == CacheDtype::int4);
+  CHECK(input_error([] { kvlab::parse_cache_dtype("fp7"); }).find("kv-dtype") != std::string::npos);
+  const ModelSpec m = kvlab::load_model("llama-2-7b");
+  const auto per = [&](CacheDtype d) { return kvlab::kv_cache_size(m, KvQuery{1, 1, d, {}}).bytes_per_token; };
+  CHECK(per(CacheDtype::fp32) == 1048576);
+  CHECK(per(CacheDtype::fp16) == 524288);
+  CHECK(per(CacheDtype::bf16) == 524288);
+  CHECK(per(CacheDtype::fp8) == 262144);
+  CHECK(per(CacheDtype::int8) == 262144);
+  CHECK(per(CacheDtype::int4) == 131072);
+
+  const ModelSpec odd = odd_mla();  // 3 elements per token: 12 bits = 1.5 bytes at int4
+  const auto s1 = kvlab::kv_cache_size(odd, KvQuery{1, 1, CacheDtype::int4, {}});
+  CHECK(s1.bits_per_token == 12);
+  CHECK(s1.bytes_per_token == 1.5);
+  CHECK(s1.total_bytes == 2);  // a partial byte occupies a whole one
+  CHECK(kvlab::kv_cache_size(odd, KvQuery{1, 2, CacheDtype::int4, {}}).total_bytes == 3);
+  CHECK(kvlab::kv_cache_size(odd, KvQuery{3, 1, CacheDtype::int4, {}}).total_bytes == 5);
+}
+
+TEST_CASE("kv bytes: the closed form equals a layer-by-layer count of the cache tensors") {
+  for (const auto& name : kvlab::model_names()) {
+    const ModelSpec m = kvlab::load_model(name);
+    for (CacheDtype d : kvlab::all_cache_dtypes()) {
+      CAPTURE(name);
+      const KvQuery q{3, 1000, d, {}};
+      const auto s = kvlab::kv_cache_size(m, q);
+      CHECK(kvlab::count_elements(kvlab::kv_cache_tensors(m, q)) * kvlab::cache_dtype_bits(d) == s.total_bits);
+    }
+  }
+  const auto t = kvlab::kv_cache_tensors(kvlab::load_model("deepseek-v2"), KvQuery{2, 7, CacheDtype::bf16, {}});
+  REQUIRE(t.size() == 120);
+  CHECK(t[0].name == "c_kv");
+  CHECK(t[0].shape == std::vector<std::uint64_t>{2, 7, 512});
+  CHECK(t[1].shape == std::vector<std::uint64_t>{2, 7, 64});
+}
+
+TEST_CASE("kv bytes: bad sizes and overflow are InputErrors, never a wrong number") {
+  const ModelSpec big = kvlab::load_model("llama-3.1-405b");
+  const std::string ovf = input_error([&] {
+    kvlab::kv_cache_size(big, KvQuery{4'000'000'000ull, 4'000'000'000ull, CacheDtype::bf16, {}});
+  });
+  CHECK(ovf.find("overflows 64 bits") != std::string::npos);
+  CHECK(ovf.find("batch") != std::string::npos);
+  const auto max = std::numeric_limits<std::uint64_t>::max();
+  CHECK(input_error([&] { kvlab::kv_cache_size(big, KvQuery{max, 2, CacheDtype::int4, {}}); })
+            .find("batch x ctx") != std::string::npos);
+  CHECK(input_error([&] { kvlab::kv_cache_size(big, KvQuery{0, 1, CacheDtype::bf16, {}}); }).find("batch") !=
+        std::string::npos);
+  CHECK(input_error([&] { kvlab::kv_cache_size(big, KvQuery{1, 0, CacheDtype::bf16, {}}); }).find("ctx") !=
+        std::string::npos);
+  // 2^63 bits still fits and comes out exact; 2^64 bits is refused.
+  const ModelSpec m = kvlab::load_model("llama-2-7b");  // 2^22 bits per token at bf16
+  CHECK(kvlab::kv_cache_size(m, KvQuery{1ull << 20, 1ull << 21, CacheDtype::bf16, {}}).total_bytes == 1ull << 60);
+  CHECK_THROWS_AS(kvlab::kv_cache_size(m, KvQuery{1ull << 21, 1ull << 21, CacheDtype::bf16, {}}), InputError);
+}
+
+TEST_CASE("kv bytes: --kv-heads must divide the query heads and is refused for MLA") {
+  const ModelSpec l70 = kvlab::load_model("llama-2-70b");
+  CHECK(input_error([&] { kvlab::kv_layout(l70, 5); }) ==
+        "kv-heads: must divide num_attention_heads = 64 of llama-2-70b (got 5)");
+  CHECK(input_error([&] { kvlab::kv_layout(l70, 0); }).find("kv-heads") != std::string::npos);
+  CHECK(input_error([&] { kvlab::kv_layout(l70, 128); }).find("kv-heads") != std::string::npos);
+  CHECK(kvlab::kv_layout(l70, 16).elements_per_layer == 2 * 16 * 128);
+  const std::string mla = input_error([] { kvlab::kv_layout(kvlab::load_model("deepseek-v2"), 8); });
+  CHECK(mla.find("MLA") != std::string::npos);
+  CHECK(mla.find("kv-heads") != std::string::npos);
+}
+
+TEST_CASE("roofline: the course's A100-80GB table (004 §1.5 group 5)") {
+  const ModelSpec m7 = kvlab::load_model("llama-2-7b");
+  const auto a100 = kvlab::load_gpu("a100-80gb");
+  CHECK(kvlab::ridge_flops_per_byte(a100) == doctest::Approx(153.016).epsilon(1e-5));
+  CHECK(kvlab::ridge_flops_per_byte(kvlab::load_gpu("a100-40gb")) == doctest::Approx(200.643).epsilon(1e-5));
+  const auto step = [&](std::uint64_t b, std::uint64_t ctx) {
+    return kvlab::decode_step(m7, a100, kvlab::DecodeQuery{7e9, 2.0, KvQuery{b, ctx, CacheDtype::bf16, {}}});
+  };
+  const auto s1 = step(1, 1024);
+  // 4 · 1024 · 32 · 4096 FLOPs = 1024 · 524,288 B: the attention FLOPs equal the KV bytes, and
+  // 2N FLOPs equal 2N bytes, so the intensity at batch 1 is exactly 1.
+  CHECK(s1.intensity == 1.0);
+  CHECK(s1.tokens_per_s == doctest::Approx(140.264).epsilon(1e-5));
+  CHECK(s1.bound == kvlab::Bound::memory);
+  CHECK(step(8, 1024).tokens_per_s == doctest::Approx(891.611).epsilon(1e-5));
+  const auto s64 = step(64, 4096);
+  CHECK(s64.kv_bytes == 128ull << 30);
+  CHECK(s64.weight_bytes == 14e9);
+  CHECK(s64.intensity == doctest::Approx(6.82413).epsilon(1e-5));
+  CHECK(s64.flops == 2 * 7e9 * 64 + 4.0 * 64 * 4096 * 32 * 4096);
+  CHECK(s64.time_s == std::max(s64.time_memory_s, s64.time_compute_s));
+  CHECK(s64.tokens_per_s * s64.time_s == doctest::Approx(64.0));
+}
+
+TEST_CASE("roofline: compute-bound batch solves intensity = ridge, or says never") {
+  const ModelSpec m7 = kvlab::load_model("llama-2-7b");
+  const auto a100 = kvlab::load_gpu("a100-80gb");
+  const auto q = [](std::uint64_t b, std::uint64_t ctx) {
+    return kvlab::DecodeQuery{7e9, 2.0, KvQuery{b, ctx, CacheDtype::bf16, {}}};
+  };
+  const auto never = kvlab::compute_bound_batch(m7, a100, q(1, 1024));
+  CHECK_FALSE(never.reachable);
+  CHECK(never.intensity_limit == doctest::Approx((14e9 + 4.0 * 1024 * 32 * 4096) / (1024.0 * 524288)));
+  CHECK(kvlab::decode_step(m7, a100, q(1'000'000, 1024)).bound == kvlab::Bound::memory);
+
+  const auto cb = kvlab::compute_bound_batch(m7, a100, q(1, 128));
+  REQUIRE(cb.reachable);
+  CHECK(cb.min_batch == 564);
+  CHECK(kvlab::decode_step(m7, a100, q(cb.min_batch, 128)).bound == kvlab::Bound::compute);
+  CHECK(kvlab::decode_step(m7, a100, q(cb.min_batch - 1, 128)).bound == kvlab::Bound::memory);
+  const auto h100 = kvlab::load_gpu("h100-sxm");  // GQA at short context on another GPU
+  const ModelSpec l3 = kvlab::load_model("llama-3-8b");
+  const auto cb3 = kvlab::compute_bound_batch(l3, h100, kvlab::DecodeQuery{8.03e9, 2.0, KvQuery{1, 256, CacheDtype::bf16, {}}});
+  REQUIRE(cb3.reachable);
+  const auto at = [&](std::uint64_t b) {
+    return kvlab::decode_step(l3, h100, kvlab::DecodeQuery{8.03e9, 2.0, KvQuery{b, 256, CacheDtype::bf16, {}}});
+  };
+  CHECK(at(cb3.min_batch).intensity >= at(cb3.min_batch).ridge);
+  CHECK(at(cb3.min_batch - 1).intensity < at(cb3.min_batch - 1).ridge);
+}
+
+TEST_CASE("roofline: MLA attention FLOPs use the absorbed form; bad inputs are InputErrors") {
+  const ModelSpec ds = kvlab::load_model("deepseek-v2");
+  CHECK(kvlab::attention_flops_per_sequence(ds, 10) == 10ull * 60 * 128 * (2 * (512 + 64) + 2 * 512));
+  CHECK(kvlab::attention_flops_per_sequence(kvlab::load_model("llama-2-7b"), 10) == 4ull * 10 * 32 * 32 * 128);
+  const auto a100 = kvlab::load_gpu("a100-80gb");
+  const ModelSpec m = kvlab::load_model("llama-2-7b");
+  CHECK(input_error([&] { kvlab::decode_step(m, a100, kvlab::DecodeQuery{std::nan(""), 2.0, {}}); })
+            .find("params") != std::string::npos);
+  CHECK(input_error([&] { kvlab::decode_step(m, a100, kvlab::DecodeQuery{-1.0, 2.0, {}}); }).find("params") !=
+        std::string::npos);
+  CHECK(input_error([&] { kvlab::decode_step(m, a100, kvlab::DecodeQuery{7e9, 0.0, {}}); })
+            .find("weight-bytes") != std::string::npos);
+}
