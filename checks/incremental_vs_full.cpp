@@ -138,7 +138,7 @@ class IncrementalVsFull final : public Check {
   IncrementalOptions opts_;
 };
 
-KVLAB_REGISTER_CHECK(110, IncrementalVsFull);
+KVLAB_REGISTER_CHECK(20, IncrementalVsFull);
 
 }  // namespace
 }  // namespace kvlab::checks

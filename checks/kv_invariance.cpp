@@ -114,7 +114,7 @@ class KvInvariance final : public Check {
   KvInvarianceOptions opts_;
 };
 
-KVLAB_REGISTER_CHECK(100, KvInvariance);
+KVLAB_REGISTER_CHECK(10, KvInvariance);
 
 }  // namespace
 }  // namespace kvlab::checks

@@ -51,9 +51,9 @@ struct Expectation {
   double tolerance = 0.0;     ///< |measured - expected| <= tolerance passes
   std::string why;            ///< why this tolerance (dtype rounding, Monte Carlo error, ...)
   double measured = 0.0;      ///< what the library computed or counted
-  std::string document;       ///< what the document says, when it is not a figure to check
   std::optional<Stated> stated;  ///< the document's own figure, when it gives one
   std::string arithmetic;     ///< how `expected` follows, shown with an erratum
+  std::string document;       ///< what the document says, when it is not a figure to check
 
   /// True when measured is finite and within tolerance of expected.
   bool holds() const;
