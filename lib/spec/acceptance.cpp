@@ -9,14 +9,14 @@ double acceptance_rate(Dist p, Dist q) {
   validate_pair(p, q);
   double alpha = 0.0;
   for (std::size_t i = 0; i < p.size(); ++i) alpha += std::min(p[i], q[i]);
-  return alpha;
+  return std::min(alpha, 1.0);  // p = q normalized to rounding can sum to 1 + 2e-16
 }
 
 double tv_distance(Dist p, Dist q) {
   validate_pair(p, q);
   double l1 = 0.0;
   for (std::size_t i = 0; i < p.size(); ++i) l1 += std::abs(p[i] - q[i]);
-  return 0.5 * l1;
+  return std::min(0.5 * l1, 1.0);  // disjoint supports can sum to 1 + 2e-16
 }
 
 double acceptance_rate_from_tv(Dist p, Dist q) { return 1.0 - tv_distance(p, q); }

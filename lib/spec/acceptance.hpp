@@ -1,6 +1,6 @@
 // The acceptance rate of speculative sampling and the residual distribution drawn from on a
-// rejection (000 §7.2, §7.3; Leviathan, Kalman, Matias, ICML 2023, §3.5; Chen et al. 2023,
-// arXiv:2302.01318, Algorithm 2).
+// rejection (000 §7.2, §7.3; Leviathan, Kalman, Matias, ICML 2023, arXiv:2211.17192, §3;
+// Chen et al. 2023, arXiv:2302.01318, Algorithm 2).
 //
 // Notation as in 000 §7: p is the target's distribution, q the draft's, both shape [V]. A draft
 // token x ~ q is accepted with probability min(1, p(x)/q(x)), so
@@ -19,10 +19,13 @@
 namespace kvlab::spec {
 
 /// alpha = sum_x min(p(x), q(x)) (000 §7.2, boxed), in [0, 1]. Unitless (a probability per
-/// draft position). Validates p and q (InputError, see validate_pair).
+/// draft position). The float64 sum is capped at 1: distributions normalized to rounding (sum
+/// within ~V * 1.1e-16 of 1) can otherwise give 1 + 2e-16 for p = q, which is no probability.
+/// Validates p and q (InputError, see validate_pair).
 double acceptance_rate(Dist p, Dist q);
 
-/// TV(p, q) = 1/2 sum_x |p(x) - q(x)|, in [0, 1]. Validates p and q.
+/// TV(p, q) = 1/2 sum_x |p(x) - q(x)|, in [0, 1] (capped at 1 as acceptance_rate is).
+/// Validates p and q.
 double tv_distance(Dist p, Dist q);
 
 /// 1 - TV(p, q): equal to acceptance_rate(p, q) in exact arithmetic whenever sum p = sum q = 1

@@ -1,6 +1,7 @@
 // Tokens emitted per speculative step, tau, when each of the K draft positions is accepted
-// independently with probability alpha (000 §7.4; Leviathan et al. 2023, eq. (1); the i.i.d.
-// assumption is the papers' approximation: real acceptances are correlated).
+// independently with probability alpha (000 §7.4; Leviathan et al. 2023, arXiv:2211.17192, §3,
+// the expected number of tokens per run; Chen et al. 2023, arXiv:2302.01318). The i.i.d.
+// assumption is the papers' approximation: real acceptances are correlated.
 //
 // A step emits j + 1 tokens when the first j drafts are accepted and draft j + 1 is rejected
 // (j < K: j accepted plus the replacement), and K + 1 when all K are accepted (K plus the bonus
