@@ -10,27 +10,31 @@ namespace kvlab::spec {
 
 void validate_distribution(const std::string& field, Dist p, double tolerance) {
   if (p.empty() || p.size() > kMaxVocab)
-    throw InputError(fmt::format("{}: must have 1 to {} entries (got {})", field, kMaxVocab, p.size()));
+    throw InputError(
+        fmt::format("{}: must have 1 to {} entries (got {})", field, kMaxVocab, p.size()));
   double sum = 0.0;
   for (std::size_t i = 0; i < p.size(); ++i) {
     if (!std::isfinite(p[i]))
-      throw InputError(fmt::format("{}: entry {} is {}; probabilities must be finite", field, i, p[i]));
+      throw InputError(
+          fmt::format("{}: entry {} is {}; probabilities must be finite", field, i, p[i]));
     if (p[i] < 0.0)
-      throw InputError(fmt::format("{}: entry {} is negative ({}); probabilities must be >= 0", field,
-                                   i, p[i]));
+      throw InputError(
+          fmt::format("{}: entry {} is negative ({}); probabilities must be >= 0", field, i, p[i]));
     sum += p[i];
   }
   if (!(std::abs(sum - 1.0) <= tolerance))
-    throw InputError(fmt::format("{}: sums to {:.17g}; must be 1 within {:g}", field, sum, tolerance));
+    throw InputError(
+        fmt::format("{}: sums to {:.17g}; must be 1 within {:g}", field, sum, tolerance));
 }
 
 void validate_pair(Dist p, Dist q, double tolerance) {
   validate_distribution("p (target distribution)", p, tolerance);
   validate_distribution("q (draft distribution)", q, tolerance);
   if (p.size() != q.size())
-    throw InputError(fmt::format(
-        "p, q (target and draft distributions): must cover the same vocabulary (got {} and {} entries)",
-        p.size(), q.size()));
+    throw InputError(
+        fmt::format("p, q (target and draft distributions): must cover the same vocabulary (got {} "
+                    "and {} entries)",
+                    p.size(), q.size()));
 }
 
 double sum_deviation(Dist p) {

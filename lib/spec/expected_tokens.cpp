@@ -27,7 +27,9 @@ void validate(double alpha, int k) {
 
 void validate_alpha(double alpha) { require_finite_range("alpha", alpha, 0.0, 1.0); }
 
-void validate_draft_tokens(int k) { require_range("K (draft tokens per step)", k, 0, kMaxDraftTokens); }
+void validate_draft_tokens(int k) {
+  require_range("K (draft tokens per step)", k, 0, kMaxDraftTokens);
+}
 
 double expected_tokens(double alpha, int k) {
   validate(alpha, k);
@@ -78,7 +80,8 @@ double tokens_per_step_variance(double alpha, int k) {
 double speedup(double alpha, int k, double c) {
   validate(alpha, k);
   if (!std::isfinite(c) || c < 0.0)
-    throw InputError(fmt::format("c (draft/target cost ratio): must be a finite number >= 0 (got {})", c));
+    throw InputError(
+        fmt::format("c (draft/target cost ratio): must be a finite number >= 0 (got {})", c));
   return expected_tokens(alpha, k) / (1.0 + k * c);
 }
 

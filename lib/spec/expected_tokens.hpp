@@ -7,8 +7,9 @@
 // (j < K: j accepted plus the replacement), and K + 1 when all K are accepted (K plus the bonus
 // token from the target's last position):
 //   P(tau = j + 1) = alpha^j (1 - alpha)  (j < K),   P(tau = K + 1) = alpha^K,
-//   E[tau] = sum_{j<K} alpha^j (1 - alpha)(j + 1) + alpha^K (K + 1) = (1 - alpha^{K+1}) / (1 - alpha)
-// with E[tau] = K + 1 at alpha = 1. Units: tokens per step (per target forward).
+//   E[tau] = sum_{j<K} alpha^j (1 - alpha)(j + 1) + alpha^K (K + 1)
+//          = (1 - alpha^{K+1}) / (1 - alpha),   K + 1 at alpha = 1.
+// Units: tokens per step (per target forward).
 #pragma once
 
 #include <vector>

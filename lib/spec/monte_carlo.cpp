@@ -8,7 +8,9 @@
 
 namespace kvlab::spec {
 
-void validate_samples(const char* field, std::int64_t n) { require_range(field, n, 1, kMaxSamples); }
+void validate_samples(const char* field, std::int64_t n) {
+  require_range(field, n, 1, kMaxSamples);
+}
 
 AcceptanceEstimate estimate_acceptance_rate(Dist p, Dist q, std::int64_t samples, Rng& rng,
                                             const AcceptRule& rule) {
@@ -49,7 +51,8 @@ TokensEstimate simulate_tokens_per_step(Dist p, Dist q, int k, std::int64_t step
   TokensEstimate e{steps, 0, 0};
   for (std::int64_t s = 0; s < steps; ++s) {
     for (auto& x : drafts) x = rng.categorical(q);  // the draft proposes K tokens first
-    const auto tau = static_cast<std::int64_t>(detail::verify_draft(target, draft, drafts, rng, rule).emitted());
+    const auto tau =
+        static_cast<std::int64_t>(detail::verify_draft(target, draft, drafts, rng, rule).emitted());
     e.tokens += tau;
     e.tokens_squared += tau * tau;
   }

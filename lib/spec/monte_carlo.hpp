@@ -38,7 +38,7 @@ struct TokensEstimate {
   std::int64_t tokens = 0;          ///< sum of tau over the steps
   std::int64_t tokens_squared = 0;  ///< sum of tau^2
   double mean() const;
-  double sample_variance() const;   ///< unbiased (n - 1 denominator); 0 for one step
+  double sample_variance() const;  ///< unbiased (n - 1 denominator); 0 for one step
 };
 
 /// Simulates `steps` speculative steps with K draft positions whose target and draft

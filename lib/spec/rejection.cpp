@@ -45,7 +45,8 @@ namespace {
 
 void check_token(const char* field, std::size_t x, std::size_t vocab) {
   if (x >= vocab)
-    throw InputError(fmt::format("{}: token id {} is outside the vocabulary [0, {})", field, x, vocab));
+    throw InputError(
+        fmt::format("{}: token id {} is outside the vocabulary [0, {})", field, x, vocab));
 }
 
 }  // namespace
@@ -65,15 +66,16 @@ StepOutcome verify_draft(std::span<const Dist> target, std::span<const Dist> dra
                          std::span<const std::size_t> drafts, Rng& rng, const AcceptRule& rule) {
   const std::size_t k = drafts.size();
   if (target.size() != k + 1)
-    throw InputError(fmt::format("target: needs K + 1 = {} distributions for K = {} drafts (got {})",
-                                 k + 1, k, target.size()));
+    throw InputError(
+        fmt::format("target: needs K + 1 = {} distributions for K = {} drafts (got {})", k + 1, k,
+                    target.size()));
   if (draft.size() != k)
     throw InputError(fmt::format("draft: needs K = {} distributions (got {})", k, draft.size()));
   const std::size_t vocab = target[0].size();
   for (std::size_t i = 0; i <= k; ++i)
     if (target[i].size() != vocab || (i < k && draft[i].size() != vocab))
-      throw InputError(fmt::format("target, draft: position {} has a vocabulary size other than {}",
-                                   i, vocab));
+      throw InputError(
+          fmt::format("target, draft: position {} has a vocabulary size other than {}", i, vocab));
   for (std::size_t i = 0; i < k; ++i) check_token("drafts", drafts[i], vocab);
   return detail::verify_draft(target, draft, drafts, rng, rule);
 }
