@@ -372,6 +372,19 @@ TEST_CASE("spec-alpha passes and is replayable") {
   CHECK(std::abs(metric(r, "alpha_mc") - 0.7) < 0.01);
   CHECK(kvlab::to_json(run_spec_alpha({}, ctx)).dump() == kvlab::to_json(r).dump());
   CHECK(metric(run_spec_alpha({}, ctx_with_seed(99)), "alpha_mc") != metric(r, "alpha_mc"));
+  // The document's "within 1%" is in the verdict at the default alpha 0.7, n = 100k (4.8 SE) ...
+  CHECK(rows_hold(r, "|α_MC − α| / α on the headline pair"));
+  // ... but not at alpha 0.05, where 1% is 0.7 SE and would fail a correct sampler half the time.
+  SpecAlphaOptions small;
+  small.alpha_target = 0.05;
+  const auto rs = run_spec_alpha(small, ctx);
+  CHECK(rs.passed());
+  for (const auto& e : rs.expectations)
+    CHECK(e.quantity.find("|α_MC − α| / α") == std::string::npos);
+  bool noted = false;
+  for (const auto& n : rs.notes)
+    noted = noted || n.find("not part of the verdict") != std::string::npos;
+  CHECK(noted);
 }
 
 // Each SUBCASE re-runs its TEST_CASE's body from the top, so the broken-part runs live in their own
