@@ -1,0 +1,33 @@
+# Sourced by cli_test.sh: bad input to spec-alpha and spec-etau is exit 2 with one stderr line
+# that names the option; good single cases exit 0.
+
+# spec-etau: alpha outside [0, 1], NaN and inf; K negative, not a number, or beyond the bound
+for bad in 1.5 -0.1 nan inf -inf abc; do
+  expect_exit 2 spec-etau --alpha "$bad"
+  expect_stderr_mentions --alpha spec-etau --alpha "$bad"
+done
+for bad in -1 abc 4.5 257 99999999999999999999; do
+  expect_exit 2 spec-etau --k "$bad"
+  expect_stderr_mentions --k spec-etau --k "$bad"
+done
+for bad in 0 -5 abc 1000000001; do
+  expect_exit 2 spec-etau --samples "$bad"
+  expect_stderr_mentions --samples spec-etau --samples "$bad"
+  expect_exit 2 spec-alpha --samples "$bad"
+  expect_stderr_mentions --samples spec-alpha --samples "$bad"
+done
+expect_exit 2 spec-etau --grid-samples 0
+expect_stderr_mentions --grid-samples spec-etau --grid-samples 0
+expect_exit 2 spec-etau --cost-ratio -0.5
+expect_stderr_mentions --cost-ratio spec-etau --cost-ratio nan
+expect_exit 2 spec-alpha --vocab 1
+expect_stderr_mentions --vocab spec-alpha --vocab 1
+expect_exit 2 spec-alpha --alpha-target nan
+expect_stderr_mentions --alpha-target spec-alpha --alpha-target 1.01
+
+# One case at a time, including both ends of alpha and K = 0.
+expect_exit 0 spec-etau --alpha 0.8 --k 4
+expect_exit 0 spec-etau --alpha 1 --k 0
+expect_exit 0 spec-etau --alpha 0 --k 8
+expect_exit 0 spec-etau --k 16 --format json
+expect_exit 0 spec-alpha --alpha-target 1 --vocab 2 --samples 1000
