@@ -143,7 +143,7 @@ class CatVsPrealloc final : public Check {
   CatVsPreallocOptions opts_;
 };
 
-KVLAB_REGISTER_CHECK(80, CatVsPrealloc);
+KVLAB_REGISTER_CHECK(55, CatVsPrealloc);
 
 }  // namespace
 }  // namespace kvlab::checks

@@ -275,6 +275,6 @@ class SpecAlphaCheck final : public Check {
 
 }  // namespace
 
-KVLAB_REGISTER_CHECK(700, SpecAlphaCheck);
+KVLAB_REGISTER_CHECK(60, SpecAlphaCheck);
 
 }  // namespace kvlab::checks

@@ -368,6 +368,6 @@ class SpecEtauCheck final : public Check {
 
 }  // namespace
 
-KVLAB_REGISTER_CHECK(710, SpecEtauCheck);
+KVLAB_REGISTER_CHECK(70, SpecEtauCheck);
 
 }  // namespace kvlab::checks
