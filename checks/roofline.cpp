@@ -29,6 +29,15 @@
 namespace kvlab::checks {
 namespace {
 
+// The contract's roofline metrics (issue 2): intensity, tokens_per_s, ridge, kv_bytes, weight_bytes.
+void add_step_metrics(Result& r, const DecodeStep& s) {
+  r.metric("intensity", s.intensity);
+  r.metric("tokens_per_s", s.tokens_per_s);
+  r.metric("ridge", s.ridge);
+  r.metric("kv_bytes", static_cast<double>(s.kv_bytes));
+  r.metric("weight_bytes", s.weight_bytes);
+}
+
 constexpr const char* kName = "roofline";
 constexpr const char* kSource = "004 §1.5 (group 5); 000 §3.1";
 constexpr const char* kSummary =
@@ -215,11 +224,7 @@ Result course_table(const RooflineParts& parts) {
       "metrics intensity, tokens_per_s, kv_bytes and weight_bytes are the batch-1 row; `kvlab "
       "roofline --model NAME` computes them for any model, GPU, batch and context.");
 
-  r.metric("intensity", s1.intensity);
-  r.metric("tokens_per_s", s1.tokens_per_s);
-  r.metric("ridge", s1.ridge);
-  r.metric("kv_bytes", static_cast<double>(s1.kv_bytes));
-  r.metric("weight_bytes", s1.weight_bytes);
+  add_step_metrics(r, s1);
   r.metric("tokens_per_s_batch8", s8.tokens_per_s);
   r.metric("intensity_batch64_ctx4096", s64.intensity);
   r.metric("kv_bytes_batch64_ctx4096", static_cast<double>(s64.kv_bytes));
@@ -314,11 +319,7 @@ Result calculator(const RooflineOptions& o, const RooflineParts& parts) {
   r.notes.push_back("the peak is the GPU's dense bf16 tensor rate whatever the dtypes; activations, "
                     "norms and softmax are ignored, as in the course.");
 
-  r.metric("intensity", s.intensity);
-  r.metric("tokens_per_s", s.tokens_per_s);
-  r.metric("ridge", s.ridge);
-  r.metric("kv_bytes", static_cast<double>(s.kv_bytes));
-  r.metric("weight_bytes", s.weight_bytes);
+  add_step_metrics(r, s);
   r.metric("flops", s.flops);
   r.metric("bytes", s.bytes);
   r.metric("time_s", s.time_s);

@@ -3,6 +3,10 @@
 // names the field.
 #include <doctest/doctest.h>
 
+#include "test_util.hpp"
+
+using kvlab::test::input_error;
+
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -24,22 +28,6 @@ const std::string kFixtures =
 
 std::string fixture(const std::string& name) { return kFixtures + "/" + name; }
 
-/// The message of the InputError `f` throws; fails the test when it throws nothing or another
-/// type, and when the message is not exactly one line.
-template <class F>
-std::string input_error(F&& f) {
-  try {
-    f();
-  } catch (const InputError& e) {
-    const std::string msg = e.what();
-    CHECK_MESSAGE(msg.find('\n') == std::string::npos, "not one line: " << msg);
-    return msg;
-  } catch (const std::exception& e) {
-    FAIL("expected InputError, got another exception: " << e.what());
-  }
-  FAIL("expected InputError, nothing was thrown");
-  return {};
-}
 
 /// A minimal valid Llama-style config to break one field at a time.
 json base_config() {

@@ -2,6 +2,10 @@
 // an InputError, the decode roofline on the course's numbers, and where decode turns compute-bound.
 #include <doctest/doctest.h>
 
+#include "test_util.hpp"
+
+using kvlab::test::input_error;
+
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -19,16 +23,6 @@ using kvlab::InputError;
 using kvlab::KvQuery;
 using kvlab::ModelSpec;
 
-template <class F>
-std::string input_error(F&& f) {
-  try {
-    f();
-  } catch (const InputError& e) {
-    return e.what();
-  }
-  FAIL("expected InputError");
-  return {};
-}
 
 std::uint64_t total_bytes(const std::string& model, std::uint64_t batch, std::uint64_t ctx, CacheDtype d,
                           std::optional<std::uint64_t> heads = std::nullopt) {

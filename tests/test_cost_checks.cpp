@@ -3,6 +3,10 @@
 // of issue 2, the errata the checks report, and option errors.
 #include <doctest/doctest.h>
 
+#include "test_util.hpp"
+
+using kvlab::test::input_error;
+
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
@@ -47,16 +51,6 @@ KvSizeParts forgot_factor_two() {
   return p;
 }
 
-template <class F>
-std::string input_error(F&& f) {
-  try {
-    f();
-  } catch (const InputError& e) {
-    return e.what();
-  }
-  FAIL("expected InputError");
-  return {};
-}
 
 }  // namespace
 

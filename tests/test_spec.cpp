@@ -3,6 +3,8 @@
 // a part of it is deliberately broken.
 #include <doctest/doctest.h>
 
+#include "test_util.hpp"
+
 #include <cmath>
 #include <limits>
 #include <nlohmann/json.hpp>
@@ -34,13 +36,8 @@ const double kInf = std::numeric_limits<double>::infinity();
 // Runs f, expects an InputError whose message contains `word` (the field it must name).
 template <class F>
 void check_input_error(F&& f, const std::string& word) {
-  try {
-    f();
-    FAIL("no InputError; expected one naming '" << word << "'");
-  } catch (const InputError& e) {
-    CHECK_MESSAGE(std::string(e.what()).find(word) != std::string::npos,
-                  "message '" << e.what() << "' does not name '" << word << "'");
-  }
+  const std::string msg = kvlab::test::input_error(std::forward<F>(f));
+  CHECK_MESSAGE(msg.find(word) != std::string::npos, "message '" << msg << "' does not name '" << word << "'");
 }
 
 double sum(const std::vector<double>& v) {
