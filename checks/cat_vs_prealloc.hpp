@@ -13,7 +13,7 @@ struct CatVsPreallocOptions {
   int tokens = 4096;     ///< tokens generated (appended one at a time)
   int kv_heads = 1;      ///< width of a position = kv_heads * head_dim (for the timing)
   int head_dim = 16;
-  int repeats = 3;       ///< timing: median of this many runs
+  int repeats = 1;       ///< timing: median of this many runs (1: keeps kvlab all quick)
 };
 
 /// The two caches under test, made for (n_layer = 1, width, max_len). Unit tests substitute

@@ -15,6 +15,7 @@
 
 #include "checks/incremental_vs_full.hpp"
 #include "core/error.hpp"
+#include "support/options.hpp"
 #include "model/gpt.hpp"
 #include "support/model_setup.hpp"
 
@@ -127,9 +128,9 @@ class IncrementalVsFull final : public Check {
            "the prompt prefilled in chunks. The tolerance is a float rounding bound, stated.";
   }
   void bind(CLI::App& sub) override {
-    sub.add_option("--prefill", opts_.prefill, "Prompt tokens")->check(CLI::Range(1, 4096));
-    sub.add_option("--decode", opts_.decode, "Tokens decoded one at a time")->check(CLI::Range(0, 4096));
-    sub.add_option("--chunk", opts_.chunk, "Chunk size of the chunked prefill (<= --prefill)")->check(CLI::Range(1, 4096));
+    sub.add_option("--prefill", opts_.prefill, "Prompt tokens")->check(IntRange(1, 4096));
+    sub.add_option("--decode", opts_.decode, "Tokens decoded one at a time")->check(IntRange(0, 4096));
+    sub.add_option("--chunk", opts_.chunk, "Chunk size of the chunked prefill (<= --prefill)")->check(IntRange(1, 4096));
     sub.add_option("--cache", opts_.cache, "prealloc (default) or concat")->check(CLI::IsMember({"prealloc", "concat"}));
   }
   Result run(const RunContext& ctx) override { return run_incremental_vs_full(opts_, ctx); }

@@ -15,6 +15,7 @@
 
 #include "checks/kv_invariance.hpp"
 #include "core/error.hpp"
+#include "support/options.hpp"
 #include "model/gpt.hpp"
 #include "support/check.hpp"
 #include "support/model_setup.hpp"
@@ -80,6 +81,9 @@ Result run_impl(const KvInvarianceOptions& o, const RunContext& ctx) {
 Result run_kv_invariance(const KvInvarianceOptions& o, const RunContext& ctx) {
   require_range("--tokens", o.tokens, 1, 4096);
   require_range("--layers", o.layers, 1, 64);
+  require_range("--kv-heads", o.kv_heads, 1, 8);
+  if (8 % o.kv_heads != 0)
+    throw InputError(fmt::format("--kv-heads: must divide the 8 query heads: 1, 2, 4 or 8 (got {})", o.kv_heads));
   Result r = with_dtype(ctx.dtype, [&]<class T>() { return run_impl<T>(o, ctx); });
   r.check = "kv-invariance";
   r.source = "004 §1.2 (group 1)";
@@ -101,10 +105,10 @@ class KvInvariance final : public Check {
            "induction proof says they are equal; kvlab expects exactly 0, not 'small'.";
   }
   void bind(CLI::App& sub) override {
-    sub.add_option("--tokens", opts_.tokens, "Shorter prefix length n (the other is n + 1)")->check(CLI::Range(1, 4096));
-    sub.add_option("--layers", opts_.layers, "Number of layers")->check(CLI::Range(1, 64));
+    sub.add_option("--tokens", opts_.tokens, "Shorter prefix length n (the other is n + 1)")->check(IntRange(1, 4096));
+    sub.add_option("--layers", opts_.layers, "Number of layers")->check(IntRange(1, 64));
     sub.add_option("--kv-heads", opts_.kv_heads, "K/V heads (divisor of 8: 8 MHA, 2 GQA, 1 MQA)")
-        ->check(CLI::IsMember({1, 2, 4, 8}));
+        ->check(IntRange(1, 8));
     sub.add_option("--positional", opts_.positional, "learned (default) or rope")
         ->check(CLI::IsMember({"learned", "rope"}));
   }

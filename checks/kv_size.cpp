@@ -401,7 +401,8 @@ class KvSizeCheck final : public Check {
   }
   void bind(CLI::App& sub) override {
     model_opt_ = sub.add_option("--model", model_, "Catalogue model, e.g. llama-2-70b (data/models)");
-    config_opt_ = sub.add_option("--config", config_, "A Hugging Face config.json instead of --model");
+    config_opt_ = sub.add_option("--config", config_, "A Hugging Face config.json instead of --model")
+                      ->type_name("FILE");
     model_opt_->excludes(config_opt_);
     const auto positive = PositiveCount();
     batch_opt_ = sub.add_option("--batch", batch_, "Sequences in the batch (default 1)")->check(positive);

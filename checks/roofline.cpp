@@ -359,7 +359,8 @@ class RooflineCheck final : public Check {
   }
   void bind(CLI::App& sub) override {
     model_opt_ = sub.add_option("--model", model_, "Catalogue model, e.g. llama-2-7b (data/models)");
-    config_opt_ = sub.add_option("--config", config_, "A Hugging Face config.json instead of --model");
+    config_opt_ = sub.add_option("--config", config_, "A Hugging Face config.json instead of --model")
+                      ->type_name("FILE");
     model_opt_->excludes(config_opt_);
     gpu_opt_ = sub.add_option("--gpu", gpu_, "Catalogue GPU (data/hardware; default a100-80gb)");
     const auto positive = PositiveCount();

@@ -30,7 +30,6 @@
 #include "core/stats.hpp"
 #include "spec/distribution.hpp"
 #include "spec/monte_carlo.hpp"
-#include "support/int_range.hpp"
 #include "support/options.hpp"
 
 namespace kvlab::checks {

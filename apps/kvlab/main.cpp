@@ -21,6 +21,7 @@
 #include "core/error.hpp"
 #include "report/writers.hpp"
 #include "support/check.hpp"
+#include "support/options.hpp"
 
 namespace {
 
@@ -42,7 +43,7 @@ void add_common_flags(CLI::App& sub, CommonFlags& f) {
   sub.add_option("--format", f.format, "Output: text (default), md, csv (tables only) or json")
       ->check(CLI::IsMember({"text", "md", "csv", "json"}));
   sub.add_option("--seed", f.seed, "Seed of every random draw (same seed, same output)")
-      ->check(CLI::Range(std::int64_t{0}, std::numeric_limits<std::int64_t>::max()));
+      ->check(kvlab::checks::IntRange(0, std::numeric_limits<std::int64_t>::max()));
   sub.add_option("--dtype", f.dtype, "Model arithmetic: f64 (default, as the course) or f32")
       ->check(CLI::IsMember({"f64", "f32"}));
   sub.add_option("--device", f.device, "cpu, cuda or auto (default: cuda when built in and present)")
@@ -88,6 +89,19 @@ int list_checks(const std::vector<std::unique_ptr<Check>>& checks, const std::st
   return 0;
 }
 
+/// `kvlab list --options`: every option of every check subcommand, one per line,
+/// "CHECK<TAB>--OPTION<TAB>TYPE" (TYPE as CLI11 names it: INT, FLOAT, TEXT, FILE, ... or FLAG).
+/// The bad-input sweep (tests/sweep.sh) reads it, so a new check joins the sweep by registering.
+int list_options(const std::vector<CLI::App*>& subs) {
+  for (const CLI::App* sub : subs)
+    for (const CLI::Option* opt : sub->get_options()) {
+      if (opt->get_lnames().empty() || opt->get_name() == "--help") continue;
+      const std::string type = opt->get_expected_max() == 0 ? "FLAG" : opt->get_type_name();
+      std::cout << sub->get_name() << '\t' << "--" << opt->get_lnames().front() << '\t' << type << '\n';
+    }
+  return 0;
+}
+
 void print_info(const std::string& format) {
   auto info = kvlab::build_info();
   info.insert(info.begin() + 5, {"cli11", CLI11_VERSION});
@@ -116,6 +130,9 @@ int main(int argc, char** argv) {
 
   std::string list_format = "text";
   auto* list = app.add_subcommand("list", "List the checks with their sources");
+  bool list_with_options = false;
+  list->add_flag("--options", list_with_options,
+                 "Print every check's options as CHECK<TAB>--OPTION<TAB>TYPE (for scripts)");
   list->add_option("--format", list_format, "text, md, csv or json")
       ->check(CLI::IsMember({"text", "md", "csv", "json"}));
 
@@ -139,7 +156,7 @@ int main(int argc, char** argv) {
 
   try {
     app.parse(argc, argv);
-    if (list->parsed()) return list_checks(checks, list_format);
+    if (list->parsed()) return list_with_options ? list_options(subs) : list_checks(checks, list_format);
     if (info->parsed()) {
       print_info(info_format);
       return 0;

@@ -3,6 +3,8 @@
 // exact byte counts into table cells. No arithmetic of the claims lives here.
 #pragma once
 
+#include "support/options.hpp"
+
 #include <charconv>
 #include <cstdint>
 #include <functional>
@@ -31,23 +33,8 @@ auto with_option(const std::string& option, F&& f) -> decltype(f()) {
   }
 }
 
-/// Accepts a decimal integer in [1, 2^63 - 1]. CLI::Range alone is not enough for counts: CLI11
-/// 2.1 saturates an out-of-range "99999999999999999999" to 2^63 - 1 before Range sees it, and
-/// says "not in range" for "1e3"; this rejects both with the reason.
-inline CLI::Validator PositiveCount() {
-  return CLI::Validator(
-      [](std::string& input) -> std::string {
-        std::int64_t v = 0;
-        const char* end = input.data() + input.size();
-        const auto [p, ec] = std::from_chars(input.data(), end, v);
-        if (ec == std::errc::result_out_of_range)
-          return fmt::format("{} is out of range (max {})", input, std::numeric_limits<std::int64_t>::max());
-        if (ec != std::errc() || p != end) return "'" + input + "' is not an integer";
-        if (v < 1) return fmt::format("must be >= 1 (got {})", input);
-        return {};
-      },
-      "INT >= 1");
-}
+/// Accepts a decimal integer in [1, 2^63 - 1] (batch, context): IntRange with the widest bound.
+inline CLI::Validator PositiveCount() { return IntRange(1, std::numeric_limits<std::int64_t>::max()); }
 
 /// Loads a model by catalogue name or by config path; the functions are the checks' injectable
 /// loaders. Throws InputError naming --model or --config; both given is an error too.
