@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# Bad-input sweep (issue 3): every option of every registered check, from `kvlab list --options`,
+# gets hostile values. A new check joins by registering; nothing here lists checks by hand.
+#
+# For each run it asserts: no crash, no sanitizer report, finished within KVLAB_SWEEP_SECONDS
+# (default 1); and either
+#   - rejected: exit 2, exactly one line on stderr that names the option, nothing on stdout; or
+#   - accepted (the value is legal, e.g. --decode 0): exit 0 or 1, a result on stdout with no
+#     nan/inf in it.
+# usage: tests/sweep.sh path/to/kvlab   (KVLAB_SWEEP_VERBOSE=1 lists the accepted values)
+set -u
+kvlab=$1
+limit=${KVLAB_SWEEP_SECONDS:-1}
+here=$(cd "$(dirname "$0")" && pwd)
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+mkdir "$tmp/a-directory"
+: > "$tmp/empty.json"
+printf '{"num_hidden_layers": 2' > "$tmp/truncated.json"
+printf '\xff\xfe\x00garbage' > "$tmp/binary.json"
+long=$(printf 'x%.0s' $(seq 1 3000))
+
+numeric_values=(0 -1 99999999999999999999 1e30 -1e30 1e-30 nan inf -inf abc "" 0x10 1.5 " 7" 7abc)
+text_values=("" nosuch ../../../../etc/passwd "$long" -1 nan "a b" "é")
+file_values=(/nonexistent/config.json "$tmp/a-directory" "$tmp/empty.json" "$tmp/truncated.json"
+             "$tmp/binary.json")
+for f in "$here"/data/configs/*.json; do
+  case $(basename "$f") in hf_*) ;; *) file_values+=("$f") ;; esac  # the valid ones are hf_*.json
+done
+
+runs=0 rejected=0 accepted=0 failures=0
+fail() { echo "FAIL: kvlab $*"; failures=$((failures + 1)); }
+
+while IFS=$'\t' read -r check option type; do
+  case $type in
+    FLAG) continue ;;
+    INT* | FLOAT*) values=("${numeric_values[@]}") ;;
+    FILE*) values=("${file_values[@]}") ;;
+    *) values=("${text_values[@]}") ;;
+  esac
+  name=${option#--}
+  for value in "${values[@]}"; do
+    runs=$((runs + 1))
+    start=$(date +%s%N)
+    timeout 30 "$kvlab" "$check" "$option" "$value" >"$tmp/out" 2>"$tmp/err"
+    rc=$?
+    elapsed_ms=$(( ($(date +%s%N) - start) / 1000000 ))
+    shown="$check $option '${value:0:40}'"
+    if grep -qE "AddressSanitizer|LeakSanitizer|runtime error:|UndefinedBehaviorSanitizer" "$tmp/err"; then
+      fail "$shown: sanitizer report: $(grep -m1 -E 'Sanitizer|runtime error' "$tmp/err")"; continue
+    fi
+    if [ "$elapsed_ms" -gt $((limit * 1000)) ]; then
+      fail "$shown: took ${elapsed_ms} ms (limit ${limit} s)"; continue
+    fi
+    case $rc in
+      2)
+        rejected=$((rejected + 1))
+        lines=$(wc -l < "$tmp/err")
+        if [ "$lines" != 1 ] || [ -s "$tmp/out" ]; then
+          fail "$shown: exit 2 wants one stderr line and no stdout; got $lines lines: $(head -c 300 "$tmp/err")"
+        elif ! grep -q -- "$name" "$tmp/err"; then
+          fail "$shown: the error does not name '$name': $(cat "$tmp/err")"
+        fi ;;
+      0 | 1)
+        accepted=$((accepted + 1))
+        [ -n "${KVLAB_SWEEP_VERBOSE:-}" ] && echo "accepted: $shown -> exit $rc"
+        if ! [ -s "$tmp/out" ]; then
+          fail "$shown: accepted (exit $rc) but printed no result"
+        elif grep -qiwE "nan|-?inf" "$tmp/out"; then
+          fail "$shown: accepted (exit $rc) but the result contains nan/inf: $(grep -m1 -iwE 'nan|-?inf' "$tmp/out")"
+        fi ;;
+      *) fail "$shown: exit $rc: $(head -c 300 "$tmp/err")" ;;
+    esac
+  done
+done < <("$kvlab" list --options)
+
+echo "sweep: $runs runs, $rejected rejected (exit 2), $accepted accepted, $failures failures"
+[ "$runs" -gt 0 ] && [ "$failures" -eq 0 ]
