@@ -101,11 +101,11 @@ Result run_cat_vs_prealloc(const CatVsPreallocOptions& o, const RunContext& ctx,
   if (course_size) e.stated = Stated::parse("2048", "2048 倍");
   r.expect(e);
 
-  r.metric("positions_concat", cat_moved);
-  r.metric("positions_prealloc", pre_moved);
+  r.metric_exact("positions_concat", cat.positions_moved());
+  r.metric_exact("positions_prealloc", pre.positions_moved());
   r.metric("positions_ratio", cat_moved / pre_moved);
-  r.metric("allocations_concat", static_cast<double>(cat.allocations));
-  r.metric("allocations_prealloc", static_cast<double>(pre.allocations));
+  r.metric_exact("allocations_concat", cat.allocations);
+  r.metric_exact("allocations_prealloc", pre.allocations);
   r.metric("seconds_concat", cat_s);
   r.metric("seconds_prealloc", pre_s);
 

@@ -145,12 +145,12 @@ Result course_table(const KvSizeParts& parts) {
   const Variant variants[] = {{"GQA-8 (the model)", std::nullopt, "80"},
                               {"MHA", l2_70.n_head, "640"},
                               {"MQA", std::uint64_t{1}, "10"}};
-  double bytes_gqa = 0;
+  std::uint64_t bytes_gqa = 0;
   for (const auto& v : variants) {
     const KvQuery q{b32, c8k, CacheDtype::bf16, v.heads};
     const KvCacheSize s = parts.cache_size(l2_70, q);
     const double bytes = static_cast<double>(s.total_bytes);
-    if (!v.heads) bytes_gqa = bytes;
+    if (!v.heads) bytes_gqa = s.total_bytes;
     est.rows.push_back({v.label, static_cast<std::int64_t>(s.layout.kv_heads), formula_text(s, q),
                         count_cell(s.total_bytes), bytes / kGiB, bytes / kGB});
     r.expect({fmt::format("KV cache, 70B {}, 32 × 8192, bf16", v.label), "004 §1.4, §2.2", "GiB",
@@ -244,10 +244,10 @@ Result course_table(const KvSizeParts& parts) {
             fmt::format("{} B / {} B", format_number(mha.bytes_per_token), format_number(s70.bytes_per_token))});
 
   r.metric("bytes_per_token", s70.bytes_per_token);
-  r.metric("bytes", bytes_gqa);
+  r.metric_exact("bytes", bytes_gqa);
   r.metric("bytes_per_token_llama_2_7b", s7.bytes_per_token);
-  r.metric("bytes_llama_3_70b_4k_fp16", per_sample);
-  r.metric("bytes_deepseek_v2_4k_fp16", ds_bytes);
+  r.metric_exact("bytes_llama_3_70b_4k_fp16", s3.total_bytes);
+  r.metric_exact("bytes_deepseek_v2_4k_fp16", sd.total_bytes);
   r.metric("max_batch_8xa100_80gb", max_batch);
   r.notes.push_back(
       "metrics bytes_per_token and bytes are the 004 §1.4 estimate (llama-2-70b, GQA-8, batch 32 × "
@@ -335,8 +335,8 @@ Result calculator(const KvSizeOptions& o, const KvSizeParts& parts) {
             static_cast<double>(s.total_bits) / 8.0, std::nullopt, ""});
 
   r.metric("bytes_per_token", s.bytes_per_token);
-  r.metric("bytes", total);
-  r.metric("elements_per_token", static_cast<double>(s.elements_per_token));
+  r.metric_exact("bytes", s.total_bytes);
+  r.metric_exact("elements_per_token", s.elements_per_token);
   r.metric("bytes_per_token_16bit", own16.bytes_per_token);
 
   std::vector<std::string> defaults;

@@ -34,7 +34,7 @@ void add_step_metrics(Result& r, const DecodeStep& s) {
   r.metric("intensity", s.intensity);
   r.metric("tokens_per_s", s.tokens_per_s);
   r.metric("ridge", s.ridge);
-  r.metric("kv_bytes", static_cast<double>(s.kv_bytes));
+  r.metric_exact("kv_bytes", s.kv_bytes);
   r.metric("weight_bytes", s.weight_bytes);
 }
 
@@ -227,7 +227,7 @@ Result course_table(const RooflineParts& parts) {
   add_step_metrics(r, s1);
   r.metric("tokens_per_s_batch8", s8.tokens_per_s);
   r.metric("intensity_batch64_ctx4096", s64.intensity);
-  r.metric("kv_bytes_batch64_ctx4096", static_cast<double>(s64.kv_bytes));
+  r.metric_exact("kv_bytes_batch64_ctx4096", s64.kv_bytes);
   return r;
 }
 

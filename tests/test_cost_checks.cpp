@@ -26,7 +26,7 @@ const std::string kFixtures =
 
 double metric(const Result& r, const std::string& key) {
   for (const auto& [k, v] : r.metrics)
-    if (k == key) return v;
+    if (k == key) return r.metric_value(key);
   FAIL("no metric " << key);
   return 0;
 }

@@ -341,7 +341,7 @@ kvlab::checks::RunContext ctx_with_seed(std::uint64_t seed) {
 
 double metric(const kvlab::Result& r, const std::string& key) {
   for (const auto& [k, v] : r.metrics)
-    if (k == key) return v;
+    if (k == key) return r.metric_value(key);
   FAIL("no metric " << key);
   return kNaN;
 }

@@ -50,13 +50,28 @@ std::vector<std::string> Result::errata() const {
   return out;
 }
 
-void Result::metric(const std::string& key, double value) {
-  for (auto& [k, v] : metrics)
+namespace {
+
+template <class V>
+void set_metric(Result& r, const std::string& key, V value) {
+  for (auto& [k, v] : r.metrics)
     if (k == key) {
       v = value;
       return;
     }
-  metrics.emplace_back(key, value);
+  r.metrics.emplace_back(key, value);
+}
+
+}  // namespace
+
+void Result::metric(const std::string& key, double value) { set_metric(*this, key, value); }
+
+void Result::metric_exact(const std::string& key, std::uint64_t value) { set_metric(*this, key, value); }
+
+double Result::metric_value(const std::string& key) const {
+  for (const auto& [k, v] : metrics)
+    if (k == key) return std::visit([](auto x) { return static_cast<double>(x); }, v);
+  throw std::out_of_range("no metric " + key);
 }
 
 Expectation& Result::expect(Expectation e) {

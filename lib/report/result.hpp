@@ -68,7 +68,9 @@ struct Result {
   std::string source;  ///< e.g. "004 §1.4 (group 4); 000 §0, §2.2, §2.3"
   std::string claim;   ///< the claim in one or two sentences
   std::vector<Expectation> expectations;
-  std::vector<std::pair<std::string, double>> metrics;  ///< stable snake_case keys, in order
+  /// Stable snake_case keys, in order. A value is a double, or an exact unsigned integer for
+  /// counts (bytes, positions) that must not round above 2^53.
+  std::vector<std::pair<std::string, std::variant<double, std::uint64_t>>> metrics;
   std::vector<Table> tables;
   std::vector<std::string> notes;
 
@@ -77,6 +79,10 @@ struct Result {
 
   /// Adds or replaces a metric.
   void metric(const std::string& key, double value);
+  /// Adds or replaces an exact integer metric (written to JSON as an integer).
+  void metric_exact(const std::string& key, std::uint64_t value);
+  /// The metric's value as a double; throws std::out_of_range when there is no such key.
+  double metric_value(const std::string& key) const;
   /// Appends an expectation and returns it for further filling.
   Expectation& expect(Expectation e);
 };

@@ -203,7 +203,7 @@ nlohmann::json to_json(const Result& r) {
   j["claim"] = r.claim;
   j["status"] = r.passed() ? "pass" : "fail";
   j["metrics"] = nlohmann::json::object();
-  for (const auto& [k, v] : r.metrics) j["metrics"][k] = v;
+  for (const auto& [k, v] : r.metrics) std::visit([&](auto x) { j["metrics"][k] = x; }, v);
   j["expectations"] = nlohmann::json::array();
   for (const auto& e : r.expectations) {
     nlohmann::json x{{"quantity", e.quantity}, {"source", e.source},     {"unit", e.unit},
