@@ -22,6 +22,10 @@
 namespace kvlab::checks {
 namespace {
 
+// Largest --prefill and --decode accepted: 4 variants × (1 full + up to 2·256 cached forwards)
+// then take well under a second on a 2-core machine.
+constexpr int kMaxTokens = 256;
+
 struct Variant {
   const char* name;       // metric suffix: mha, gqa, mqa, chunked
   int kv_heads;           // of 8 query heads
@@ -55,7 +59,7 @@ Result run_impl(const IncrementalOptions& o, const RunContext& ctx, const CacheM
     auto cache = make_cache(cfg.n_layer, cfg.kv_width(), total);
     Mat<T> incremental(total, cfg.vocab_size);
     int pos = 0;
-    const int step = v.chunked ? o.chunk : o.prefill;
+    const int step = v.chunked ? *o.chunk : o.prefill;
     while (pos < o.prefill) {  // prefill: at once, or in chunks
       const int n = std::min(step, o.prefill - pos);
       incremental.middleRows(pos, n) = model.forward(std::span(ids).subspan(pos, n), pos, *cache);
@@ -68,7 +72,7 @@ Result run_impl(const IncrementalOptions& o, const RunContext& ctx, const CacheM
     const double scale = std::max(1.0, static_cast<double>(full.cwiseAbs().maxCoeff()));
     const double bound = rounding_bound(cfg, ctx.dtype, scale);
     Expectation e{.quantity = fmt::format("max |Δlogits| {}{}", v.name,
-                                          v.chunked ? fmt::format(" (prefill in chunks of {})", o.chunk) : ""),
+                                          v.chunked ? fmt::format(" (prefill in chunks of {})", *o.chunk) : ""),
                   .source = v.chunked ? "004 §3.3, §3.5" : "004 §1.3 (group 2)",
                   .unit = "",
                   .expected = 0,
@@ -80,7 +84,7 @@ Result run_impl(const IncrementalOptions& o, const RunContext& ctx, const CacheM
     r.expect(e);
     r.metric(std::string("max_abs_diff_") + v.name, diff);
     detail.rows.push_back({std::string(v.name), std::int64_t{v.kv_heads},
-                           v.chunked ? fmt::format("{} in chunks of {}", o.prefill, o.chunk) : std::to_string(o.prefill),
+                           v.chunked ? fmt::format("{} in chunks of {}", o.prefill, *o.chunk) : std::to_string(o.prefill),
                            std::int64_t{o.decode}, diff, scale, bound});
   }
   r.tables.push_back(std::move(detail));
@@ -94,9 +98,13 @@ Result run_impl(const IncrementalOptions& o, const RunContext& ctx, const CacheM
 }  // namespace
 
 Result run_incremental_vs_full(const IncrementalOptions& o, const RunContext& ctx, const IncrementalParts& parts) {
-  require_range("--prefill", o.prefill, 1, 4096);
-  require_range("--decode", o.decode, 0, 4096);
-  require_range("--chunk", o.chunk, 1, o.prefill);
+  require_range("--prefill", o.prefill, 1, kMaxTokens);
+  require_range("--decode", o.decode, 0, kMaxTokens);
+  // --chunk defaults to min(3, --prefill), so that a short prompt needs no --chunk of its own.
+  const int chunk = o.chunk.value_or(std::min(3, o.prefill));
+  require_range("--chunk", chunk, 1, o.prefill);
+  IncrementalOptions resolved = o;
+  resolved.chunk = chunk;
   const CacheKind kind = o.cache == "concat" ? CacheKind::concat : CacheKind::prealloc;
   if (o.cache != "concat" && o.cache != "prealloc")
     throw InputError("--cache: must be prealloc or concat (got '" + o.cache + "')");
@@ -105,7 +113,7 @@ Result run_incremental_vs_full(const IncrementalOptions& o, const RunContext& ct
     if constexpr (std::is_same_v<T, double>) maker = parts.cache_f64;
     else maker = parts.cache_f32;
     if (!maker) maker = [kind](int n_layer, int width, int max_len) { return make_cache<T>(kind, n_layer, width, max_len); };
-    return run_impl<T>(o, ctx, maker);
+    return run_impl<T>(resolved, ctx, maker);
   });
   r.check = "incremental-vs-full";
   r.source = "004 §1.3, §3.5 (group 2)";
@@ -128,11 +136,13 @@ class IncrementalVsFull final : public Check {
            "the prompt prefilled in chunks. The tolerance is a float rounding bound, stated.";
   }
   void bind(CLI::App& sub) override {
-    sub.add_option("--prefill", opts_.prefill, "Prompt tokens")->check(IntRange(1, 4096));
-    sub.add_option("--decode", opts_.decode, "Tokens decoded one at a time")->check(IntRange(0, 4096));
-    sub.add_option("--chunk", opts_.chunk, "Chunk size of the chunked prefill (<= --prefill)")->check(IntRange(1, 4096));
+    sub.add_option("--prefill", opts_.prefill, "Prompt tokens")->check(IntRange(1, kMaxTokens));
+    sub.add_option("--decode", opts_.decode, "Tokens decoded one at a time")->check(IntRange(0, kMaxTokens));
+    sub.add_option("--chunk", opts_.chunk, "Chunk size of the chunked prefill (<= --prefill; default min(3, --prefill))")
+        ->check(IntRange(1, kMaxTokens));
     sub.add_option("--cache", opts_.cache, "prealloc (default) or concat")->check(CLI::IsMember({"prealloc", "concat"}));
   }
+  bool uses_dtype() const override { return true; }
   Result run(const RunContext& ctx) override { return run_incremental_vs_full(opts_, ctx); }
 
  private:

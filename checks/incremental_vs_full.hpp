@@ -2,6 +2,7 @@
 #pragma once
 
 #include <functional>
+#include <optional>
 #include <memory>
 #include <string>
 
@@ -13,7 +14,7 @@ namespace kvlab::checks {
 struct IncrementalOptions {
   int prefill = 8;   ///< prompt tokens processed at once
   int decode = 12;   ///< tokens then decoded one at a time
-  int chunk = 3;     ///< chunk size of the chunked-prefill variant
+  std::optional<int> chunk;  ///< chunk size of the chunked-prefill variant; unset: min(3, prefill)
   std::string cache = "prealloc";  ///< prealloc or concat
 };
 

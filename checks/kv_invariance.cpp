@@ -23,6 +23,10 @@
 namespace kvlab::checks {
 namespace {
 
+// Largest sizes accepted: the two forwards then take under a second on a 2-core machine.
+constexpr int kMaxTokens = 512;
+constexpr int kMaxLayers = 12;
+
 template <class T>
 Result run_impl(const KvInvarianceOptions& o, const RunContext& ctx) {
   ModelConfig cfg;
@@ -79,8 +83,8 @@ Result run_impl(const KvInvarianceOptions& o, const RunContext& ctx) {
 }  // namespace
 
 Result run_kv_invariance(const KvInvarianceOptions& o, const RunContext& ctx) {
-  require_range("--tokens", o.tokens, 1, 4096);
-  require_range("--layers", o.layers, 1, 64);
+  require_range("--tokens", o.tokens, 1, kMaxTokens);
+  require_range("--layers", o.layers, 1, kMaxLayers);
   require_range("--kv-heads", o.kv_heads, 1, 8);
   if (8 % o.kv_heads != 0)
     throw InputError(fmt::format("--kv-heads: must divide the 8 query heads: 1, 2, 4 or 8 (got {})", o.kv_heads));
@@ -105,13 +109,15 @@ class KvInvariance final : public Check {
            "induction proof says they are equal; kvlab expects exactly 0, not 'small'.";
   }
   void bind(CLI::App& sub) override {
-    sub.add_option("--tokens", opts_.tokens, "Shorter prefix length n (the other is n + 1)")->check(IntRange(1, 4096));
-    sub.add_option("--layers", opts_.layers, "Number of layers")->check(IntRange(1, 64));
+    sub.add_option("--tokens", opts_.tokens, "Shorter prefix length n (the other is n + 1)")
+        ->check(IntRange(1, kMaxTokens));
+    sub.add_option("--layers", opts_.layers, "Number of layers")->check(IntRange(1, kMaxLayers));
     sub.add_option("--kv-heads", opts_.kv_heads, "K/V heads (divisor of 8: 8 MHA, 2 GQA, 1 MQA)")
         ->check(IntRange(1, 8));
     sub.add_option("--positional", opts_.positional, "learned (default) or rope")
         ->check(CLI::IsMember({"learned", "rope"}));
   }
+  bool uses_dtype() const override { return true; }
   Result run(const RunContext& ctx) override { return run_kv_invariance(opts_, ctx); }
 
  private:

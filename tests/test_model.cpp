@@ -217,6 +217,9 @@ TEST_CASE("incremental-vs-full passes with both caches and fails with a cache th
 
   o.chunk = 0;
   CHECK_THROWS_AS(checks::run_incremental_vs_full(o, ctx), InputError);
+  o.chunk.reset();
+  o.prefill = 2;  // the default chunk follows a short prompt: min(3, 2) = 2
+  CHECK(checks::run_incremental_vs_full(o, ctx).passed());
 }
 
 TEST_CASE("cat-vs-prealloc counts 8,390,656 vs 4,096 and fails when the 'concat' cache does not copy") {
