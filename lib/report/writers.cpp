@@ -120,7 +120,7 @@ std::string csv_field(const Cell& c) {
 }
 
 void write_csv_table(std::ostream& out, const Table& t) {
-  out << "# " << t.title << '\n';
+  if (!t.title.empty()) out << "# " << t.title << '\n';
   for (std::size_t j = 0; j < t.columns.size(); ++j) out << (j ? "," : "") << csv_field(t.columns[j]);
   out << '\n';
   for (const auto& row : t.rows) {
@@ -190,8 +190,14 @@ Table expectation_table(const Result& r) {
   for (const auto& e : r.expectations) {
     std::string verdict = e.holds() ? "pass" : "FAIL";
     if (e.is_erratum()) verdict += ", erratum";
-    t.rows.push_back({e.quantity, e.source, e.stated ? e.stated->text : e.document.empty() ? std::string("—") : e.document, e.expected,
-                      e.tolerance, e.measured, e.unit, verdict, e.why});
+    const std::string document = e.stated ? e.stated->text : e.document.empty() ? std::string("—") : e.document;
+    if (e.holds()) {
+      t.rows.push_back({e.quantity, e.source, document, e.expected, e.tolerance, e.measured, e.unit, verdict, e.why});
+    } else {  // a failing row shows every digit, so that expected and measured never look equal
+      auto exact = [](double v) { return fmt::format("{:.17g}", v); };
+      t.rows.push_back({e.quantity, e.source, document, exact(e.expected), exact(e.tolerance), exact(e.measured),
+                        e.unit, verdict, e.why});
+    }
   }
   return t;
 }
@@ -257,8 +263,11 @@ void write_result(std::ostream& out, const Result& r, Format f) {
     case Format::md:
       out << "### " << r.check << " (" << r.source << ")\n\n" << r.claim << "\n\n";
       for (const auto& t : all_tables(r)) write_md_table(out, t);
+      for (const auto& e : r.errata()) out << "- ERRATUM " << e << "\n";
+      out << "\n**verdict: " << (r.passed() ? "PASS" : "FAIL") << "**\n\n";
       break;
-    case Format::csv:
+    case Format::csv:  // the tables; '#' lines name the check, each table and the verdict
+      out << "# check: " << r.check << " (" << r.source << "), verdict: " << (r.passed() ? "PASS" : "FAIL") << "\n";
       for (const auto& t : all_tables(r)) write_csv_table(out, t);
       break;
   }
