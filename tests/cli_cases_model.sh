@@ -20,3 +20,10 @@ expect_exit 2 kv-invariance --device cuda
 expect_stderr_mentions --device kv-invariance --device cuda
 expect_exit 0 kv-invariance --dtype f32 --positional rope
 expect_exit 0 incremental-vs-full --cache concat --format csv
+expect_exit 0 incremental-vs-full --prefill 2
+expect_exit 2 incremental-vs-full --prefill 2 --chunk 3
+expect_exit 2 kv-invariance --tokens 513
+expect_exit 2 kv-size --dtype f32
+expect_stderr_mentions --dtype roofline --dtype f64
+expect_stderr_mentions "unknown command 'max-batch'" max-batch
+expect_exit 2 cat-vs-prealloc --kv-heads 64 --head-dim 256

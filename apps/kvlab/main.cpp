@@ -37,6 +37,7 @@ struct CommonFlags {
   std::int64_t seed = 1234;  // signed so that "-1" is rejected, not wrapped
   std::string dtype = "f64";
   std::string device = "auto";
+  bool dtype_given = false;  ///< --dtype was on the command line of this check (not of `all`)
 };
 
 void add_common_flags(CLI::App& sub, CommonFlags& f) {
@@ -51,6 +52,9 @@ void add_common_flags(CLI::App& sub, CommonFlags& f) {
 }
 
 kvlab::checks::RunContext resolve(const CommonFlags& f, const Check& check) {
+  if (f.dtype_given && !check.uses_dtype())
+    throw kvlab::InputError("--dtype: " + check.name() +
+                            " does not compute with a model dtype; --dtype applies to the model checks");
   kvlab::checks::RunContext ctx;
   ctx.seed = static_cast<std::uint64_t>(f.seed);
   ctx.dtype = kvlab::parse_dtype(f.dtype);
@@ -121,7 +125,8 @@ int main(int argc, char** argv) {
       "kvlab: the claims of an LLM-inference course (KV cache, MQA/GQA, roofline, speculative\n"
       "decoding), each reproduced by a subcommand that prints the claim, its source, the expected\n"
       "value with its tolerance, what kvlab measured and the verdict.\n"
-      "Exit status: 0 every claim held, 1 a claim did not hold, 2 bad usage or input.",
+      "Exit status: 0 every claim held, 1 a claim did not hold, 2 bad usage or input,\n"
+      "3 an internal error (a kvlab bug: please report it).",
       "kvlab"};
   app.require_subcommand(1);
   app.set_version_flag("--version", std::string("kvlab ") + kvlab::build_info()[0].second);
@@ -151,10 +156,18 @@ int main(int argc, char** argv) {
     sub->footer(fmt::format("Source: {}\n{}", checks[i]->source(), checks[i]->description()));
     add_common_flags(*sub, flags[i]);
     checks[i]->bind(*sub);
+    sub->get_option("--dtype")->each([&f = flags[i]](const std::string&) { f.dtype_given = true; });
     subs.push_back(sub);
   }
 
   try {
+    if (argc > 1 && argv[1][0] != '-') {  // CLI11 would only say "A subcommand is required"
+      const std::string command = argv[1];
+      bool known = false;
+      for (const CLI::App* sub : app.get_subcommands({})) known = known || sub->get_name() == command;
+      if (!known)
+        throw kvlab::InputError("unknown command '" + command + "'; `kvlab list` shows the checks, `kvlab --help` the rest");
+    }
     app.parse(argc, argv);
     if (list->parsed()) return list_with_options ? list_options(subs) : list_checks(checks, list_format);
     if (info->parsed()) {
@@ -179,6 +192,9 @@ int main(int argc, char** argv) {
     return kExitUsage;
   } catch (const kvlab::InputError& e) {
     std::cerr << "kvlab: " << e.what() << '\n';
+    return kExitUsage;
+  } catch (const std::bad_alloc&) {
+    std::cerr << "kvlab: out of memory: the sizes asked for do not fit in this machine's memory; use smaller ones\n";
     return kExitUsage;
   } catch (const std::exception& e) {
     std::cerr << "kvlab: internal error: " << e.what() << '\n';

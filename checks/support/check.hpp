@@ -44,6 +44,9 @@ class Check {
   virtual void bind(CLI::App& /*sub*/) {}
   /// Whether the check has a CUDA implementation (none does before the CUDA issue).
   virtual bool has_cuda() const { return false; }
+  /// Whether --dtype changes what the check computes (model checks); elsewhere an explicit
+  /// --dtype is refused rather than silently ignored.
+  virtual bool uses_dtype() const { return false; }
   /// Runs the check with its bound options. Throws InputError on invalid options.
   virtual Result run(const RunContext& ctx) = 0;
 };
