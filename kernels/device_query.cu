@@ -12,7 +12,9 @@ std::vector<std::string> query_devices(std::string* why_none) {
   int count = 0;
   const cudaError_t status = cudaGetDeviceCount(&count);
   if (status != cudaSuccess) {
-    if (why_none) *why_none = std::string("no CUDA device: ") + cudaGetErrorString(status);
+    if (why_none)
+      *why_none = std::string("no usable CUDA driver or device on this machine (CUDA runtime: ") +
+                  cudaGetErrorString(status) + ")";
     return {};
   }
   std::vector<std::string> names;

@@ -1,6 +1,7 @@
 #include "core/build_info.hpp"
 
 #include <cstdlib>
+#include <filesystem>
 
 #include <Eigen/Core>
 #include <fmt/format.h>
@@ -31,7 +32,15 @@ std::vector<std::pair<std::string, std::string>> build_info() {
 
 std::string data_dir() {
   if (const char* env = std::getenv("KVLAB_DATA"); env && *env) return env;
-  return KVLAB_DATA_DIR;
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (fs::is_directory(KVLAB_DATA_DIR, ec)) return KVLAB_DATA_DIR;
+  // The source tree moved since the build: look beside the executable (build/bin/kvlab -> data/).
+  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  if (!ec)
+    for (fs::path dir = exe.parent_path(); !dir.empty() && dir != dir.parent_path(); dir = dir.parent_path())
+      if (fs::is_directory(dir / "data" / "models", ec)) return (dir / "data").string();
+  return KVLAB_DATA_DIR;  // the error that follows names this path
 }
 
 }  // namespace kvlab

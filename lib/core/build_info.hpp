@@ -12,7 +12,8 @@ namespace kvlab {
 /// nlohmann-json, data directory.
 std::vector<std::pair<std::string, std::string>> build_info();
 
-/// The catalogue folder: $KVLAB_DATA when set, else the source tree's data/ (fixed at build time).
+/// The catalogue folder: $KVLAB_DATA when set; else the source tree's data/ (fixed at build time)
+/// when it exists; else the nearest data/ above the executable (a clone moved after building).
 std::string data_dir();
 
 }  // namespace kvlab
