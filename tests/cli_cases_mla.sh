@@ -9,3 +9,10 @@ expect_exit 2 rope-relative --max-offset 1000000001
 expect_exit 2 rope-relative --dtype f32
 expect_exit 0 rope-relative --max-offset 0
 expect_exit 0 rope-relative --max-pos 0 --head-dim 2
+expect_exit 2 mla-cache --mla-model llama-3-70b
+expect_stderr_mentions --mla-model mla-cache --mla-model nosuch
+expect_exit 2 mla-cache --gqa-model deepseek-v2
+expect_exit 2 mla-cache --rope-head-dim 3
+expect_exit 2 mla-cache --tokens 0
+expect_exit 2 mla-cache --kv-lora-rank 129
+expect_exit 0 mla-cache --tokens 1 --layers 1 --kv-lora-rank 1 --rope-head-dim 2 --format json

@@ -45,6 +45,10 @@ struct ModelSpec {
   std::optional<std::uint64_t> kv_lora_rank;
   /// MLA: width d_r of the decoupled RoPE key, shared by all heads, cached beside the latent.
   std::optional<std::uint64_t> qk_rope_head_dim;
+  /// MLA: per-head width of the content (non-RoPE) query/key, d_h of 000 §4.3 (optional).
+  std::optional<std::uint64_t> qk_nope_head_dim;
+  /// MLA: per-head value width (optional).
+  std::optional<std::uint64_t> v_head_dim;
   std::optional<std::uint64_t> num_parameters;  ///< total parameters (kvlab field; not in HF configs)
   /// K+V bytes per token over all layers at 2 bytes/element, from facts.md: an independent
   /// reference for kvlab's formula (kvlab field; absent from real HF configs).
