@@ -16,3 +16,11 @@ expect_exit 2 mla-cache --rope-head-dim 3
 expect_exit 2 mla-cache --tokens 0
 expect_exit 2 mla-cache --kv-lora-rank 129
 expect_exit 0 mla-cache --tokens 1 --layers 1 --kv-lora-rank 1 --rope-head-dim 2 --format json
+expect_exit 2 mla-absorb --model llama-3-70b
+expect_stderr_mentions --model mla-absorb --model nosuch
+expect_exit 2 mla-absorb --rope-head-dim 5
+expect_exit 2 mla-absorb --prefill 0
+expect_exit 2 mla-absorb --ctx 0
+expect_exit 2 mla-absorb --decode 65
+expect_exit 0 mla-absorb --dtype f32 --decode 0 --format csv
+expect_exit 0 mla-absorb --q-lora-rank 0 --model deepseek-v3

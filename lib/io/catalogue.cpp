@@ -288,6 +288,7 @@ ModelSpec parse_model_spec(const json& j, const std::string& origin, const std::
   m.qk_rope_head_dim = optional_size(j, origin, {"qk_rope_head_dim"});
   m.qk_nope_head_dim = optional_size(j, origin, {"qk_nope_head_dim"});
   m.v_head_dim = optional_size(j, origin, {"v_head_dim"});
+  m.q_lora_rank = optional_size(j, origin, {"q_lora_rank"});
   if (m.kv_lora_rank.has_value() != m.qk_rope_head_dim.has_value())
     throw InputError(fmt::format("{}: {}: MLA needs both kv_lora_rank and qk_rope_head_dim (only {} given)",
                                  origin, m.kv_lora_rank ? "qk_rope_head_dim" : "kv_lora_rank",

@@ -49,6 +49,8 @@ struct ModelSpec {
   std::optional<std::uint64_t> qk_nope_head_dim;
   /// MLA: per-head value width (optional).
   std::optional<std::uint64_t> v_head_dim;
+  /// MLA: width d_c' of the query latent c^Q (absent: queries come from the hidden state).
+  std::optional<std::uint64_t> q_lora_rank;
   std::optional<std::uint64_t> num_parameters;  ///< total parameters (kvlab field; not in HF configs)
   /// K+V bytes per token over all layers at 2 bytes/element, from facts.md: an independent
   /// reference for kvlab's formula (kvlab field; absent from real HF configs).
