@@ -24,3 +24,7 @@ expect_exit 2 mla-absorb --ctx 0
 expect_exit 2 mla-absorb --decode 65
 expect_exit 0 mla-absorb --dtype f32 --decode 0 --format csv
 expect_exit 0 mla-absorb --q-lora-rank 0 --model deepseek-v3
+expect_exit 2 rope-breaks-absorb --max-delta 0
+expect_exit 2 rope-breaks-absorb --max-delta 4097
+expect_stderr_mentions --theta rope-breaks-absorb --theta inf
+expect_exit 0 rope-breaks-absorb --max-delta 1 --pairs 1

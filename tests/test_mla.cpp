@@ -8,6 +8,7 @@
 #include "cache/latent_cache.hpp"
 #include "checks/mla_absorb.hpp"
 #include "checks/mla_cache.hpp"
+#include "checks/rope_breaks_absorb.hpp"
 #include "checks/rope_relative.hpp"
 #include "core/error.hpp"
 #include "cost/kv_cache.hpp"
@@ -170,4 +171,17 @@ TEST_CASE("the MLA decode-step formula at DeepSeek-V2's shapes: absorbed saves t
   CHECK(f.naive / f.absorbed == 67);
   CHECK(f.absorbed_weights == 5120ull * 1536 + 1536ull * 128 * 64 + 5120ull * 512 + 5120ull * 64 +
                                   128ull * 1536 * 512 + 128ull * 512 * 5120);
+}
+
+TEST_CASE("rope-breaks-absorb passes with RoPE and fails when the rotation is missing") {
+  checks::RunContext ctx;
+  checks::RopeBreaksAbsorbOptions o;
+  const Result good = checks::run_rope_breaks_absorb(o, ctx);
+  CHECK(good.passed());
+  CHECK(good.metric_value("min_relative_spread") > 0.1);
+  checks::RopeBreaksAbsorbParts no_rotation;  // positions ignored: M(Δ) = M(0), absorbable
+  no_rotation.rope = [](Mat<double>&, int, int, int, double) {};
+  CHECK_FALSE(checks::run_rope_breaks_absorb(o, ctx, no_rotation).passed());
+  o.max_delta = 0;
+  CHECK_THROWS_WITH_AS(checks::run_rope_breaks_absorb(o, ctx), doctest::Contains("--max-delta"), InputError);
 }
