@@ -35,15 +35,19 @@ constexpr int kMaxRope = 64;
 constexpr std::int64_t kMaxCtx = 1 << 24;
 constexpr int kHeads = 8, kHeadDim = 8, kModel = 64;
 
+}  // namespace
+
 /// Longest chain of summed terms a logit passes through, over both paths (the n of 2·n·u): per
 /// layer the projections (D for W_DQ, W_DKV, W_KR; d_q for W_UQ, W_QR, W̃_QK; d_c for W_UK, W_UV,
 /// the latent score and output; d_h for forming W̃), the scores (d_h + d_r), softmax and weighted
 /// sum (2S), the output projections (H·d_h naive, H·d_c absorbed), the MLP (4D + D); plus the LM head.
-double reduction_length(const MlaConfig& c, int S) {
+double mla_reduction_length(const MlaConfig& c, int S) {
   const double D = c.d_model, dq = c.query_dim(), dc = c.kv_lora_rank, dh = c.head_dim, dr = c.rope_head_dim;
   const double per_layer = 2 * D + dq + 3 * dc + 2 * dh + dr + 2.0 * S + c.n_head * (dh + dc) + 5 * D;
   return c.n_layer * per_layer + D;
 }
+
+namespace {
 
 template <class T>
 Result run_impl(const MlaAbsorbOptions& o, const RunContext& ctx, const AbsorbFn<T>& absorb_fn) {
@@ -75,7 +79,7 @@ Result run_impl(const MlaAbsorbOptions& o, const RunContext& ctx, const AbsorbFn
   }
   const double diff = static_cast<double>((logits[0] - logits[1]).cwiseAbs().maxCoeff());
   const double scale = std::max(1.0, static_cast<double>(logits[0].cwiseAbs().maxCoeff()));
-  const double n = reduction_length(c, total);
+  const double n = mla_reduction_length(c, total);
   const double bound = 2 * n * unit_roundoff(ctx.dtype) * scale;
 
   Result r;

@@ -40,6 +40,10 @@ struct MlaStepFlops {
 MlaStepFlops mla_decode_step_formula(std::uint64_t D, std::uint64_t H, std::uint64_t dh, std::uint64_t dc,
                                      std::uint64_t dq, bool q_latent, std::uint64_t dr, std::uint64_t S);
 
+/// Longest chain of summed terms a logit of the MLA mini-GPT `c` passes through over both paths,
+/// with S cached positions: the n of the rounding bound 2·n·u·max(1, |logit|).
+double mla_reduction_length(const MlaConfig& c, int S);
+
 /// Runs the check. Throws InputError naming the option on bad input.
 Result run_mla_absorb(const MlaAbsorbOptions& o, const RunContext& ctx, const MlaAbsorbParts& parts = {});
 

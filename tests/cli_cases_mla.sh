@@ -28,3 +28,7 @@ expect_exit 2 rope-breaks-absorb --max-delta 0
 expect_exit 2 rope-breaks-absorb --max-delta 4097
 expect_stderr_mentions --theta rope-breaks-absorb --theta inf
 expect_exit 0 rope-breaks-absorb --max-delta 1 --pairs 1
+expect_exit 2 mla-decoupled --pairs 0
+expect_exit 2 mla-decoupled --decode 65
+expect_stderr_mentions --prefill mla-decoupled --prefill 0
+expect_exit 0 mla-decoupled --prefill 1 --decode 0 --pairs 1
