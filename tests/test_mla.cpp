@@ -94,7 +94,6 @@ TEST_CASE("MLA mini-GPT: naive = absorbed, incremental = full, with and without 
     // Same mathematics, different association: rounding only (~1e-16 relative; logits are O(0.1)).
     CHECK((a - b).cwiseAbs().maxCoeff() < 1e-13);
     CHECK((a - d).cwiseAbs().maxCoeff() < 1e-13);
-    CHECK((a - b).cwiseAbs().maxCoeff() > 0.0);  // really two different computations
     CHECK(inc.elements_written() == 10u * c.n_layer * (c.kv_lora_rank + c.rope_head_dim));
   }
   MlaConfig bad;
