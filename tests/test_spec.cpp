@@ -384,6 +384,46 @@ TEST_CASE("spec-alpha passes and is replayable") {
   CHECK(noted);
 }
 
+TEST_CASE("spec-alpha: exact bound near alpha = 1 and at small n, refusals, the real draw count") {
+  using namespace kvlab::checks;
+  // The review's sweep: --alpha-target 0.999 --samples 30. The normal bound z·SE failed a correct
+  // sampler for 8 of these 300 seeds (seed 31: 29 of 30 accepted, "5.8 SE"); the exact binomial
+  // test holds all of them (its family false-alarm rate is at most 1e-4, for every n and alpha).
+  SpecAlphaOptions o;
+  o.alpha_target = 0.999;
+  o.samples = 30;
+  int failed = 0;
+  for (std::uint64_t seed = 1; seed <= 300; ++seed) failed += !run_spec_alpha(o, ctx_with_seed(seed)).passed();
+  CHECK(failed == 0);
+  const auto r31 = run_spec_alpha(o, ctx_with_seed(31));
+  CHECK(metric(r31, "alpha_mc") == doctest::Approx(29.0 / 30.0));
+  CHECK(metric(r31, "alpha_mc_low") == doctest::Approx(28.0 / 30.0));  // P(X <= 27) = 4e-6
+  CHECK(r31.claim.find("over 30 draws per pair") != std::string::npos);
+  // The smallest n at which a pair with alpha near 1/2 can fail: 0.5^18 <= 1e-4 / 16 < 0.5^17.
+  o = {};
+  o.alpha_target = 0.5;
+  o.samples = 18;
+  failed = 0;
+  for (std::uint64_t seed = 1; seed <= 300; ++seed) failed += !run_spec_alpha(o, ctx_with_seed(seed)).passed();
+  CHECK(failed == 0);
+  o.samples = 17;
+  check_input_error([&] { run_spec_alpha(o, ctx_with_seed(1)); }, "--samples: must be at least 18");
+  o.samples = 1;  // the old bound's tolerance here was ~2, on a rate in [0, 1]
+  check_input_error([&] { run_spec_alpha(o, ctx_with_seed(1)); }, "could not fail");
+  // The work budget: --samples x (--vocab + 32) <= 1e8.
+  o = {};
+  o.samples = 10'000'000;
+  o.vocab = 1024;
+  const std::string msg =
+      kvlab::test::input_error([&] { run_spec_alpha(o, ctx_with_seed(1)); });
+  CHECK(msg.find("--samples") != std::string::npos);
+  CHECK(msg.find("--vocab") != std::string::npos);
+  CHECK(msg.find("budget") != std::string::npos);
+  o.samples = 1'000'000'000;
+  o.vocab = 2;
+  check_input_error([&] { run_spec_alpha(o, ctx_with_seed(1)); }, "budget");
+}
+
 // Each SUBCASE re-runs its TEST_CASE's body from the top, so the broken-part runs live in their own
 // test case, without the passing runs above.
 TEST_CASE("spec-alpha fails with a broken part") {
