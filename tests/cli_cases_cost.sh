@@ -69,7 +69,10 @@ expect_usage_error --gpu roofline --gpu h200
 expect_usage_error --batch roofline --model llama-2-7b --batch 0
 expect_usage_error "overflows 64 bits" roofline --model llama-3.1-405b --batch 4000000000 --ctx 4000000000
 expect_usage_error "--batch × --ctx" roofline --model llama-3.1-405b --batch 4000000000 --ctx 4000000000
+expect_usage_error "--batch × --ctx" kv-size --model llama-3.1-405b --batch 4000000000 --ctx 4000000000
 expect_usage_error "--ctx: attention FLOPs" roofline --model llama-2-7b --ctx 9000000000000000000
+# A legal int4 cache whose wider dtypes would not fit in 64 bits: their rows say so.
+expect_exit 0 kv-size --model llama-3.1-405b --batch 10000000 --ctx 1000000 --kv-dtype int4
 # A file's num_parameters out of the roofline's range names the file's field, not --params.
 big_params=$(mktemp --suffix=.json)
 printf '{"num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 4, "vocab_size": 100, "num_parameters": 9007199254740992}' > "$big_params"

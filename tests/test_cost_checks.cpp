@@ -73,6 +73,41 @@ TEST_CASE("kv-size: the course table passes, with exactly the four errata") {
   CHECK(metric(r, "max_batch_8xa100_80gb") == 298.0);
 }
 
+TEST_CASE("kv-size: the max-batch erratum is the 1.25 GB slip again; the premises are stated") {
+  const Result r = run_kv_size({}, RunContext{});
+  const auto errata = r.errata();
+  const auto batch = std::find_if(errata.begin(), errata.end(),
+                                  [](const std::string& e) { return e.find("320") != std::string::npos; });
+  REQUIRE(batch != errata.end());
+  CHECK(batch->find("the same GB/GiB slip as the 1.25 GB row, one slip with two consequences") != std::string::npos);
+  CHECK(batch->find("floor(298.02) = 298") != std::string::npos);
+  CHECK(batch->find("400 / 1.25 = 320") != std::string::npos);
+  CHECK(any_note_has(r, "'约 400 GB', is the document's own rough premise"));
+  CHECK(any_note_has(r, "memory_bytes = 80,000,000,000 B; the card itself reports 81,920 MiB"));
+  CHECK(any_note_has(r, "85,899,345,920 B"));
+}
+
+TEST_CASE("kv-size: overflows name --batch × --ctx; a wider dtype that overflows is a table cell") {
+  KvSizeOptions o;
+  o.model = "llama-3.1-405b";
+  o.batch = 4'000'000'000;
+  o.ctx = 4'000'000'000;
+  CHECK(input_error([&] { run_kv_size(o, RunContext{}); }).find("--batch × --ctx × KV bits per token") == 0);
+  o.batch = 10'000'000;  // 1e13 tokens: fits at int4 (4 bits), not at 8 bits or more
+  o.ctx = 1'000'000;
+  o.kv_dtype = "int4";
+  const Result r = run_kv_size(o, RunContext{});
+  CHECK(r.passed());
+  const Table* dtypes = nullptr;
+  for (const auto& t : r.tables)
+    if (t.title == "the same cache in each dtype") dtypes = &t;
+  REQUIRE(dtypes != nullptr);
+  int over = 0;
+  for (const auto& row : dtypes->rows)
+    if (std::holds_alternative<std::string>(row[3]) && std::get<std::string>(row[3]) == "over 2^64 bits") ++over;
+  CHECK(over == 5);
+}
+
 TEST_CASE("kv-size can fail: a formula without the factor 2") {
   CHECK_FALSE(run_kv_size({}, RunContext{}, forgot_factor_two()).passed());
   KvSizeOptions o;
