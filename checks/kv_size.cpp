@@ -7,7 +7,9 @@
 // expected values come from the catalogue's independent per-token reference (facts.md) scaled to
 // the tokens asked; the measured values come from the library's formula on the config fields; the
 // document's own figure is checked at the precision it is written, and flagged as an erratum when
-// it disagrees (0.27 GB, "1.25 GB" that is GiB, max batch 320, 003's 2 GB).
+// it disagrees (0.27 GB; "1.25 GB" that is GiB, and the max batch 320 that the same slip gives;
+// 003's 2 GB). Premises are printed as such: 000 §2.3's "约 400 GB" KV budget, and the A100's
+// 80 GB from the datasheet (the card reports 80 GiB).
 //
 //   kvlab kv-size                                          the course's table and estimates
 //   kvlab kv-size --model llama-2-70b --batch 32 --ctx 8192 [--kv-heads 64 | --kv-heads 1]
@@ -193,24 +195,51 @@ Result course_table(const KvSizeParts& parts) {
             w3 / kGB, Stated::parse("140", "≈ 140 GB"), bytes_text(w3)});
   const double max_batch = std::floor(kDoc23KvBudgetBytes / per_sample);
   const double max_batch_ref = std::floor(kDoc23KvBudgetBytes / reference_bytes(l3_70, 4096));
+  const double max_batch_mixed = kDoc23KvBudgetBytes / kGB / (per_sample / kGiB);
   r.expect({"max batch, llama-3-70b, 4K fp16, 400 GB of KV budget", "000 §2.3", "sequences",
             max_batch_ref, 0.0, "whole sequences: floor of an exact ratio", max_batch,
             Stated::parse("320", "≈ 400 / 1.25 ≈ 320"),
-            fmt::format("floor(400 GB / {} B) = floor({:.2f}) = {}; 400 / 1.25 = 320 divides GB by GiB",
-                        format_number(per_sample), kDoc23KvBudgetBytes / per_sample, max_batch)});
+            fmt::format("the same GB/GiB slip as the 1.25 GB row, one slip with two consequences: "
+                        "a sample's cache is {} B = {:.4g} GiB but {:.4g} GB, so floor(400 GB / {:.4g} "
+                        "GB) = floor({:.2f}) = {}, while {:.4g} / {:.4g} = {:.4g} divides GB by GiB "
+                        "(the 400 GB budget is itself the document's rough premise, see the notes)",
+                        format_number(per_sample), per_sample / kGiB, per_sample / kGB,
+                        per_sample / kGB, kDoc23KvBudgetBytes / per_sample, max_batch,
+                        kDoc23KvBudgetBytes / kGB, per_sample / kGiB, max_batch_mixed)});
   Table batch_table{"000 §2.3: how many 4K sequences fit on 8 × A100-80GB (llama-3-70b, fp16)",
                     {"quantity", "value", "unit", "from"}, {}};
-  const double memory_8 = 8.0 * static_cast<double>(load_gpu("a100-80gb").memory_bytes);
-  batch_table.rows.push_back({"memory of 8 × a100-80gb", memory_8 / kGB, "GB", "catalogue (document: 8 × 80)"});
+  const GpuSpec a100 = with_option("catalogue GPU a100-80gb", [] { return load_gpu("a100-80gb"); });
+  const double memory_8 = 8.0 * static_cast<double>(a100.memory_bytes);
+  batch_table.rows.push_back({"memory of 8 × a100-80gb", memory_8 / kGB, "GB",
+                              "catalogue memory_bytes, the datasheet's 80GB (document: 8 × 80)"});
   batch_table.rows.push_back({"weights", w3 / kGB, "GB", "num_parameters × 2 B (document: ≈ 140)"});
   batch_table.rows.push_back({"left", (memory_8 - w3) / kGB, "GB", "(document: ≈ 500)"});
   batch_table.rows.push_back({"KV budget", kDoc23KvBudgetBytes / kGB, "GB",
                               "document's premise, after activations and framework overhead"});
   batch_table.rows.push_back({"KV per sequence", per_sample / kGB, "GB", "kvlab formula (= 1.25 GiB)"});
   batch_table.rows.push_back({"max batch", max_batch, "sequences", "floor(budget / per sequence)"});
-  batch_table.rows.push_back({"max batch mixing GB and GiB", kDoc23KvBudgetBytes / kGB / (per_sample / kGiB),
+  batch_table.rows.push_back({"max batch mixing GB and GiB", max_batch_mixed,
                               "sequences", "400 GB / 1.25 GiB read as GB (the document's 320)"});
+  batch_table.rows.push_back({"max batch if all that is left held KV", std::floor((memory_8 - w3) / per_sample),
+                              "sequences", "floor(left / per sequence): no activations, no overhead"});
   r.tables.push_back(std::move(batch_table));
+  r.notes.push_back(fmt::format(
+      "000 §2.3's KV budget, '约 400 GB', is the document's own rough premise: 8 × 80 GB less ≈ 140 "
+      "GB of weights leaves {:.4g} GB, and the document sets aside an unstated ≈ {:.0f} GB for "
+      "activations and framework overhead. kvlab takes the 400 GB as given; the max batch scales "
+      "with it (all {:.4g} GB left would hold {} sequences).",
+      (memory_8 - w3) / kGB, (memory_8 - w3 - kDoc23KvBudgetBytes) / kGB, (memory_8 - w3) / kGB,
+      format_number(std::floor((memory_8 - w3) / per_sample))));
+  r.notes.push_back(fmt::format(
+      "a100-80gb memory: the catalogue keeps the datasheet's '80GB', memory_bytes = {} B; the card "
+      "itself reports {} MiB, i.e. {:.0f} GiB = {} B = {:.4g} GB. With that, 8 cards hold {:.4g} GB "
+      "rather than {:.4g} GB; the table above, like the document, uses the datasheet figure.",
+      format_number(static_cast<double>(a100.memory_bytes)),
+      format_number(static_cast<double>(a100.memory_bytes) / kGB * kGiB / kMiB),
+      static_cast<double>(a100.memory_bytes) / kGB,
+      format_number(static_cast<double>(a100.memory_bytes) / kGB * kGiB),
+      static_cast<double>(a100.memory_bytes) / kGB * kGiB / kGB,
+      8.0 * static_cast<double>(a100.memory_bytes) / kGB * kGiB / kGB, memory_8 / kGB));
 
   // 000 §2.2: DeepSeek-V2 (MLA), 4K context, fp16, one sample.
   const KvQuery qd{1, 4096, CacheDtype::fp16, {}};
@@ -268,6 +297,7 @@ Result calculator(const KvSizeOptions& o, const KvSizeParts& parts) {
   q.ctx = o.ctx ? positive_count("--ctx", *o.ctx) : kDefaultCtx;
   q.dtype = o.kv_dtype ? parse_cache_dtype(*o.kv_dtype) : CacheDtype::bf16;
   if (o.kv_heads) q.kv_heads = positive_count("--kv-heads", *o.kv_heads);
+  require_cache_fits(m, q, model_origin(o.model, o.config));
 
   const KvCacheSize s = parts.cache_size(m, q);
   const double total = static_cast<double>(s.total_bytes);
@@ -302,6 +332,13 @@ Result calculator(const KvSizeOptions& o, const KvSizeParts& parts) {
   for (CacheDtype d : all_cache_dtypes()) {
     KvQuery qd = q;
     qd.dtype = d;
+    const KvCacheSize one = parts.cache_size(m, KvQuery{1, 1, d, q.kv_heads});
+    std::uint64_t bits = 0;
+    if (__builtin_mul_overflow(s.tokens, one.bits_per_token, &bits)) {  // a wider dtype than asked
+      dtypes.rows.push_back({cache_dtype_name(d), static_cast<std::int64_t>(cache_dtype_bits(d)),
+                             one.bytes_per_token, "over 2^64 bits", "—"});
+      continue;
+    }
     const KvCacheSize sd = parts.cache_size(m, qd);
     dtypes.rows.push_back({cache_dtype_name(d), static_cast<std::int64_t>(cache_dtype_bits(d)),
                            sd.bytes_per_token, count_cell(sd.total_bytes),

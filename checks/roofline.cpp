@@ -7,11 +7,18 @@
 // at batch 1 ≈ 140 tok/s with intensity ≈ 1; batch 8 → 892 tok/s; batch 64 × 4096 → KV 128 GiB
 // against 13 GiB of weights, intensity 6.8), with the assumptions that reproduce it printed, the
 // same rows at llama-2-7b's true parameter count, and the batch where decode would turn
-// compute-bound. Each step time is also recomputed along a second path (the catalogue's
-// independent KV reference) so that a wrong formula in the library makes the check fail.
+// compute-bound. With --model or --config: one step of any model, mixtures of experts included
+// (FLOPs from N_active; bytes from the experts the batch touches, lib/cost/roofline.hpp).
+//
+// Expected values: the document's figures at their written precision, and for every step the
+// check's own arithmetic (recompute, below: the config fields, the catalogue's independent KV
+// reference, the GPU's rates; nothing of lib/cost), with tolerances derived from the roundings of
+// both paths. A wrong formula in the library makes the check fail (tests/test_cost_checks.cpp).
 //
 //   kvlab roofline                                     the course's table
 //   kvlab roofline --model llama-2-7b --params 7e9 --gpu a100-80gb --batch 8 --ctx 1024
+//   kvlab roofline --model mixtral-8x7b --batch 16 --ctx 1024
+//   kvlab roofline --model deepseek-v3 --batch 8 --experts 256 --experts-per-token 8
 //   kvlab roofline --config path/to/config.json --gpu h100-sxm --batch 64 --kv-dtype fp8
 #include "roofline_check.hpp"
 
@@ -57,48 +64,213 @@ constexpr double kDefaultWeightBytes = 2.0;
 // figures; llama-2-7b's true count, from the catalogue, is shown beside it).
 constexpr double kCourseParams = 7e9;
 
-/// The step time recomputed along a second path: the catalogue's independent KV reference
-/// (facts.md) in place of the formula on the config fields (or, where the config has none or the
-/// K/V heads are overridden, a layer-by-layer count of the cache tensors), the GPU's datasheet
-/// rates, and the course's FLOP count. A wrong decode_step disagrees with it.
-struct ReferenceStep {
-  double time_s = 0.0;
-  std::uint64_t kv_bytes = 0;
-  std::string kv_from;  ///< where the KV bytes per token came from
+// ---- the check's own arithmetic ------------------------------------------------------------
+//
+// The expectations compare the library's DecodeStep with a recomputation written out here from
+// the config fields, the catalogue's kv_bytes_per_token_16bit (facts.md), the MoE figures and the
+// GPU's datasheet rates. It calls nothing of lib/cost, so a wrong formula in decode_step disagrees
+// with it. What it shares with the library is the model (004 §1.5's FLOP and byte count, and for
+// MoE the uniform-routing model of lib/cost/roofline.hpp), not the code.
+//
+// Tolerances. Both paths compute in double and may differ by rounding only. With u = 2^-53, a
+// quantity built from positive terms through n roundings is within γ_n = n·u / (1 − n·u) of its
+// exact value (Higham, Accuracy and Stability of Numerical Algorithms, 2nd ed., §3.1), so two
+// paths with n₁ and n₂ roundings differ by at most γ_{n₁+n₂}; one more rounding is counted for
+// scaling that bound by the computed rather than the exact value. The counts are beside the code.
+
+/// The unit roundoff of double, 2^-53.
+constexpr double kU = std::numeric_limits<double>::epsilon() / 2;
+/// γ_n = n·u / (1 − n·u): the relative error bound of n roundings.
+double gamma_n(int n) { return n * kU / (1.0 - n * kU); }
+
+// FLOPs. Check, MLA form (the longest): B and ctx to double (2), B·ctx·L·H (3), ·2·(d_c + d_r) and
+// ·2·d_c (1 each), their sum (1), 2·N_used·B (1), the total (1): 8. decode_step: the exact attention
+// count to double (1), B to double (1), the product (1), 2·N_used·B (1 more), the total (1): at
+// most 5 with B's conversion counted twice. Plus 1: 14.
+constexpr int kFlopRounds = 14;
+// Weight bytes, dense: N × bytes/param, 1 rounding per path, plus 1.
+constexpr int kDenseWeightRounds = 3;
+// Weight bytes, MoE worst case: min(N, B·N_active) × bytes/param, B to double, the product and the
+// scaling per path (3 + 3), plus 1.
+constexpr int kWorstCaseWeightRounds = 7;
+// Bytes: the KV count to double and the sum, per path (2 + 2), plus 1; the weights' bound is added.
+constexpr int kBytesRounds = 5;
+// A time: bytes / bandwidth or FLOPs / peak, 1 per path, plus 1; ms: × 1e3 on both sides, 2 more.
+constexpr int kTimeRounds = 5;
+// Tokens/s: B to double and B / time, per path (2 + 2), plus 1.
+constexpr int kRateRounds = 5;
+
+/// Parameters read by a uniform-routing MoE step (lib/cost/roofline.hpp's model) computed the
+/// check's way, with a bound on its difference from the library's, in parameters.
+///   both:    P_e = (N − N_active) / (E − k)                        2 roundings
+///   check:   S = N − E·P_e                    library: S = N_active − k·P_e
+///            (E·P_e carries γ_3 of E·P_e <= N into S)     (k·P_e carries γ_3 of k·P_e)
+///   check:   D = E·(1 − powl(1 − k/E, B))     library: D = −E·expm1(B·log1p(−k/E))
+///            in long double, rounded to double
+///   N_read = S + D·P_e                                            D·P_e: γ_3; the sum: u
+/// D's bounds, with p = k/E, q = 1 − p and libm's pow, log1p, expm1 each counted as 2 roundings:
+///   check:   1 − k/E is off by u_L·(1 + p/q) relative (u_L, long double's unit roundoff), and the
+///            power raises that B-fold: |ΔD| <= E·u_L·(q^B·(B·(1 + p/q) + 2) + 2) + u·D. In double
+///            the B-fold growth would cost 1e-7 relative at E = 2e9, k = 1, B = 1e9.
+///   library: log1p(−p) carries p's rounding scaled by p / (q·ln(1/q)), plus 2 of its own and 1
+///            for the product with B; expm1 turns a relative error ε of x = B·ln q into
+///            e^x·|x|·ε, plus 2: |ΔD| <= E·u·(q^B·B·ln(1/q)·(p / (q·ln(1/q)) + 3) + 2 + 2)
+struct MoeRecomputed {
+  double params_read = 0.0;
+  double tolerance = 0.0;  ///< |check − library| bound, parameters
+  double shared = 0.0, per_expert = 0.0, experts_touched = 0.0;
 };
 
-ReferenceStep reference_step(const ModelSpec& m, const GpuSpec& g, const DecodeQuery& q) {
-  ReferenceStep ref;
-  const std::uint64_t bits = cache_dtype_bits(q.kv.dtype);
-  std::uint64_t bits_per_token = 0;
-  if (m.kv_bytes_per_token_16bit && !q.kv.kv_heads) {
-    bits_per_token = checked_mul(*m.kv_bytes_per_token_16bit, bits, "reference KV bits") / 2;
-    ref.kv_from = "the catalogue's kv_bytes_per_token_16bit (facts.md)";
-  } else {
-    const auto one = kv_cache_tensors(m, KvQuery{1, 1, q.kv.dtype, q.kv.kv_heads});
-    bits_per_token = checked_mul(count_elements(one), bits, "reference KV bits");
-    ref.kv_from = "a layer-by-layer count of the cache tensors (no independent reference)";
-  }
-  const std::uint64_t total_bits =
-      checked_mul(checked_mul(q.kv.batch, q.kv.ctx, "batch x ctx"), bits_per_token, "reference KV bits");
-  ref.kv_bytes = total_bits / 8 + (total_bits % 8 != 0 ? 1 : 0);
-  const double b = static_cast<double>(q.kv.batch);
-  const double bytes = q.n_params * q.bytes_per_param + static_cast<double>(ref.kv_bytes);
-  const double flops = 2.0 * q.n_params * b +
-                       b * static_cast<double>(attention_flops_per_sequence(m, q.kv.ctx));
-  ref.time_s = std::max(bytes / g.bandwidth_bytes_per_s, flops / g.bf16_flops_per_s);
-  return ref;
+MoeRecomputed moe_recomputed(double n, double active, std::uint64_t experts, std::uint64_t per_token,
+                             std::uint64_t batch) {
+  MoeRecomputed out;
+  const double e = static_cast<double>(experts), k = static_cast<double>(per_token);
+  const double b = static_cast<double>(batch);
+  const double pe = (n - active) / (e - k);
+  const double shared = n - e * pe;
+  const double p = k / e, q = 1.0 - p;
+  const long double q_long = 1.0L - static_cast<long double>(per_token) / static_cast<long double>(experts);
+  const double qb = static_cast<double>(std::pow(q_long, static_cast<long double>(batch)));
+  const double d = static_cast<double>(static_cast<long double>(experts) *
+                                       (1.0L - std::pow(q_long, static_cast<long double>(batch))));
+  out.shared = shared;
+  out.per_expert = pe;
+  out.experts_touched = d;
+  out.params_read = shared + d * pe;
+  const double ln_inv_q = -std::log(q);
+  constexpr double kULong = static_cast<double>(std::numeric_limits<long double>::epsilon()) / 2;
+  const double d_err_check = e * kULong * (qb * (b * (1.0 + p / q) + 2.0) + 2.0) + kU * d;
+  const double d_err_library = e * kU * (qb * b * ln_inv_q * (p / (q * ln_inv_q) + 3.0) + 4.0);
+  const double v = std::abs(out.params_read);
+  out.tolerance = gamma_n(3) * e * pe + gamma_n(3) * k * pe + 2.0 * kU * std::abs(shared) +
+                  (d_err_check + d_err_library) * pe + 2.0 * gamma_n(3) * d * pe + 3.0 * kU * v;
+  return out;
 }
 
-/// The expectation that the library's step time equals the second path's.
+/// One decode step recomputed by the check, with the bound of each quantity's difference from the
+/// library's (the tolerances above).
+struct Recomputed {
+  double flops = 0.0, flops_tol = 0.0;
+  double params_used = 0.0;            ///< N or N_active
+  double params_read = 0.0;            ///< N_read
+  double weight_bytes = 0.0, weight_tol = 0.0;
+  std::string weight_why;
+  std::uint64_t kv_bytes = 0;          ///< exact
+  bool kv_reference = false;           ///< from the catalogue's kv_bytes_per_token_16bit
+  double bytes = 0.0, bytes_tol = 0.0;
+  double time_memory_s = 0.0, time_compute_s = 0.0, tol_memory_s = 0.0, tol_compute_s = 0.0;
+  double time_s = 0.0, time_tol_s = 0.0;
+  double tokens_per_s = 0.0, tokens_tol = 0.0;
+  double intensity = 0.0, intensity_tol = 0.0;
+  Bound bound = Bound::memory;
+  bool bound_tie = false;  ///< the two times are within their bounds: either bound is right
+};
+
+/// `m`'s decode step for `q` on `g`, by the check's own arithmetic (see above). KV bytes per token
+/// come from the catalogue's reference scaled to the cache dtype, or, for a config without one,
+/// from 2·L·n_kv·head_dim (MLA: L·(d_c + d_r)) elements on the config fields. Throws InputError
+/// when the reference scaled to B·ctx overflows 64 bits.
+Recomputed recompute(const ModelSpec& m, const GpuSpec& g, const DecodeQuery& q) {
+  Recomputed c;
+  const double b = static_cast<double>(q.kv.batch), ctx = static_cast<double>(q.kv.ctx);
+  const double layers = static_cast<double>(m.n_layer), heads = static_cast<double>(m.n_head);
+
+  // Weights: dense N; MoE N_active per token, N_read as above.
+  c.params_used = q.moe ? q.moe->active_params : q.n_params;
+  if (!q.moe || c.params_used == q.n_params) {
+    c.params_read = q.n_params;
+    c.weight_bytes = c.params_read * q.bytes_per_param;
+    c.weight_tol = gamma_n(kDenseWeightRounds) * c.weight_bytes;
+    c.weight_why = fmt::format("N × bytes/param in double on both paths: γ_{} relative",
+                               kDenseWeightRounds);
+  } else if (q.moe->experts && *q.moe->experts > *q.moe->experts_per_token) {
+    const MoeRecomputed mr = moe_recomputed(q.n_params, c.params_used, *q.moe->experts,
+                                            *q.moe->experts_per_token, q.kv.batch);
+    c.params_read = mr.params_read;
+    c.weight_bytes = c.params_read * q.bytes_per_param;
+    c.weight_tol = mr.tolerance * q.bytes_per_param + 2.0 * kU * c.weight_bytes;
+    c.weight_why = "rounding bound of S + D(B)·P_e on both paths (pow vs log1p/expm1 for D), "
+                   "computed from the values: moe_recomputed in checks/roofline.cpp";
+  } else {
+    c.params_read = std::min(q.n_params, b * c.params_used);
+    c.weight_bytes = c.params_read * q.bytes_per_param;
+    c.weight_tol = gamma_n(kWorstCaseWeightRounds) * c.weight_bytes;
+    c.weight_why = fmt::format("min(N, B·N_active) × bytes/param in double on both paths: γ_{} "
+                               "relative", kWorstCaseWeightRounds);
+  }
+
+  // FLOPs: 2·N_used·B + 4·B·ctx·L·H·head_dim, or MLA's absorbed 2·(d_c + d_r) + 2·d_c per position.
+  double attention = 0.0;
+  if (m.is_mla()) {
+    const double base = b * ctx * layers * heads;
+    attention = 2.0 * base * static_cast<double>(*m.kv_lora_rank + *m.qk_rope_head_dim) +
+                2.0 * base * static_cast<double>(*m.kv_lora_rank);
+  } else {
+    attention = 4.0 * b * ctx * layers * heads * static_cast<double>(m.head_dim);
+  }
+  c.flops = 2.0 * c.params_used * b + attention;
+  c.flops_tol = gamma_n(kFlopRounds) * c.flops;
+
+  // KV bytes: the reference is K+V bytes per token at 16 bits, so ref·bits/2 bits per token.
+  const std::uint64_t bits = cache_dtype_bits(q.kv.dtype);
+  std::uint64_t bits_per_token = 0;
+  if (m.kv_bytes_per_token_16bit) {
+    c.kv_reference = true;
+    bits_per_token = checked_mul(*m.kv_bytes_per_token_16bit, bits, "kv_bytes_per_token_16bit") / 2;
+  } else {
+    const std::string what = "KV bits per token (num_hidden_layers × K/V width × bits)";
+    const std::uint64_t width = m.is_mla() ? *m.kv_lora_rank + *m.qk_rope_head_dim
+                                           : checked_mul(2 * m.n_kv_head, m.head_dim, what);
+    bits_per_token = checked_mul(checked_mul(m.n_layer, width, what), bits, what);
+  }
+  const std::uint64_t total_bits = checked_mul(
+      checked_mul(q.kv.batch, q.kv.ctx, "--batch × --ctx"), bits_per_token,
+      "--batch × --ctx × kv_bytes_per_token_16bit");
+  c.kv_bytes = total_bits / 8 + (total_bits % 8 != 0 ? 1 : 0);
+
+  c.bytes = c.weight_bytes + static_cast<double>(c.kv_bytes);
+  c.bytes_tol = c.weight_tol + gamma_n(kBytesRounds) * c.bytes;
+  c.intensity = c.flops / c.bytes;
+  // flops/bytes: the two relative bounds, plus the division on both paths and 1.
+  const double rf = c.flops_tol / c.flops, rb = c.bytes_tol / c.bytes;
+  c.intensity_tol = c.intensity * ((rf + rb) / (1.0 - rb) + gamma_n(3));
+
+  c.time_memory_s = c.bytes / g.bandwidth_bytes_per_s;
+  c.time_compute_s = c.flops / g.bf16_flops_per_s;
+  c.tol_memory_s = c.bytes_tol / g.bandwidth_bytes_per_s + gamma_n(kTimeRounds) * c.time_memory_s;
+  c.tol_compute_s = c.flops_tol / g.bf16_flops_per_s + gamma_n(kTimeRounds) * c.time_compute_s;
+  c.bound = c.time_memory_s >= c.time_compute_s ? Bound::memory : Bound::compute;
+  c.bound_tie = std::abs(c.time_memory_s - c.time_compute_s) <= c.tol_memory_s + c.tol_compute_s;
+  c.time_s = std::max(c.time_memory_s, c.time_compute_s);
+  c.time_tol_s = std::max(c.tol_memory_s, c.tol_compute_s);  // max() is 1-Lipschitz
+  c.tokens_per_s = b / c.time_s;
+  const double rt = c.time_tol_s / c.time_s;
+  c.tokens_tol = c.tokens_per_s * (rt / (1.0 - rt) + gamma_n(kRateRounds));
+  return c;
+}
+
+/// The expectation that the library's step time equals the recomputation's.
 Expectation time_expectation(const std::string& what, const std::string& source, const DecodeStep& s,
-                             const ReferenceStep& ref) {
+                             const Recomputed& c) {
   return Expectation{
-      fmt::format("decode step time, {}: library vs a second path", what), source, "ms",
-      ref.time_s * 1e3, 1e-12 * ref.time_s * 1e3,
-      "the same quantities in double along two paths; they may differ by rounding only "
-      "(1e-12 relative, ~1e4 ulp)", s.time_s * 1e3, std::nullopt,
-      fmt::format("KV bytes from {}", ref.kv_from)};
+      fmt::format("decode step time, {}: library vs the check's own arithmetic", what), source, "ms",
+      c.time_s * 1e3, c.time_tol_s * 1e3,
+      fmt::format("rounding only: the bytes (or FLOPs) bound / the rate, + γ_{} (division and × 1e3 "
+                  "on both paths); u = 2^-53", kTimeRounds),
+      s.time_s * 1e3, std::nullopt,
+      c.kv_reference ? "KV bytes from the catalogue's kv_bytes_per_token_16bit (facts.md)"
+                     : "KV bytes from the config fields (no independent reference)"};
+}
+
+/// The expectation that the library's intensity equals the recomputation's.
+Expectation intensity_expectation(const std::string& what, const std::string& source,
+                                  const DecodeStep& s, const Recomputed& c) {
+  return Expectation{
+      fmt::format("arithmetic intensity, {}: library vs the check's own arithmetic", what), source,
+      "FLOP/B", c.intensity, c.intensity_tol,
+      fmt::format("rounding only: the FLOPs bound (γ_{}) + the bytes bound, relative, + γ_3 for the "
+                  "division", kFlopRounds),
+      s.intensity, std::nullopt, ""};
 }
 
 /// A human line for where decode turns compute-bound.
@@ -151,9 +323,11 @@ Result course_table(const RooflineParts& parts) {
   const std::pair<const char*, std::pair<const DecodeQuery*, const DecodeStep*>> rows[] = {
       {"batch 1, ctx 1024", {&q1, &s1}}, {"batch 8, ctx 1024", {&q8, &s8}},
       {"batch 64, ctx 4096", {&q64, &s64}}};
-  for (const auto& [label, qs] : rows)
-    r.expect(time_expectation(fmt::format("7B, {}", label), "004 §1.5 (group 5)", *qs.second,
-                              reference_step(m7, a100, *qs.first)));
+  for (const auto& [label, qs] : rows) {
+    const Recomputed c = recompute(m7, a100, *qs.first);
+    r.expect(intensity_expectation(fmt::format("7B, {}", label), "004 §1.5 (group 5)", *qs.second, c));
+    r.expect(time_expectation(fmt::format("7B, {}", label), "004 §1.5 (group 5)", *qs.second, c));
+  }
 
   Table t{"004 §1.5 group 5 reproduced: llama-2-7b (MHA) on a100-80gb, bf16 weights and cache",
           {"N params", "batch", "ctx", "weights GiB", "KV GiB", "GFLOP", "GB read", "FLOP/B",
@@ -233,27 +407,124 @@ Result course_table(const RooflineParts& parts) {
 
 // ---- with --model or --config: a calculator ------------------------------------------------
 
-Result calculator(const RooflineOptions& o, const RooflineParts& parts) {
-  const ModelSpec m = resolve_model(o.model, o.config, parts.load_model, parts.read_config);
-  const GpuSpec g = with_option("--gpu", [&] { return parts.load_gpu(o.gpu.value_or(kDefaultGpu)); });
-  DecodeQuery q;
+/// The parameter figures of the calculator and where each came from (an option or a file field).
+struct ParamFigures {
+  DecodeQuery query;        ///< n_params, and moe when the step is a mixture of experts
+  std::string total_from;   ///< "--params" or "num_parameters"
+  std::string active_from;  ///< "--active-params", "num_parameters_active" or "" (dense)
+  std::string experts_from;    ///< "--experts" or "config"; "" when E is unknown
+  std::string per_token_from;  ///< "--experts-per-token" or "config"; "" when k is unknown
+  bool moe_declared = false;  ///< the model routes tokens (E > k) or has fewer active parameters
+};
+
+/// Resolves N, N_active, E and k from the options and the model, and checks them together. Every
+/// error names what is at fault: the option the student typed, or `where` (e.g. "--config
+/// path/config.json") and the file's field.
+ParamFigures param_figures(const RooflineOptions& o, const ModelSpec& m, const std::string& where) {
+  constexpr double kMaxParams = 1e15;
+  ParamFigures f;
+  DecodeQuery& q = f.query;
   if (o.params) {
+    require_finite_range("--params", *o.params, 1.0, kMaxParams);
     q.n_params = *o.params;
+    f.total_from = "--params";
   } else if (m.num_parameters) {
     q.n_params = static_cast<double>(*m.num_parameters);
+    if (q.n_params > kMaxParams)
+      throw InputError(fmt::format("{}: num_parameters: must be at most {:g} for the roofline (got "
+                                   "{}); give --params to override", where, kMaxParams,
+                                   *m.num_parameters));
+    f.total_from = "num_parameters";
   } else {
-    throw InputError(fmt::format("--params: {} has no num_parameters; give the parameter count, e.g. "
-                                 "--params 7e9", m.name));
+    throw InputError(fmt::format("--params: {} has no num_parameters; give the parameter count, "
+                                 "e.g. --params 7e9", m.name));
   }
-  require_finite_range("--params", q.n_params, 1.0, 1e15);
+
+  std::optional<double> active;
+  if (o.active_params) {
+    require_finite_range("--active-params", *o.active_params, 1.0, kMaxParams);
+    active = *o.active_params;
+    f.active_from = "--active-params";
+  } else if (m.num_parameters_active) {
+    active = static_cast<double>(*m.num_parameters_active);
+    f.active_from = "num_parameters_active";
+  }
+  if (active && *active > q.n_params)
+    throw InputError(
+        o.active_params
+            ? fmt::format("--active-params: must be at most the total parameters N = {} ({}) (got "
+                          "{})", format_number(q.n_params), f.total_from, format_number(*active))
+            : fmt::format("--params: {} is below {}'s num_parameters_active = {}; give "
+                          "--active-params too", format_number(q.n_params), m.name,
+                          format_number(*active)));
+
+  std::optional<std::uint64_t> experts = m.num_experts, per_token = m.num_experts_per_tok;
+  if (o.experts) experts = positive_count("--experts", *o.experts);
+  if (o.experts_per_token) per_token = positive_count("--experts-per-token", *o.experts_per_token);
+  if (experts.has_value() != per_token.has_value())
+    throw InputError(o.experts ? "--experts-per-token: needed with --experts (k, the routed experts "
+                                 "each token uses)"
+                               : "--experts: needed with --experts-per-token (E, the routed "
+                                 "experts of each MoE layer)");
+  if (experts) {
+    f.experts_from = o.experts ? "--experts" : "config";
+    f.per_token_from = o.experts_per_token ? "--experts-per-token" : "config";
+    if (*per_token > *experts)
+      throw InputError(fmt::format("{}: must be at most the routed experts E = {} (got k = {})",
+                                   o.experts_per_token ? "--experts-per-token" : "--experts",
+                                   *experts, *per_token));
+  }
+  f.moe_declared = (experts && *experts > *per_token) || (active && *active < q.n_params);
+  if (!f.moe_declared) {
+    f.active_from.clear();
+    return f;  // dense: N read and used
+  }
+  if (!active)
+    throw InputError(fmt::format(
+        "--active-params: {} is a mixture of experts ({} routed experts, {} per token) with no "
+        "num_parameters_active; give the parameters one token uses, e.g. --active-params 13e9",
+        m.name, *experts, *per_token));
+  // Every token uses its k experts and the shared parameters: N_active >= N·k/E.
+  if (experts && static_cast<long double>(*active) * *experts <
+                     static_cast<long double>(q.n_params) * *per_token) {
+    const std::string culprit = o.active_params ? "--active-params" : o.params ? "--params"
+                                : o.experts ? "--experts" : o.experts_per_token ? "--experts-per-token"
+                                : where + ": num_parameters_active";
+    throw InputError(fmt::format("{}: N_active = {} must be at least N·k/E = {} × {} / {} = {:.12g}, "
+                                 "since every token uses its k experts and the shared parameters",
+                                 culprit, format_number(*active), format_number(q.n_params),
+                                 *per_token, *experts,
+                                 q.n_params * static_cast<double>(*per_token) / static_cast<double>(*experts)));
+  }
+  q.moe = MoeQuery{*active, experts, per_token};
+  return f;
+}
+
+/// Sizes the step's cache and attention FLOPs once before the library does, so that an overflow
+/// names its cause: the model's own fields (`where`), --ctx (the attention FLOPs of one sequence)
+/// or --batch × --ctx (the cache of the whole batch).
+void require_step_fits(const ModelSpec& m, const KvQuery& kv, const std::string& where) {
+  with_option(where, [&] { return attention_flops_per_sequence(m, 1); });
+  with_option("--ctx", [&] { return attention_flops_per_sequence(m, kv.ctx); });
+  require_cache_fits(m, kv, where);
+}
+
+Result calculator(const RooflineOptions& o, const RooflineParts& parts) {
+  const ModelSpec m = resolve_model(o.model, o.config, parts.load_model, parts.read_config);
+  const std::string where = model_origin(o.model, o.config);
+  const GpuSpec g = with_option("--gpu", [&] { return parts.load_gpu(o.gpu.value_or(kDefaultGpu)); });
+  ParamFigures figures = param_figures(o, m, where);
+  DecodeQuery& q = figures.query;
+  if (o.weight_bytes) require_finite_range("--weight-bytes", *o.weight_bytes, 1.0 / 64, 64.0);
   q.bytes_per_param = o.weight_bytes.value_or(kDefaultWeightBytes);
-  require_finite_range("--weight-bytes", q.bytes_per_param, 1.0 / 64, 64.0);
   q.kv.batch = o.batch ? positive_count("--batch", *o.batch) : kDefaultBatch;
   q.kv.ctx = o.ctx ? positive_count("--ctx", *o.ctx) : kDefaultCtx;
-  q.kv.dtype = o.kv_dtype ? parse_cache_dtype(*o.kv_dtype) : CacheDtype::bf16;
+  q.kv.dtype = o.kv_dtype ? with_option("--kv-dtype", [&] { return parse_cache_dtype(*o.kv_dtype); })
+                          : CacheDtype::bf16;
+  require_step_fits(m, q.kv, where);
 
   const DecodeStep s = parts.decode_step(m, g, q);
-  const ReferenceStep ref = reference_step(m, g, q);
+  const Recomputed c = recompute(m, g, q);
   Result r{kName, kSource,
            fmt::format("One decode step of {} on {} at batch {} × ctx {}: {} / {} = {:.4g} FLOP/B "
                        "against a ridge of {:.4g}: {}-bound, {:.4g} tokens/s", m.name, g.name,
@@ -262,31 +533,84 @@ Result calculator(const RooflineOptions& o, const RooflineParts& parts) {
                        s.tokens_per_s),
            {}, {}, {}, {}};
 
-  r.expect(time_expectation(fmt::format("{}, batch {} × ctx {}", m.name, q.kv.batch, q.kv.ctx),
-                            "004 §1.5", s, ref));
-  r.expect({"step time = max(memory time, compute time)", "004 §1.5", "ms",
-            std::max(s.time_memory_s, s.time_compute_s) * 1e3, 0.0, "the same doubles: exact",
-            s.time_s * 1e3, std::nullopt, ""});
-  const bool bound_ok = (s.bound == Bound::memory) == (s.time_memory_s >= s.time_compute_s);
-  r.expect({"the bound named is the larger of the two times (1 = yes)", "004 §1.5", "", 1.0, 0.0,
-            "a yes/no check", bound_ok ? 1.0 : 0.0, std::nullopt, ""});
-  const double b = static_cast<double>(q.kv.batch);
-  r.expect({"tokens/s × step time = batch", "004 §1.5", "tokens", b,
-            4.0 * std::numeric_limits<double>::epsilon() * b,
-            "one division and one multiplication in double: a few ulp", s.tokens_per_s * s.time_s,
-            std::nullopt, ""});
+  // Each row: the library's figure against the check's own arithmetic (recompute, above).
+  const std::string at = fmt::format("{}, batch {} × ctx {}", m.name, q.kv.batch, q.kv.ctx);
+  r.expect({fmt::format("FLOPs per step, {}: library vs the check's own arithmetic", at), "004 §1.5",
+            "FLOP", c.flops, c.flops_tol,
+            fmt::format("rounding only: both paths in double, at most {} roundings: γ_{} relative, "
+                        "u = 2^-53", kFlopRounds, kFlopRounds),
+            s.flops, std::nullopt,
+            m.is_mla() ? "2·N_used·B + 2·B·ctx·L·H·(d_c + d_r) + 2·B·ctx·L·H·d_c"
+                       : "2·N_used·B + 4·B·ctx·L·H·head_dim"});
+  r.expect({fmt::format("KV bytes per step, {}: library vs {}", at,
+                        c.kv_reference ? "the catalogue's reference" : "the check's own count"),
+            c.kv_reference ? "004 §1.4; facts.md" : "004 §1.4", "B", static_cast<double>(c.kv_bytes),
+            0.0, "integer byte counts: exact", static_cast<double>(s.kv_bytes), std::nullopt,
+            c.kv_reference ? "kv_bytes_per_token_16bit × bits/16 × B × ctx"
+                           : "2·L·n_kv·head_dim (MLA: L·(d_c + d_r)) × bits/8 × B × ctx"});
+  r.expect({fmt::format("weight bytes read per step, {} ({}): library vs the check's own arithmetic",
+                        at, q.moe && q.kv.batch == 1 ? "MoE, batch 1: N_active"
+                                                     : weight_model_name(s.weights.model)),
+            "004 §1.5", "B", c.weight_bytes, c.weight_tol, c.weight_why, s.weight_bytes, std::nullopt, ""});
+  r.expect({fmt::format("bytes read per step, {}: library vs the check's own arithmetic", at),
+            "004 §1.5", "B", c.bytes, c.bytes_tol,
+            fmt::format("rounding only: the weight-bytes bound + γ_{} (the KV count to double and "
+                        "the sum, both paths)", kBytesRounds),
+            s.bytes, std::nullopt, ""});
+  r.expect(time_expectation(at, "004 §1.5", s, c));
+  r.expect({fmt::format("tokens/s bound, {}: library vs the check's own arithmetic", at), "004 §1.5",
+            "tok/s", c.tokens_per_s, c.tokens_tol,
+            fmt::format("rounding only: the step-time bound, relative, + γ_{} for B / time on both "
+                        "paths", kRateRounds),
+            s.tokens_per_s, std::nullopt, ""});
+  const bool bound_ok = c.bound_tie || s.bound == c.bound;
+  r.expect({fmt::format("bound named by the library agrees with the check's times (1 = yes)"),
+            "004 §1.5", "", 1.0, 0.0,
+            c.bound_tie ? "a yes/no check; the two times are within rounding of each other here, "
+                          "so either bound is accepted"
+                        : "a yes/no check: memory when bytes / bandwidth >= FLOPs / peak",
+            bound_ok ? 1.0 : 0.0, std::nullopt,
+            fmt::format("check: memory {:.6g} ms, compute {:.6g} ms", c.time_memory_s * 1e3,
+                        c.time_compute_s * 1e3)});
+  if (!c.kv_reference)
+    r.notes.push_back(
+        "this config has no kv_bytes_per_token_16bit, so nothing independent backs the KV bytes: "
+        "the check recounts them from the same config fields with its own arithmetic. That catches "
+        "a slip in the library's formula, not a config whose fields mean something else than kvlab "
+        "reads them as.");
 
+  const WeightRead& w = s.weights;
   Table t{fmt::format("decode step: {} on {} ({})", m.name, g.name, g.description),
-          {"quantity", "value", "unit"}, {}};
-  t.rows.push_back({"parameters N", q.n_params, o.params ? "--params" : "num_parameters"});
+          {"quantity", "value", "unit / from"}, {}};
+  t.rows.push_back({"parameters N (total)", q.n_params, figures.total_from});
+  if (q.moe) {
+    t.rows.push_back({"active parameters per token N_active", q.moe->active_params, figures.active_from});
+    if (q.moe->experts) {
+      t.rows.push_back({"routed experts E per MoE layer", static_cast<std::int64_t>(*q.moe->experts),
+                        figures.experts_from});
+      t.rows.push_back({"routed experts k per token", static_cast<std::int64_t>(*q.moe->experts_per_token),
+                        figures.per_token_from});
+    }
+    if (w.model == WeightModel::moe_uniform) {
+      t.rows.push_back({"shared parameters S = N_active − k·P_e", w.shared_params, "parameters"});
+      t.rows.push_back({"parameters per routed expert P_e = (N − N_active)/(E − k)", w.params_per_expert,
+                        "parameters (summed over MoE layers)"});
+      t.rows.push_back({"distinct experts read per MoE layer D(B) = E·(1 − (1 − k/E)^B)",
+                        w.experts_touched, "experts (expected, uniform routing)"});
+    }
+    t.rows.push_back({"parameters read this step N_read", w.params_read, weight_model_name(w.model)});
+    t.rows.push_back({"N_read, lower bound (the batch shares its experts)", w.params_read_low, "parameters"});
+    t.rows.push_back({"N_read, upper bound", w.params_read_high,
+                      w.model == WeightModel::moe_uniform ? "S + min(E, B·k)·P_e" : "min(N, B·N_active)"});
+  }
   t.rows.push_back({"bytes per parameter", q.bytes_per_param, "B"});
   t.rows.push_back({"batch B", static_cast<std::int64_t>(q.kv.batch), "sequences"});
   t.rows.push_back({"ctx", static_cast<std::int64_t>(q.kv.ctx), "positions"});
   t.rows.push_back({"KV cache dtype", cache_dtype_name(q.kv.dtype), ""});
-  t.rows.push_back({"weight bytes", s.weight_bytes, "B"});
+  t.rows.push_back({"weight bytes", s.weight_bytes, q.moe ? "B (N_read × bytes/param)" : "B"});
   t.rows.push_back({"KV bytes", count_cell(s.kv_bytes), "B"});
   t.rows.push_back({"bytes read", s.bytes, "B"});
-  t.rows.push_back({"FLOPs, weights (2·N·B)", s.flops_weights, "FLOP"});
+  t.rows.push_back({q.moe ? "FLOPs, weights (2·N_active·B)" : "FLOPs, weights (2·N·B)", s.flops_weights, "FLOP"});
   t.rows.push_back({m.is_mla() ? "FLOPs, attention (MLA, absorbed)" : "FLOPs, attention (4·B·ctx·L·H·head_dim)",
                     s.flops_attention, "FLOP"});
   t.rows.push_back({"arithmetic intensity", s.intensity, "FLOP/B"});
@@ -297,21 +621,64 @@ Result calculator(const RooflineOptions& o, const RooflineParts& parts) {
   t.rows.push_back({"tokens/s bound", s.tokens_per_s, "tok/s"});
   r.tables.push_back(std::move(t));
 
+  if (q.moe) {
+    r.notes.push_back(fmt::format(
+        "mixture of experts: FLOPs use the {} active parameters a token uses; the bytes count the "
+        "parameters the batch reads, which grow from N_active at batch 1 towards all N = {}.",
+        format_number(q.moe->active_params), format_number(q.n_params)));
+    if (w.model == WeightModel::moe_uniform)
+      r.notes.push_back(fmt::format(
+          "MoE model (lib/cost/roofline.hpp): N = S + E·P_e and N_active = S + k·P_e give S = {} "
+          "shared parameters (embeddings, attention, norms, routers, shared experts, dense layers) "
+          "and P_e = {} per routed expert; with routing uniform and independent across the batch, "
+          "its B = {} tokens touch D = E·(1 − (1 − k/E)^B) = {:.4g} of the E = {} experts of each MoE "
+          "layer, so the step reads S + D·P_e = {} parameters. Assumed: equal-size experts, the "
+          "same E and k in every MoE layer, uniform routing (real routers are only "
+          "load-balanced; correlated tokens touch fewer experts).",
+          format_number(w.shared_params), format_number(w.params_per_expert), q.kv.batch,
+          w.experts_touched, *q.moe->experts, format_number(w.params_read)));
+    else if (q.kv.batch > 1) {
+      // The lower bound is a dense step of N_active parameters: read N_active, use N_active.
+      DecodeQuery low = q;
+      low.n_params = q.moe->active_params;
+      low.moe.reset();
+      const DecodeStep sl = parts.decode_step(m, g, low);
+      r.notes.push_back(fmt::format(
+          "MoE model: {} has no num_local_experts / num_experts_per_tok (E and k), so only bounds "
+          "are known: N_active = {} <= N_read <= min(N, B·N_active) = {}. The step is costed at "
+          "the upper bound (worst-case routing: no two tokens share an expert); at the lower bound "
+          "(every token routed to the same experts) it would take {:.4g} ms, {:.4g} tokens/s. Give "
+          "--experts E --experts-per-token k for the expected figure under uniform routing.",
+          m.name, format_number(w.params_read_low), format_number(w.params_read_high),
+          sl.time_s * 1e3, sl.tokens_per_s));
+    }
+    else
+      r.notes.push_back("MoE at batch 1: the one token reads exactly its k experts and the shared "
+                        "parameters, N_read = N_active, whatever E and k are.");
+  } else if (m.is_moe()) {
+    r.notes.push_back(fmt::format("{} is a mixture of experts, but N_active = N here: costed as "
+                                  "dense, every parameter read and used.", m.name));
+  }
   const ComputeBoundBatch cb = compute_bound_batch(m, g, q);
   r.notes.push_back("compute-bound at this ctx: " + compute_bound_text(cb, s.ridge) + ".");
-  const double footprint = s.weight_bytes + static_cast<double>(s.kv_bytes);
+  const double footprint = q.n_params * q.bytes_per_param + static_cast<double>(s.kv_bytes);
   if (footprint > static_cast<double>(g.memory_bytes))
-    r.notes.push_back(fmt::format("weights + KV = {:.4g} GB exceed the {:.4g} GB of one {}: the "
+    r.notes.push_back(fmt::format("all weights + KV = {:.4g} GB exceed the {:.4g} GB of one {}: the "
                                   "figures are a bound for the arithmetic, not a deployable setup.",
                                   footprint / kGB, static_cast<double>(g.memory_bytes) / kGB, g.name));
-  if (o.params && m.num_parameters &&
-      static_cast<double>(*m.num_parameters) != q.n_params) {
+  if (o.params && m.num_parameters && static_cast<double>(*m.num_parameters) != q.n_params &&
+      static_cast<double>(*m.num_parameters) <= 1e15) {
     DecodeQuery qt = q;
     qt.n_params = static_cast<double>(*m.num_parameters);
-    const DecodeStep st = parts.decode_step(m, g, qt);
-    r.notes.push_back(fmt::format("with {}'s own num_parameters = {} instead: {:.4g} tokens/s, "
-                                  "intensity {:.4g}.", m.name, format_number(qt.n_params),
-                                  st.tokens_per_s, st.intensity));
+    if (qt.moe && qt.moe->active_params > qt.n_params) qt.moe.reset();
+    try {
+      const DecodeStep st = parts.decode_step(m, g, qt);
+      r.notes.push_back(fmt::format("with {}'s own num_parameters = {} instead: {:.4g} tokens/s, "
+                                    "intensity {:.4g}.", m.name, format_number(qt.n_params),
+                                    st.tokens_per_s, st.intensity));
+    } catch (const InputError&) {
+      // The file's count does not fit the other figures given (e.g. --active-params): no comparison.
+    }
   }
   if (m.is_mla())
     r.notes.push_back("MLA attention FLOPs use the absorbed form of 000 §4.3.3: 2·(d_c + d_r) for "
@@ -323,6 +690,8 @@ Result calculator(const RooflineOptions& o, const RooflineParts& parts) {
   r.metric("flops", s.flops);
   r.metric("bytes", s.bytes);
   r.metric("time_s", s.time_s);
+  r.metric("params_read", w.params_read);
+  r.metric("params_used", w.params_used);
   if (cb.reachable && cb.min_batch > 0) r.metric("compute_bound_batch", static_cast<double>(cb.min_batch));
   return r;
 }
@@ -332,8 +701,9 @@ Result calculator(const RooflineOptions& o, const RooflineParts& parts) {
 Result run_roofline(const RooflineOptions& opts, const RunContext& /*ctx*/, const RooflineParts& parts) {
   if (!opts.model && !opts.config) {
     const char* given = opts.gpu ? "--gpu" : opts.batch ? "--batch" : opts.ctx ? "--ctx"
-                        : opts.params ? "--params" : opts.weight_bytes ? "--weight-bytes"
-                        : opts.kv_dtype ? "--kv-dtype" : nullptr;
+                        : opts.params ? "--params" : opts.active_params ? "--active-params"
+                        : opts.experts ? "--experts" : opts.experts_per_token ? "--experts-per-token"
+                        : opts.weight_bytes ? "--weight-bytes" : opts.kv_dtype ? "--kv-dtype" : nullptr;
     if (given)
       throw InputError(fmt::format("{}: needs --model or --config (without either, roofline shows "
                                    "the course's table)", given));
@@ -355,7 +725,13 @@ class RooflineCheck final : public Check {
            "compute-bound, and the ridge of every catalogue GPU (000 §3.1's ≈ 200 is the A100-40GB).\n"
            "With --model NAME or --config PATH: one decode step on --gpu (default a100-80gb) at "
            "--batch (default 1) × --ctx (default 4096), weights of --params (default the model's "
-           "num_parameters) × --weight-bytes (default 2), cache in --kv-dtype (default bf16).";
+           "num_parameters) × --weight-bytes (default 2), cache in --kv-dtype (default bf16).\n"
+           "Mixture of experts (mixtral-8x7b, deepseek-v2/v3): --params is every parameter N, "
+           "--active-params (default num_parameters_active) the ones a token uses, which set the "
+           "FLOPs; the bytes count the experts the batch touches, from N_active at batch 1 towards "
+           "N, expected under uniform top-k routing when E and k are known (--experts, "
+           "--experts-per-token; default num_local_experts, num_experts_per_tok), else the worst "
+           "case min(N, B·N_active). The model is at the top of lib/cost/roofline.hpp.";
   }
   void bind(CLI::App& sub) override {
     model_opt_ = sub.add_option("--model", model_, "Catalogue model, e.g. llama-2-7b (data/models)");
@@ -366,8 +742,18 @@ class RooflineCheck final : public Check {
     const auto positive = PositiveCount();
     batch_opt_ = sub.add_option("--batch", batch_, "Sequences decoded together (default 1)")->check(positive);
     ctx_opt_ = sub.add_option("--ctx", ctx_, "Cached positions per sequence (default 4096)")->check(positive);
-    params_opt_ = sub.add_option("--params", params_, "Parameter count, e.g. 7e9 (default num_parameters)")
+    params_opt_ = sub.add_option("--params", params_,
+                                 "All parameters N, every expert of an MoE, e.g. 7e9 (default num_parameters)")
                       ->check(FiniteRange(1.0, 1e15));
+    active_opt_ = sub.add_option("--active-params", active_params_,
+                                 "MoE: parameters one token uses, e.g. 12.88e9 (default num_parameters_active)")
+                      ->check(FiniteRange(1.0, 1e15));
+    experts_opt_ = sub.add_option("--experts", experts_,
+                                  "MoE: routed experts E per layer (default num_local_experts)")
+                       ->check(IntRange(1, std::int64_t{1} << 31));
+    per_token_opt_ = sub.add_option("--experts-per-token", experts_per_token_,
+                                    "MoE: routed experts k per token (default num_experts_per_tok)")
+                         ->check(IntRange(1, std::int64_t{1} << 31));
     wbytes_opt_ = sub.add_option("--weight-bytes", weight_bytes_, "Bytes per parameter (default 2)")
                       ->check(FiniteRange(1.0 / 64, 64.0));
     dtype_opt_ = sub.add_option("--kv-dtype", kv_dtype_, "Cache element type (default bf16)")
@@ -381,6 +767,9 @@ class RooflineCheck final : public Check {
     if (batch_opt_ && batch_opt_->count()) o.batch = batch_;
     if (ctx_opt_ && ctx_opt_->count()) o.ctx = ctx_;
     if (params_opt_ && params_opt_->count()) o.params = params_;
+    if (active_opt_ && active_opt_->count()) o.active_params = active_params_;
+    if (experts_opt_ && experts_opt_->count()) o.experts = experts_;
+    if (per_token_opt_ && per_token_opt_->count()) o.experts_per_token = experts_per_token_;
     if (wbytes_opt_ && wbytes_opt_->count()) o.weight_bytes = weight_bytes_;
     if (dtype_opt_ && dtype_opt_->count()) o.kv_dtype = kv_dtype_;
     return run_roofline(o, ctx);
@@ -388,10 +777,12 @@ class RooflineCheck final : public Check {
 
  private:
   std::string model_, config_, gpu_, kv_dtype_;
-  std::int64_t batch_ = 1, ctx_ = 4096;
-  double params_ = 0.0, weight_bytes_ = 2.0;
+  std::int64_t batch_ = 1, ctx_ = 4096, experts_ = 1, experts_per_token_ = 1;
+  double params_ = 0.0, active_params_ = 0.0, weight_bytes_ = 2.0;
   CLI::Option *model_opt_ = nullptr, *config_opt_ = nullptr, *gpu_opt_ = nullptr, *batch_opt_ = nullptr,
-              *ctx_opt_ = nullptr, *params_opt_ = nullptr, *wbytes_opt_ = nullptr, *dtype_opt_ = nullptr;
+              *ctx_opt_ = nullptr, *params_opt_ = nullptr, *active_opt_ = nullptr,
+              *experts_opt_ = nullptr, *per_token_opt_ = nullptr, *wbytes_opt_ = nullptr,
+              *dtype_opt_ = nullptr;
 };
 
 KVLAB_REGISTER_CHECK(50, RooflineCheck);

@@ -22,7 +22,13 @@ struct RooflineOptions {
   std::optional<std::string> gpu;           ///< --gpu NAME, default a100-80gb
   std::optional<std::int64_t> batch;        ///< --batch, default 1
   std::optional<std::int64_t> ctx;          ///< --ctx, default 4096
-  std::optional<double> params;             ///< --params, default the model's num_parameters
+  std::optional<double> params;             ///< --params: all parameters N (every expert of an
+                                            ///< MoE), default the model's num_parameters
+  std::optional<double> active_params;      ///< --active-params: MoE parameters one token uses,
+                                            ///< default num_parameters_active
+  std::optional<std::int64_t> experts;      ///< --experts: MoE routed experts E per layer,
+                                            ///< default num_local_experts (or its aliases)
+  std::optional<std::int64_t> experts_per_token;  ///< --experts-per-token: k, default num_experts_per_tok
   std::optional<double> weight_bytes;       ///< --weight-bytes (bytes per parameter), default 2
   std::optional<std::string> kv_dtype;      ///< --kv-dtype, default bf16
 };

@@ -47,8 +47,13 @@ expect_usage_error head_dim kv-size --config "$configs/head_dim_inconsistent.jso
 # kv-size and roofline accept real Hugging Face configs
 for f in hf_llama_2_7b hf_gpt2 hf_falcon_7b hf_qwen2_7b hf_deepseek_v2; do
   expect_exit 0 kv-size --config "$configs/$f.json"
+done
+for f in hf_llama_2_7b hf_gpt2 hf_falcon_7b hf_qwen2_7b; do
   expect_exit 0 roofline --config "$configs/$f.json" --params 7e9
 done
+# DeepSeek-V2's config routes tokens (n_routed_experts 160, 6 per token): N alone is not enough.
+expect_usage_error --active-params roofline --config "$configs/hf_deepseek_v2.json" --params 236e9
+expect_exit 0 roofline --config "$configs/hf_deepseek_v2.json" --params 236e9 --active-params 21e9
 expect_exit 0 kv-size --model llama-2-70b --batch 32 --ctx 8192 --kv-heads 64
 expect_exit 0 roofline --model llama-2-7b --params 7e9 --gpu a100-80gb --batch 8 --ctx 1024
 
@@ -63,6 +68,26 @@ expect_usage_error a100-80gb roofline --model llama-2-7b --gpu nosuch
 expect_usage_error --gpu roofline --gpu h200
 expect_usage_error --batch roofline --model llama-2-7b --batch 0
 expect_usage_error "overflows 64 bits" roofline --model llama-3.1-405b --batch 4000000000 --ctx 4000000000
+expect_usage_error "--batch × --ctx" roofline --model llama-3.1-405b --batch 4000000000 --ctx 4000000000
+expect_usage_error "--batch × --ctx" kv-size --model llama-3.1-405b --batch 4000000000 --ctx 4000000000
+expect_usage_error "--ctx: attention FLOPs" roofline --model llama-2-7b --ctx 9000000000000000000
+# A legal int4 cache whose wider dtypes would not fit in 64 bits: their rows say so.
+expect_exit 0 kv-size --model llama-3.1-405b --batch 10000000 --ctx 1000000 --kv-dtype int4
+# A file's num_parameters out of the roofline's range names the file's field, not --params.
+big_params=$(mktemp --suffix=.json)
+printf '{"num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 4, "vocab_size": 100, "num_parameters": 9007199254740992}' > "$big_params"
+expect_usage_error "$big_params: num_parameters: must be at most" roofline --config "$big_params"
+expect_exit 0 roofline --config "$big_params" --params 1e9
+rm -f "$big_params"
+# Mixtures of experts
+expect_exit 0 roofline --model mixtral-8x7b --batch 1 --ctx 1024
+expect_exit 0 roofline --model deepseek-v3 --batch 8 --experts 256 --experts-per-token 8
+expect_usage_error --params roofline --model mixtral-8x7b --params 7e9
+expect_usage_error --active-params roofline --model mixtral-8x7b --active-params 50e9
+expect_usage_error --experts-per-token roofline --model llama-2-7b --experts 8
+expect_usage_error --active-params roofline --model llama-2-7b --experts 8 --experts-per-token 2
+expect_usage_error --experts-per-token roofline --model mixtral-8x7b --experts-per-token 9
+expect_usage_error --experts roofline --experts 8
 expect_usage_error --config roofline --config /tmp
 
 # The done-when figures, read from the JSON output.

@@ -31,3 +31,21 @@ expect_exit 0 spec-etau --alpha 1 --k 0
 expect_exit 0 spec-etau --alpha 0 --k 8
 expect_exit 0 spec-etau --k 16 --format json
 expect_exit 0 spec-alpha --alpha-target 1 --vocab 2 --samples 1000
+
+# Runs whose statistical comparison could not fail are refused, naming the option and the minimum.
+expect_exit 2 spec-alpha --samples 17
+expect_stderr_mentions "--samples: must be at least 18" spec-alpha --samples 1
+expect_exit 0 spec-alpha --samples 18
+expect_exit 2 spec-etau --alpha 0.7 --k 4 --samples 10
+expect_stderr_mentions "--samples: must be at least 17" spec-etau --alpha 0.7 --k 4 --samples 10
+expect_exit 2 spec-etau --grid-samples 36
+expect_stderr_mentions "--grid-samples: must be at least 37" spec-etau --grid-samples 36
+expect_exit 0 spec-etau --alpha 1 --k 4 --samples 1
+# Work budgets: one line naming the options and the budget, before any work is done.
+expect_exit 2 spec-alpha --samples 10000000 --vocab 1024
+expect_stderr_mentions "--vocab" spec-alpha --samples 10000000 --vocab 1024
+expect_stderr_mentions "budget" spec-alpha --samples 1000000000
+expect_exit 2 spec-etau --k 256 --alpha 0.999 --samples 1000000
+expect_stderr_mentions "--k" spec-etau --k 256 --alpha 0.999 --samples 1000000
+expect_exit 2 spec-etau --grid-samples 1000000
+expect_stderr_mentions "budget" spec-etau --grid-samples 1000000

@@ -151,6 +151,82 @@ TEST_CASE("config.json: real Hugging Face files load") {
   const ModelSpec d = kvlab::read_model_config(fixture("hf_deepseek_v2.json"));
   CHECK(d.is_mla());
   CHECK(d.kv_lora_rank == 512u);
+  CHECK(d.num_experts == 160u);  // DeepSeek's n_routed_experts
+  CHECK(d.num_experts_per_tok == 6u);
+  CHECK_FALSE(d.num_parameters_active.has_value());
+  CHECK(d.is_moe());
+}
+
+TEST_CASE("catalogue: mixture-of-experts figures (num_parameters_active, experts, experts per token)") {
+  const ModelSpec mx = kvlab::load_model("mixtral-8x7b");
+  CHECK(mx.num_parameters == 46'700'000'000u);
+  CHECK(mx.num_parameters_active == 12'880'000'000u);
+  CHECK(mx.num_experts == 8u);
+  CHECK(mx.num_experts_per_tok == 2u);
+  CHECK(mx.is_moe());
+  for (const char* n : {"deepseek-v2", "deepseek-v3"}) {  // active counts, no expert split
+    CAPTURE(n);
+    const ModelSpec d = kvlab::load_model(n);
+    CHECK(d.num_parameters_active.has_value());
+    CHECK(*d.num_parameters_active < *d.num_parameters);
+    CHECK_FALSE(d.num_experts.has_value());
+    CHECK(d.is_moe());
+  }
+  CHECK(kvlab::load_model("deepseek-v2").num_parameters_active == 21'000'000'000u);
+  CHECK(kvlab::load_model("deepseek-v3").num_parameters_active == 37'000'000'000u);
+  const ModelSpec l = kvlab::load_model("llama-2-7b");
+  CHECK_FALSE(l.num_parameters_active.has_value());
+  CHECK_FALSE(l.is_moe());
+
+  json qwen = base_config();  // Qwen-MoE spells E num_experts; E = k is not a routed model
+  qwen["num_experts"] = 4;
+  qwen["num_experts_per_tok"] = 4;
+  const ModelSpec q = kvlab::parse_model_spec(qwen, "c", "c");
+  CHECK(q.num_experts == 4u);
+  CHECK_FALSE(q.is_moe());
+}
+
+TEST_CASE("config.json: inconsistent mixture-of-experts figures name the field") {
+  const auto moe = [] {
+    json j = base_config();
+    j["num_local_experts"] = 8;
+    j["num_experts_per_tok"] = 2;
+    j["num_parameters"] = 46'700'000'000ull;
+    j["num_parameters_active"] = 12'880'000'000ull;
+    return j;
+  };
+  CHECK(kvlab::parse_model_spec(moe(), "c", "c").is_moe());
+  json j = moe();
+  j.erase("num_local_experts");
+  CHECK(spec_error(j).find("cfg.json: num_local_experts | n_routed_experts | num_experts: a mixture "
+                           "of experts needs both") != std::string::npos);
+  j = moe();
+  j.erase("num_experts_per_tok");
+  CHECK(spec_error(j).find("cfg.json: num_experts_per_tok: a mixture of experts needs both") !=
+        std::string::npos);
+  j = moe();
+  j["num_experts_per_tok"] = 9;
+  CHECK(spec_error(j).find("num_experts_per_tok: must be <= num_local_experts = 8 (got 9)") !=
+        std::string::npos);
+  j = moe();
+  j.erase("num_local_experts");
+  j["n_routed_experts"] = 1;  // the error uses the alias the file used
+  CHECK(spec_error(j).find("num_experts_per_tok: must be <= n_routed_experts = 1 (got 2)") !=
+        std::string::npos);
+  j = moe();
+  j["num_parameters_active"] = 50'000'000'000ull;
+  CHECK(spec_error(j).find("num_parameters_active: must be <= num_parameters = 46700000000") !=
+        std::string::npos);
+  j = moe();
+  j["num_parameters_active"] = 11'000'000'000ull;  // < 46.7e9 · 2 / 8 = 11.675e9: S would be < 0
+  CHECK(spec_error(j).find("num_parameters_active: must be >= num_parameters × num_experts_per_tok") !=
+        std::string::npos);
+  j = moe();
+  j["num_parameters_active"] = "12.88B";
+  CHECK(spec_error(j).find("num_parameters_active: must be an integer") != std::string::npos);
+  j = moe();
+  j["num_experts_per_tok"] = 0;
+  CHECK(spec_error(j).find("num_experts_per_tok: must be an integer in [1,") != std::string::npos);
 }
 
 TEST_CASE("config.json: Falcon's multi_query / num_kv_heads rule") {

@@ -1,5 +1,6 @@
 // The cost model (lib/cost/): KV-cache bytes on facts.md's values, int4's half byte, overflow as
-// an InputError, the decode roofline on the course's numbers, and where decode turns compute-bound.
+// an InputError, the decode roofline on the course's numbers, where decode turns compute-bound, and
+// the mixture-of-experts weight model (N_active per token, the experts a batch touches).
 #include <doctest/doctest.h>
 
 #include "test_util.hpp"
@@ -207,4 +208,95 @@ TEST_CASE("roofline: MLA attention FLOPs use the absorbed form; bad inputs are I
         std::string::npos);
   CHECK(input_error([&] { kvlab::decode_step(m, a100, kvlab::DecodeQuery{7e9, 0.0, {}}); })
             .find("weight-bytes") != std::string::npos);
+}
+
+TEST_CASE("roofline, MoE: a token's FLOPs use N_active; the bytes grow from N_active towards N") {
+  const ModelSpec mx = kvlab::load_model("mixtral-8x7b");
+  const auto a100 = kvlab::load_gpu("a100-80gb");
+  const double n = 46.7e9, a = 12.88e9;
+  const kvlab::MoeQuery moe{a, 8, 2};
+  const auto step = [&](std::uint64_t b) {
+    return kvlab::decode_step(mx, a100, kvlab::DecodeQuery{n, 2.0, KvQuery{b, 1024, CacheDtype::bf16, {}}, moe});
+  };
+  // Batch 1: exactly the active parameters are read and used (the reviewer's H2: not 46.7e9).
+  const auto s1 = step(1);
+  CHECK(s1.weights.model == kvlab::WeightModel::moe_uniform);
+  CHECK(s1.weights.params_read == a);
+  CHECK(s1.weight_bytes == 2 * a);
+  CHECK(s1.flops_weights == 2 * a);
+  CHECK(s1.flops == 2 * a + 4.0 * 1024 * 32 * 32 * 128);
+  // The split: P_e = (N − N_active)/(E − k), S = N_active − k·P_e (mixtral: 5.64e9 and 1.61e9).
+  const double pe = (n - a) / 6, sh = a - 2 * pe;
+  CHECK(s1.weights.params_per_expert == doctest::Approx(pe).epsilon(1e-15));
+  CHECK(s1.weights.shared_params == doctest::Approx(sh).epsilon(1e-14));
+  // Batch 2: an expert escapes both tokens with probability (3/4)^2, so D = 8·(1 − 9/16) = 3.5.
+  const auto s2 = step(2);
+  CHECK(s2.weights.experts_touched == doctest::Approx(3.5).epsilon(1e-15));
+  CHECK(s2.weights.params_read == doctest::Approx(sh + 3.5 * pe).epsilon(1e-15));
+  CHECK(s2.weights.params_read_high == doctest::Approx(sh + 4 * pe).epsilon(1e-15));
+  CHECK(s2.flops_weights == 2 * a * 2);
+  // Monotone in B, and all experts (N) by batch 256: 8·(3/4)^256 < 1e-30.
+  double last = 0;
+  for (std::uint64_t b : {1, 2, 3, 4, 8, 16, 64}) {
+    const double r = step(b).weights.params_read;
+    CHECK(r > last);
+    CHECK(r <= n);
+    last = r;
+  }
+  CHECK(step(256).weights.params_read == doctest::Approx(n).epsilon(1e-15));
+}
+
+TEST_CASE("roofline, MoE without E and k: exact at batch 1, the worst case min(N, B·N_active) beyond") {
+  const ModelSpec ds = kvlab::load_model("deepseek-v3");
+  const auto a100 = kvlab::load_gpu("a100-80gb");
+  const auto read = [&](std::uint64_t b) {
+    return kvlab::weight_read(671e9, kvlab::MoeQuery{37e9, {}, {}}, b);
+  };
+  CHECK(read(1).params_read == 37e9);
+  CHECK(read(1).model == kvlab::WeightModel::moe_worst_case);
+  CHECK(read(4).params_read == 4 * 37e9);
+  CHECK(read(4).params_read_low == 37e9);
+  CHECK(read(100).params_read == 671e9);
+  const auto s = kvlab::decode_step(ds, a100, kvlab::DecodeQuery{671e9, 2.0, KvQuery{1, 4096, CacheDtype::bf16, {}},
+                                                                  kvlab::MoeQuery{37e9, {}, {}}});
+  CHECK(s.weight_bytes == 74e9);
+  CHECK(s.flops_weights == 74e9);
+  // Dense stays dense: no MoE query, or N_active = N.
+  CHECK(kvlab::weight_read(7e9, std::nullopt, 64).params_read == 7e9);
+  CHECK(kvlab::weight_read(7e9, kvlab::MoeQuery{7e9, {}, {}}, 64).model == kvlab::WeightModel::dense);
+}
+
+TEST_CASE("roofline, MoE: inconsistent figures are InputErrors naming them") {
+  using kvlab::MoeQuery;
+  CHECK(input_error([] { kvlab::weight_read(7e9, MoeQuery{8e9, {}, {}}, 1); }).find("active-params") == 0);
+  CHECK(input_error([] { kvlab::weight_read(7e9, MoeQuery{0.5, {}, {}}, 1); }).find("active-params") == 0);
+  CHECK(input_error([] { kvlab::weight_read(7e9, MoeQuery{std::nan(""), {}, {}}, 1); }).find("active-params") == 0);
+  CHECK(input_error([] { kvlab::weight_read(46.7e9, MoeQuery{12.88e9, 8, std::nullopt}, 1); })
+            .find("experts-per-token") == 0);
+  CHECK(input_error([] { kvlab::weight_read(46.7e9, MoeQuery{12.88e9, 8, 9}, 1); })
+            .find("experts-per-token: must be in [1, experts = 8] (got 9)") == 0);
+  CHECK(input_error([] { kvlab::weight_read(46.7e9, MoeQuery{12.88e9, 8, 0}, 1); }).find("experts-per-token") == 0);
+  // N·k/E = 11.675e9 > 11e9: the shared parameters would be negative.
+  CHECK(input_error([] { kvlab::weight_read(46.7e9, MoeQuery{11e9, 8, 2}, 1); })
+            .find("active-params: must be >= params × experts-per-token / experts") == 0);
+  CHECK(input_error([] { kvlab::weight_read(46.7e9, MoeQuery{12.88e9, 8, 8}, 1); }).find("active-params") == 0);
+  CHECK(input_error([] { kvlab::weight_read(46.7e9, MoeQuery{12.88e9, 8, 2}, 0); }).find("batch") == 0);
+}
+
+TEST_CASE("roofline, MoE: the compute-bound batch is the first integer batch at the ridge") {
+  const ModelSpec mx = kvlab::load_model("mixtral-8x7b");
+  const auto a100 = kvlab::load_gpu("a100-80gb");
+  for (const auto& moe : {kvlab::MoeQuery{12.88e9, 8, 2}, kvlab::MoeQuery{12.88e9, {}, {}}}) {
+    const auto q = [&](std::uint64_t b, std::uint64_t ctx) {
+      return kvlab::DecodeQuery{46.7e9, 2.0, KvQuery{b, ctx, CacheDtype::bf16, {}}, moe};
+    };
+    CHECK_FALSE(kvlab::compute_bound_batch(mx, a100, q(1, 4096)).reachable);  // I(∞) < ridge
+    const auto cb = kvlab::compute_bound_batch(mx, a100, q(1, 128));
+    REQUIRE(cb.reachable);
+    CAPTURE(cb.min_batch);
+    const auto at = [&](std::uint64_t b) { return kvlab::decode_step(mx, a100, q(b, 128)); };
+    CHECK(at(cb.min_batch).intensity >= at(cb.min_batch).ridge);
+    CHECK(at(cb.min_batch - 1).intensity < at(cb.min_batch - 1).ridge);
+    CHECK(cb.batch == doctest::Approx(static_cast<double>(cb.min_batch)).epsilon(1.0 / cb.min_batch));
+  }
 }

@@ -64,6 +64,32 @@ inline Cell count_cell(std::uint64_t v) {
   return std::to_string(v);
 }
 
+/// Sizes the cache of `m` for `kv` once before the library does, so that an overflow is an
+/// InputError naming its cause: `where` ("--model NAME" or "--config PATH", whose fields make one
+/// token's cache too large to count) or --batch × --ctx (the whole batch's cache). A bad K/V head
+/// override stays the library's "kv-heads: ..." error. Returns one token's size.
+inline KvCacheSize require_cache_fits(const ModelSpec& m, const KvQuery& kv, const std::string& where) {
+  kv_layout(m, kv.kv_heads);
+  const KvCacheSize one =
+      with_option(where, [&] { return kv_cache_size(m, KvQuery{1, 1, kv.dtype, kv.kv_heads}); });
+  const std::uint64_t tokens = checked_mul(kv.batch, kv.ctx, "--batch × --ctx (cached tokens)");
+  checked_mul(tokens, one.bits_per_token,
+              fmt::format("--batch × --ctx × KV bits per token ({} × {} × {})", kv.batch, kv.ctx,
+                          one.bits_per_token));
+  return one;
+}
+
+/// "--config PATH" or "--model NAME" for error lines, with bytes outside printable ASCII as '?'
+/// and at most 200 characters of the path or name.
+inline std::string model_origin(const std::optional<std::string>& model,
+                                const std::optional<std::string>& config) {
+  const std::string& raw = config ? *config : model.value_or("");
+  std::string shown;
+  for (unsigned char ch : raw.substr(0, 200))
+    shown += (ch >= 0x20 && ch < 0x7f) ? static_cast<char>(ch) : '?';
+  return (config ? "--config " : "--model ") + shown;
+}
+
 /// A checked int64 option value as the library's uint64, >= 1; InputError naming `option`.
 inline std::uint64_t positive_count(const std::string& option, std::int64_t v) {
   if (v < 1) throw InputError(fmt::format("{}: must be >= 1 (got {})", option, v));

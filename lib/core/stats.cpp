@@ -1,5 +1,6 @@
 #include "core/stats.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <numbers>
 #include <stdexcept>
@@ -26,6 +27,144 @@ double z_for_two_sided(double p) {
 double bonferroni_z(double family_false_alarm, std::size_t comparisons) {
   if (comparisons == 0) throw std::invalid_argument("bonferroni_z: no comparisons");
   return z_for_two_sided(family_false_alarm / static_cast<double>(comparisons));
+}
+
+// ---- binomial tails ------------------------------------------------------------------------------
+
+namespace {
+
+void check_binomial(const char* who, std::int64_t n, double p) {
+  if (n < 0 || !(p >= 0.0 && p <= 1.0))
+    throw std::invalid_argument(std::string(who) + ": needs n >= 0 and p in [0, 1]");
+}
+
+void check_false_alarm(const char* who, double false_alarm) {
+  if (!(false_alarm > 0.0 && false_alarm <= 1.0))
+    throw std::invalid_argument(std::string(who) + ": false_alarm must be in (0, 1]");
+}
+
+// log P(X = k), 0 < p < 1, 0 <= k <= n. lgamma of arguments up to ~1e9 is good to a few ulp of
+// values up to ~2e10, i.e. ~1e-6 absolute in the log at worst: a relative error of the tail that
+// does not matter for a test at a stated level.
+double log_pmf(std::int64_t k, std::int64_t n, double p) {
+  const double kd = static_cast<double>(k), nd = static_cast<double>(n);
+  return std::lgamma(nd + 1.0) - std::lgamma(kd + 1.0) - std::lgamma(nd - kd + 1.0) +
+         kd * std::log(p) + (nd - kd) * std::log1p(-p);
+}
+
+// Relative size of the neglected remainder at which a tail sum stops.
+constexpr double kTailCut = 1e-17;
+
+// sum_{j <= k} P(X = j) for k < (n + 1) p: walking down from k the ratio
+// P(X = j - 1) / P(X = j) = j (1 - p) / ((n - j + 1) p) is below 1 and keeps falling, so what is
+// left after a term t with ratio r is at most t r / (1 - r).
+double lower_sum(std::int64_t k, std::int64_t n, double p) {
+  double term = std::exp(log_pmf(k, n, p));
+  double sum = term;
+  const double odds = (1.0 - p) / p;
+  for (std::int64_t j = k; j > 0 && term > 0.0; --j) {
+    const double r = static_cast<double>(j) / static_cast<double>(n - j + 1) * odds;
+    term *= r;
+    sum += term;
+    if (r < 1.0 && term * r / (1.0 - r) <= kTailCut * sum) break;
+  }
+  return sum;
+}
+
+// sum_{j >= k} P(X = j) for k > (n + 1) p - 1, the mirror image of lower_sum.
+double upper_sum(std::int64_t k, std::int64_t n, double p) {
+  double term = std::exp(log_pmf(k, n, p));
+  double sum = term;
+  const double odds = p / (1.0 - p);
+  for (std::int64_t j = k; j < n && term > 0.0; ++j) {
+    const double r = static_cast<double>(n - j) / static_cast<double>(j + 1) * odds;
+    term *= r;
+    sum += term;
+    if (r < 1.0 && term * r / (1.0 - r) <= kTailCut * sum) break;
+  }
+  return sum;
+}
+
+double clamp01(double x) { return std::clamp(x, 0.0, 1.0); }
+
+}  // namespace
+
+double binomial_cdf(std::int64_t k, std::int64_t n, double p) {
+  check_binomial("binomial_cdf", n, p);
+  if (k < 0) return 0.0;
+  if (k >= n) return 1.0;
+  if (p == 0.0) return 1.0;
+  if (p == 1.0) return 0.0;
+  const double mean_side = (static_cast<double>(n) + 1.0) * p;
+  if (static_cast<double>(k) < mean_side) return clamp01(lower_sum(k, n, p));
+  return clamp01(1.0 - upper_sum(k + 1, n, p));
+}
+
+double binomial_sf(std::int64_t k, std::int64_t n, double p) {
+  check_binomial("binomial_sf", n, p);
+  if (k <= 0) return 1.0;
+  if (k > n) return 0.0;
+  if (p == 0.0) return 0.0;
+  if (p == 1.0) return 1.0;
+  const double mean_side = (static_cast<double>(n) + 1.0) * p - 1.0;
+  if (static_cast<double>(k) > mean_side) return clamp01(upper_sum(k, n, p));
+  return clamp01(1.0 - lower_sum(k - 1, n, p));
+}
+
+CountRegion binomial_acceptance_region(std::int64_t n, double p_low, double p_high,
+                                       double false_alarm) {
+  if (n < 1 || !(p_low >= 0.0 && p_low <= p_high && p_high <= 1.0))
+    throw std::invalid_argument(
+        "binomial_acceptance_region: needs n >= 1 and 0 <= p_low <= p_high <= 1");
+  check_false_alarm("binomial_acceptance_region", false_alarm);
+  const double tail = 0.5 * false_alarm;
+  CountRegion r;
+  // lo: the smallest k with P(X <= k) > tail (P(X <= n) = 1 > tail, so one exists).
+  std::int64_t a = 0, b = n;
+  while (a < b) {
+    const std::int64_t mid = a + (b - a) / 2;
+    if (binomial_cdf(mid, n, p_low) > tail)
+      b = mid;
+    else
+      a = mid + 1;
+  }
+  r.lo = a;
+  // hi: the largest k with P(X >= k) > tail (P(X >= 0) = 1 > tail).
+  a = 0, b = n;
+  while (a < b) {
+    const std::int64_t mid = a + (b - a + 1) / 2;
+    if (binomial_sf(mid, n, p_high) > tail)
+      a = mid;
+    else
+      b = mid - 1;
+  }
+  r.hi = a;
+  return r;
+}
+
+// ---- Bernstein -------------------------------------------------------------------------------------
+
+double bernstein_radius(double variance, double b, std::int64_t n, double false_alarm) {
+  if (n < 1 || !(variance >= 0.0) || !std::isfinite(variance) || !(b >= 0.0) || !std::isfinite(b))
+    throw std::invalid_argument(
+        "bernstein_radius: needs n >= 1 and finite, non-negative variance and b");
+  check_false_alarm("bernstein_radius", false_alarm);
+  const double log_term = std::log(2.0 / false_alarm);
+  const double nd = static_cast<double>(n);
+  const double linear = b * log_term / (3.0 * nd);
+  return linear + std::sqrt(linear * linear + 2.0 * variance * log_term / nd);
+}
+
+std::int64_t bernstein_min_samples(double variance, double b, double false_alarm) {
+  if (!(b > 0.0)) throw std::invalid_argument("bernstein_min_samples: b must be > 0");
+  (void)bernstein_radius(variance, b, 1, false_alarm);  // validates the rest
+  // t(n) < b  <=>  n > 2 L (variance / b² + 1/3)  (square both sides of the closed form).
+  const double log_term = std::log(2.0 / false_alarm);
+  auto n = static_cast<std::int64_t>(std::floor(2.0 * log_term * (variance / (b * b) + 1.0 / 3.0))) + 1;
+  n = std::max<std::int64_t>(n, 1);
+  while (bernstein_radius(variance, b, n, false_alarm) >= b) ++n;  // rounding at the boundary
+  while (n > 1 && bernstein_radius(variance, b, n - 1, false_alarm) < b) --n;
+  return n;
 }
 
 }  // namespace kvlab

@@ -66,7 +66,7 @@ KvLayout kv_layout(const ModelSpec& m, std::optional<std::uint64_t> kv_heads) {
                                  m.n_head, m.name, l.kv_heads));
   l.head_dim = m.head_dim;
   // 2: one K and one V per K/V head (004 §1.4).
-  l.elements_per_layer = checked_mul(2, checked_mul(l.kv_heads, l.head_dim, "kv-heads x head_dim"),
+  l.elements_per_layer = checked_mul(2, checked_mul(l.kv_heads, l.head_dim, "K/V heads × head_dim"),
                                      "K+V elements per layer");
   return l;
 }
@@ -77,7 +77,7 @@ KvCacheSize kv_cache_size(const ModelSpec& m, const KvQuery& q) {
   KvCacheSize s;
   s.layout = kv_layout(m, q.kv_heads);
   s.elements_per_token = checked_mul(s.layout.n_layer, s.layout.elements_per_layer,
-                                     "KV elements per token (layers x elements per layer)");
+                                     "KV elements per token (num_hidden_layers × 2·K/V heads·head_dim, or × (kv_lora_rank + qk_rope_head_dim) for MLA)");
   s.bits_per_token = checked_mul(s.elements_per_token, cache_dtype_bits(q.dtype), "KV bits per token");
   s.bytes_per_token = static_cast<double>(s.bits_per_token) / 8.0;
   s.tokens = checked_mul(q.batch, q.ctx, "batch x ctx (cached tokens)");

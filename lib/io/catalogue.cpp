@@ -295,6 +295,40 @@ ModelSpec parse_model_spec(const json& j, const std::string& origin, const std::
                                  m.kv_lora_rank ? "kv_lora_rank" : "qk_rope_head_dim"));
 
   m.num_parameters = optional_size(j, origin, {"num_parameters"}, kMaxConfigCount);
+  m.num_parameters_active = optional_size(j, origin, {"num_parameters_active"}, kMaxConfigCount);
+  if (m.num_parameters && m.num_parameters_active && *m.num_parameters_active > *m.num_parameters)
+    throw InputError(fmt::format("{}: num_parameters_active: must be <= num_parameters = {} (got {})",
+                                 origin, *m.num_parameters, *m.num_parameters_active));
+
+  // Mixture of experts: E routed experts per MoE layer, k of them per token. Mixtral and Qwen-MoE
+  // call E num_local_experts / num_experts, DeepSeek n_routed_experts; all call k
+  // num_experts_per_tok.
+  const std::initializer_list<const char*> expert_aliases = {"num_local_experts", "n_routed_experts",
+                                                             "num_experts"};
+  std::string experts_field;
+  m.num_experts = optional_size(j, origin, expert_aliases);
+  if (m.num_experts) find_field(j, expert_aliases, &experts_field);
+  m.num_experts_per_tok = optional_size(j, origin, {"num_experts_per_tok"});
+  if (m.num_experts.has_value() != m.num_experts_per_tok.has_value())
+    throw InputError(fmt::format("{}: {}: a mixture of experts needs both {} and num_experts_per_tok "
+                                 "(only {} given)", origin,
+                                 m.num_experts ? "num_experts_per_tok" : alias_list(expert_aliases),
+                                 alias_list(expert_aliases),
+                                 m.num_experts ? experts_field : "num_experts_per_tok"));
+  if (m.num_experts && *m.num_experts_per_tok > *m.num_experts)
+    throw InputError(fmt::format("{}: num_experts_per_tok: must be <= {} = {} (got {})", origin,
+                                 experts_field, *m.num_experts, *m.num_experts_per_tok));
+  // Shared parameters S = N - E·P_e >= 0 with P_e = (N - N_active) / (E - k) per expert: that is
+  // N_active·E >= k·N. Products up to 2^53 · 2^31: compared exactly in 128 bits.
+  __extension__ typedef unsigned __int128 u128;
+  if (m.num_experts && m.num_parameters && m.num_parameters_active &&
+      static_cast<u128>(*m.num_parameters_active) * *m.num_experts <
+          static_cast<u128>(*m.num_parameters) * *m.num_experts_per_tok)
+    throw InputError(fmt::format(
+        "{}: num_parameters_active: must be >= num_parameters × num_experts_per_tok / {} = {} × {} "
+        "/ {}, since every token uses its k experts and the shared parameters (got {})",
+        origin, experts_field, *m.num_parameters, *m.num_experts_per_tok, *m.num_experts,
+        *m.num_parameters_active));
   m.kv_bytes_per_token_16bit = optional_size(j, origin, {"kv_bytes_per_token_16bit"}, kMaxConfigCount);
   return m;
 }

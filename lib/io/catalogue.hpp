@@ -25,7 +25,9 @@ inline constexpr std::uint64_t kMaxConfigCount = std::uint64_t{1} << 53;
 /// The shape of a decoder-only transformer as far as the cost model needs it, validated.
 ///
 /// Invariants (checked when read): every size is in [1, 2^31]; n_head % n_kv_head == 0;
-/// kv_lora_rank and qk_rope_head_dim are both present or both absent.
+/// kv_lora_rank and qk_rope_head_dim are both present or both absent; num_experts and
+/// num_experts_per_tok likewise, with k <= E; num_parameters_active <= num_parameters and, with
+/// E and k, num_parameters_active / num_parameters >= k / E (the shared parameters are >= 0).
 struct ModelSpec {
   std::string name;    ///< catalogue name, the config's "_name_or_path", or the file path
   std::string source;  ///< where the numbers come from (the catalogue's "source", or the file path)
@@ -52,12 +54,28 @@ struct ModelSpec {
   /// MLA: width d_c' of the query latent c^Q (absent: queries come from the hidden state).
   std::optional<std::uint64_t> q_lora_rank;
   std::optional<std::uint64_t> num_parameters;  ///< total parameters (kvlab field; not in HF configs)
+  /// Mixture of experts: parameters one token uses, i.e. the shared ones (embeddings, attention,
+  /// norms, router, shared experts, dense layers) plus its k routed experts (kvlab field
+  /// num_parameters_active; not in HF configs). At most num_parameters.
+  std::optional<std::uint64_t> num_parameters_active;
+  /// Mixture of experts: routed experts E per MoE layer (num_local_experts | n_routed_experts |
+  /// num_experts). Present exactly when num_experts_per_tok is.
+  std::optional<std::uint64_t> num_experts;
+  /// Mixture of experts: routed experts k each token uses per MoE layer (num_experts_per_tok),
+  /// 1 <= k <= E.
+  std::optional<std::uint64_t> num_experts_per_tok;
   /// K+V bytes per token over all layers at 2 bytes/element, from facts.md: an independent
   /// reference for kvlab's formula (kvlab field; absent from real HF configs).
   std::optional<std::uint64_t> kv_bytes_per_token_16bit;
 
   /// True for multi-head latent attention (kv_lora_rank and qk_rope_head_dim present).
   bool is_mla() const { return kv_lora_rank.has_value(); }
+  /// True for a mixture of experts whose token uses fewer parameters than the model holds: more
+  /// routed experts than a token picks, or num_parameters_active below num_parameters.
+  bool is_moe() const {
+    return (num_experts && num_experts_per_tok && *num_experts > *num_experts_per_tok) ||
+           (num_parameters_active && num_parameters && *num_parameters_active < *num_parameters);
+  }
 };
 
 /// A GPU as the roofline model needs it (data/hardware/NAME.json), validated: every rate finite
@@ -78,7 +96,8 @@ struct GpuSpec {
 /// "_name_or_path". Throws InputError naming the field: a missing required field, a wrong JSON
 /// type (a string, float or bool where an integer is expected), a size outside [1, 2^31],
 /// n_head not divisible by the K/V head count, head_dim absent with hidden_size % n_head != 0,
-/// multi_query = true together with a K/V head count other than 1, half of the MLA pair.
+/// multi_query = true together with a K/V head count other than 1, half of the MLA pair, half of
+/// the expert pair or k > E, num_parameters_active above num_parameters or below k/E of it.
 ModelSpec parse_model_spec(const nlohmann::json& config, const std::string& origin,
                            const std::string& fallback_name);
 
