@@ -1,0 +1,17 @@
+# Sourced by cli_test.sh: issue 7's checks (spec-residual). Bad input is exit 2 with
+# one stderr line that names the option; good single cases exit 0.
+
+for bad in 0 -5 abc 1.5 1000001 99999999999999999999; do
+  expect_exit 2 spec-residual --pairs "$bad"
+  expect_stderr_mentions --pairs spec-residual --pairs "$bad"
+done
+for bad in 1 0 abc 1025 nan; do
+  expect_exit 2 spec-residual --vocab "$bad"
+  expect_stderr_mentions --vocab spec-residual --vocab "$bad"
+done
+# Work budget: named before any work is done.
+expect_exit 2 spec-residual --pairs 1000000 --vocab 1024
+expect_stderr_mentions budget spec-residual --pairs 1000000 --vocab 1024
+expect_exit 0 spec-residual --vocab 2 --pairs 1
+expect_exit 0 spec-residual --vocab 1024 --pairs 100 --format json
+

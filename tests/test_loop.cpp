@@ -1,0 +1,89 @@
+// Unit tests of issue 7: the one-step law (lib/spec/step_law), the check spec-residual, and that
+// each check fails when a part of it is deliberately broken.
+#include <doctest/doctest.h>
+
+#include "test_util.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "core/error.hpp"
+#include "spec/acceptance.hpp"
+#include "spec/distribution.hpp"
+#include "spec/step_law.hpp"
+#include "spec_residual.hpp"
+
+namespace {
+
+namespace spec = kvlab::spec;
+using kvlab::checks::RunContext;
+
+bool failed_row(const kvlab::Result& r, const std::string& needle) {
+  for (const auto& e : r.expectations)
+    if (!e.holds() && e.quantity.find(needle) != std::string::npos) return true;
+  return false;
+}
+
+}  // namespace
+
+TEST_CASE("step law: issue 7's failing input, greedy draft with one-hot vs soft q") {
+  const std::vector<double> p{0.6, 0.4}, hot{1.0, 0.0}, soft{0.8, 0.2};
+  const auto ok = spec::step_output_law(p, hot, hot);
+  CHECK(ok[0] == doctest::Approx(0.6).epsilon(1e-15));
+  CHECK(ok[1] == doctest::Approx(0.4).epsilon(1e-15));
+  const auto bad = spec::step_output_law(p, soft, hot);
+  CHECK(bad[0] == doctest::Approx(0.75).epsilon(1e-15));
+  CHECK(bad[1] == doctest::Approx(0.25).epsilon(1e-15));
+  // q(x) = 0 where p(x) > 0: no division by zero, the law is p.
+  const std::vector<double> q0{0.0, 1.0};
+  const auto z = spec::step_output_law(p, q0);
+  CHECK(z[0] == doctest::Approx(0.6).epsilon(1e-15));
+  CHECK(z[1] == doctest::Approx(0.4).epsilon(1e-15));
+  const std::string msg = kvlab::test::input_error(
+      [&] { spec::step_output_law(p, hot, std::vector<double>{1.0, 0.0, 0.0}); });
+  CHECK(msg.find("proposal") != std::string::npos);
+}
+
+TEST_CASE("spec-residual passes at defaults and bites with a broken residual") {
+  const RunContext ctx;
+  const auto good = kvlab::checks::run_spec_residual({}, ctx);
+  CHECK(good.passed());
+  CHECK(good.metric_value("mistaken_law_abs_error") == doctest::Approx(0.15));
+
+  kvlab::checks::SpecResidualParts broken;
+  broken.residual = [](spec::Dist p, spec::Dist q) {  // max(0, q − p): the names swapped
+    return spec::residual_distribution(q, p);
+  };
+  const auto bad = kvlab::checks::run_spec_residual({.pairs = 50}, ctx, broken);
+  CHECK_FALSE(bad.passed());
+  CHECK(failed_row(bad, "disjoint supports"));
+  CHECK(failed_row(bad, "random pairs"));
+
+  // Unnormalized residual (max(0, p − q) without dividing by 1 − α).
+  kvlab::checks::SpecResidualParts unnorm;
+  unnorm.residual = [](spec::Dist p, spec::Dist q) {
+    std::vector<double> m(p.size());
+    for (std::size_t i = 0; i < p.size(); ++i) m[i] = std::max(0.0, p[i] - q[i]);
+    return m;
+  };
+  CHECK_FALSE(kvlab::checks::run_spec_residual({.pairs = 50}, ctx, unnorm).passed());
+
+  // An acceptance rule that ignores q (always accept): the law becomes q.
+  kvlab::checks::SpecResidualParts greedy_accept;
+  greedy_accept.accept = [](spec::Dist, spec::Dist, std::size_t) { return 1.0; };
+  CHECK_FALSE(kvlab::checks::run_spec_residual({.pairs = 50}, ctx, greedy_accept).passed());
+}
+
+TEST_CASE("spec-residual: bad options name the option") {
+  const RunContext ctx;
+  CHECK(kvlab::test::input_error([&] { kvlab::checks::run_spec_residual({.pairs = 0}, ctx); })
+            .find("--pairs") != std::string::npos);
+  CHECK(kvlab::test::input_error([&] { kvlab::checks::run_spec_residual({.vocab = 1}, ctx); })
+            .find("--vocab") != std::string::npos);
+  CHECK(kvlab::test::input_error(
+            [&] { kvlab::checks::run_spec_residual({.pairs = 1'000'000, .vocab = 1024}, ctx); })
+            .find("budget") != std::string::npos);
+}
+
