@@ -1,4 +1,4 @@
-# Sourced by cli_test.sh: issue 7's checks (spec-residual). Bad input is exit 2 with
+# Sourced by cli_test.sh: issue 7's checks (spec-residual, spec-greedy). Bad input is exit 2 with
 # one stderr line that names the option; good single cases exit 0.
 
 for bad in 0 -5 abc 1.5 1000001 99999999999999999999; do
@@ -15,3 +15,21 @@ expect_stderr_mentions budget spec-residual --pairs 1000000 --vocab 1024
 expect_exit 0 spec-residual --vocab 2 --pairs 1
 expect_exit 0 spec-residual --vocab 1024 --pairs 100 --format json
 
+for bad in 0 -1 abc 65; do
+  expect_exit 2 spec-greedy --prompts "$bad"
+  expect_stderr_mentions --prompts spec-greedy --prompts "$bad"
+done
+for bad in 0 17 abc; do
+  expect_exit 2 spec-greedy --k "$bad"
+  expect_stderr_mentions --k spec-greedy --k "$bad"
+done
+for bad in 0 65 abc; do
+  expect_exit 2 spec-greedy --new-tokens "$bad"
+  expect_stderr_mentions --new-tokens spec-greedy --new-tokens "$bad"
+done
+# The prompt (5) + --new-tokens + --k − 1 must fit block_size 64.
+expect_exit 2 spec-greedy --new-tokens 60 --k 1
+expect_stderr_mentions block_size spec-greedy --new-tokens 60 --k 16
+expect_exit 0 spec-greedy --new-tokens 59 --k 1
+expect_exit 0 spec-greedy --k 1 --new-tokens 1 --prompts 1
+expect_exit 0 spec-greedy --k 16 --dtype f32 --format json

@@ -13,7 +13,10 @@
 #include "spec/acceptance.hpp"
 #include "spec/distribution.hpp"
 #include "spec/step_law.hpp"
+#include "spec/loop.hpp"
+#include "spec_greedy.hpp"
 #include "spec_residual.hpp"
+#include "model/gpt.hpp"
 
 namespace {
 
@@ -87,3 +90,64 @@ TEST_CASE("spec-residual: bad options name the option") {
             .find("budget") != std::string::npos);
 }
 
+TEST_CASE("sampler pipeline: temperature 0 is argmax, top-k and top-p cut and renormalize") {
+  const std::vector<double> lg{1.0, 3.0, 2.0, 3.0};
+  const auto g = spec::process_logits(lg, {.temperature = 0.0});
+  CHECK(g == std::vector<double>{0.0, 1.0, 0.0, 0.0});  // ties: the lower id
+  const auto k2 = spec::process_logits(lg, {.temperature = 1.0, .top_k = 2});
+  CHECK(k2[1] == doctest::Approx(0.5));
+  CHECK(k2[3] == doctest::Approx(0.5));
+  CHECK(k2[0] == 0.0);
+  CHECK(k2[2] == 0.0);
+  const auto full = spec::process_logits(lg, {});
+  double s = 0.0;
+  for (double x : full) s += x;
+  CHECK(s == doctest::Approx(1.0));
+  const auto tp = spec::process_logits(lg, {.temperature = 1.0, .top_p = 0.5});
+  CHECK(tp[1] + tp[3] == doctest::Approx(1.0));
+  CHECK(kvlab::test::input_error([] { spec::validate_sampler("draft ", {.temperature = -1}); })
+            .find("draft temperature") != std::string::npos);
+}
+
+TEST_CASE("speculative loop: different vocabularies are an InputError naming vocab_size") {
+  kvlab::ModelConfig a, b;
+  b.vocab_size = 50;
+  const kvlab::MiniGPT<double> t(a, 1), d(b, 2);
+  const std::vector<int> prompt{1, 2, 3};
+  kvlab::Rng rng(3);
+  const std::string msg = kvlab::test::input_error(
+      [&] { spec::speculative_decode(t, d, prompt, spec::SpecConfig{}, rng); });
+  CHECK(msg.find("vocab_size") != std::string::npos);
+  CHECK(msg.find("50") != std::string::npos);
+  CHECK(kvlab::test::input_error([&] {
+          spec::SpecConfig c;
+          c.max_new_tokens = 60;
+          spec::speculative_decode(t, t, prompt, c, rng);
+        }).find("max_new_tokens") != std::string::npos);
+}
+
+TEST_CASE("spec-greedy passes, and bites when the loop's bookkeeping is broken") {
+  const RunContext ctx;
+  const auto good = kvlab::checks::run_spec_greedy({}, ctx);
+  CHECK(good.passed());
+  CHECK(good.metric_value("bonus_steps_self") > 0);
+  CHECK(good.metric_value("alpha_observed_small") < 1.0);
+  RunContext f32 = ctx;
+  f32.dtype = kvlab::Dtype::f32;
+  CHECK(kvlab::checks::run_spec_greedy({}, f32).passed());
+
+  spec::SpecFaults no_draft_truncate;
+  no_draft_truncate.skip_draft_truncate = true;
+  CHECK_FALSE(kvlab::checks::run_spec_greedy({}, ctx, no_draft_truncate).passed());
+  spec::SpecFaults no_target_truncate;
+  no_target_truncate.skip_target_truncate = true;
+  CHECK_FALSE(kvlab::checks::run_spec_greedy({}, ctx, no_target_truncate).passed());
+  spec::SpecFaults no_bonus_feed;
+  no_bonus_feed.skip_bonus_feed = true;
+  CHECK_FALSE(kvlab::checks::run_spec_greedy({}, ctx, no_bonus_feed).passed());
+  spec::SpecFaults wrong_bonus_row;
+  wrong_bonus_row.bonus_from_last_draft_row = true;
+  const auto wb = kvlab::checks::run_spec_greedy({}, ctx, wrong_bonus_row);
+  CHECK_FALSE(wb.passed());
+  CHECK(failed_row(wb, "differing"));
+}
