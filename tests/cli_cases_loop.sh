@@ -33,3 +33,27 @@ expect_stderr_mentions block_size spec-greedy --new-tokens 60 --k 16
 expect_exit 0 spec-greedy --new-tokens 59 --k 1
 expect_exit 0 spec-greedy --k 1 --new-tokens 1 --prompts 1
 expect_exit 0 spec-greedy --k 16 --dtype f32 --format json
+
+# spec-exact: the TV bound must be able to fail (--samples minimum), K and N bounded, a budget.
+for bad in 0 -1 abc 2000001; do
+  expect_exit 2 spec-exact --samples "$bad"
+  expect_stderr_mentions --samples spec-exact --samples "$bad"
+done
+expect_exit 2 spec-exact --samples 27
+expect_stderr_mentions "--samples: must be at least 28" spec-exact --samples 27
+for bad in 0 4 abc; do
+  expect_exit 2 spec-exact --new-tokens "$bad"
+  expect_stderr_mentions --new-tokens spec-exact --new-tokens "$bad"
+done
+for bad in 0 5 abc; do
+  expect_exit 2 spec-exact --k "$bad"
+  expect_stderr_mentions --k spec-exact --k "$bad"
+done
+for bad in 0 0.001 nan inf 11; do
+  expect_exit 2 spec-exact --temperature "$bad"
+  expect_stderr_mentions --temperature spec-exact --temperature "$bad"
+done
+expect_exit 2 spec-exact --samples 2000000 --new-tokens 3 --k 4
+expect_stderr_mentions budget spec-exact --samples 2000000 --new-tokens 3 --k 4
+expect_exit 0 spec-exact --samples 28 --new-tokens 1 --k 1
+expect_exit 0 spec-exact --samples 2000 --temperature 10 --dtype f32 --format json

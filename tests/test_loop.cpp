@@ -14,7 +14,9 @@
 #include "spec/distribution.hpp"
 #include "spec/step_law.hpp"
 #include "spec/loop.hpp"
+#include "spec_exact.hpp"
 #include "spec_greedy.hpp"
+#include "core/stats.hpp"
 #include "spec_residual.hpp"
 #include "model/gpt.hpp"
 
@@ -150,4 +152,39 @@ TEST_CASE("spec-greedy passes, and bites when the loop's bookkeeping is broken")
   const auto wb = kvlab::checks::run_spec_greedy({}, ctx, wrong_bonus_row);
   CHECK_FALSE(wb.passed());
   CHECK(failed_row(wb, "differing"));
+}
+
+TEST_CASE("chi-square tail and quantile") {
+  // Known values: chi2(1) at 3.841458820694124 has tail 0.05; chi2(10) at 18.307038053275146 too.
+  CHECK(kvlab::chi_square_sf(3.841458820694124, 1) == doctest::Approx(0.05).epsilon(1e-10));
+  CHECK(kvlab::chi_square_sf(18.307038053275146, 10) == doctest::Approx(0.05).epsilon(1e-10));
+  CHECK(kvlab::chi_square_sf(0.0, 5) == 1.0);
+  CHECK(kvlab::chi_square_sf(2.0, 2) == doctest::Approx(std::exp(-1.0)).epsilon(1e-12));
+  CHECK(kvlab::chi_square_quantile_upper(0.05, 10) == doctest::Approx(18.307038053275146).epsilon(1e-9));
+  CHECK(kvlab::chi_square_quantile_upper(1e-5, 63) ==
+        doctest::Approx(kvlab::chi_square_quantile_upper(1e-5, 63)));
+  CHECK_THROWS_AS(kvlab::chi_square_sf(-1.0, 2), std::invalid_argument);
+}
+
+TEST_CASE("spec-exact passes, and the biased sampler (soft q for a greedy draft) fails it") {
+  const RunContext ctx;
+  kvlab::checks::SpecExactOptions o;
+  o.samples = 4000;
+  const auto good = kvlab::checks::run_spec_exact(o, ctx);
+  CHECK(good.passed());
+  spec::SpecFaults biased;
+  biased.soft_q_for_greedy_draft = true;
+  const auto bad = kvlab::checks::run_spec_exact(o, ctx, biased);
+  CHECK_FALSE(bad.passed());
+  CHECK(failed_row(bad, "TV(empirical, exact target law): speculative, greedy draft"));
+  CHECK(failed_row(bad, "χ² against the exact law: speculative, greedy draft"));
+  // Drawing the bonus from the wrong row biases the law too (the K = 1 row, where the bonus token
+  // is inside the emitted tokens).
+  spec::SpecFaults wrong_bonus;
+  wrong_bonus.bonus_from_last_draft_row = true;
+  CHECK_FALSE(kvlab::checks::run_spec_exact(o, ctx, wrong_bonus).passed());
+  // Too few samples for the TV bound to be below 1: refused, naming --samples.
+  o.samples = 10;
+  CHECK(kvlab::test::input_error([&] { kvlab::checks::run_spec_exact(o, ctx); }).find("--samples") !=
+        std::string::npos);
 }
