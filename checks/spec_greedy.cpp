@@ -129,7 +129,8 @@ Result run_impl(const SpecGreedyOptions& o, const RunContext& ctx, const spec::S
     r.expect({fmt::format("tokens differing from target greedy, draft {}, {} prompts × {} tokens",
                           d.name, o.prompts, o.new_tokens),
               kSource, "tokens", 0.0, 0.0,
-              "exact: greedy acceptance is an integer comparison of argmaxes, no rounding enters",
+              "exact: both sides take argmaxes of logits that kvlab's forwards compute in the same order "
+              "for 1 and K + 1 tokens (design.md, Numerics); any differing token fails",
               static_cast<double>(differing), std::nullopt, ""});
     r.expect({fmt::format("runs whose cache invariant broke (length ≠ sequence − 1), draft {}", d.name),
               "000 §7.6", "runs", 0.0, 0.0, "exact: a count", static_cast<double>(invariant_breaks),
