@@ -188,3 +188,26 @@ TEST_CASE("spec-exact passes, and the biased sampler (soft q for a greedy draft)
   CHECK(kvlab::test::input_error([&] { kvlab::checks::run_spec_exact(o, ctx); }).find("--samples") !=
         std::string::npos);
 }
+
+TEST_CASE("speculative loop: top-k = 1 sampling is greedy decoding, through the sampling path") {
+  kvlab::ModelConfig small;
+  small.n_layer = 1;
+  small.d_model = 32;
+  small.n_head = 4;
+  small.n_kv_head = 2;
+  small.head_dim = 8;
+  const kvlab::MiniGPT<double> t(kvlab::ModelConfig{}, 11), d(small, 12);
+  const std::vector<int> prompt{3, 1, 4, 1, 5};
+  kvlab::Rng r1(1), r2(2);
+  const auto ref = spec::autoregressive_decode(t, prompt, 20, {.temperature = 0.0}, r1);
+  spec::SpecConfig c;
+  c.k = 3;
+  c.max_new_tokens = 20;
+  c.target_sampler = {.temperature = 0.7, .top_k = 1};
+  c.draft_sampler = {.temperature = 1.3, .top_k = 1, .top_p = 0.9};
+  const auto run = spec::speculative_decode(t, d, prompt, c, r2);
+  CHECK(run.tokens == ref);
+  CHECK(run.stats.target_forwards == run.stats.steps);
+  CHECK(run.stats.emitted >= 20);
+  CHECK(run.stats.draft_forwards == run.stats.steps * 3 + run.stats.bonus);
+}
