@@ -168,3 +168,52 @@ std::int64_t bernstein_min_samples(double variance, double b, double false_alarm
 }
 
 }  // namespace kvlab
+
+namespace kvlab {
+
+double chi_square_sf(double x, double df) {
+  if (!(df >= 1.0) || !std::isfinite(df) || !(x >= 0.0) || !std::isfinite(x))
+    throw std::invalid_argument("chi_square_sf: needs df >= 1 and finite x >= 0");
+  const double a = df / 2.0, z = x / 2.0;
+  if (z == 0.0) return 1.0;
+  const double log_prefix = a * std::log(z) - z - std::lgamma(a);
+  if (z < a + 1.0) {  // series for P(a, z); Q = 1 - P
+    double term = 1.0 / a, sum = term;
+    for (int n = 1; n < 100000; ++n) {
+      term *= z / (a + n);
+      sum += term;
+      if (std::abs(term) < std::abs(sum) * 1e-16) break;
+    }
+    return std::max(0.0, 1.0 - sum * std::exp(log_prefix));
+  }
+  // Continued fraction for Q(a, z) (modified Lentz).
+  const double tiny = 1e-300;
+  double b = z + 1.0 - a, c = 1.0 / tiny, d = 1.0 / b, h = d;
+  for (int i = 1; i < 100000; ++i) {
+    const double an = -i * (i - a);
+    b += 2.0;
+    d = an * d + b;
+    if (std::abs(d) < tiny) d = tiny;
+    c = b + an / c;
+    if (std::abs(c) < tiny) c = tiny;
+    d = 1.0 / d;
+    const double del = d * c;
+    h *= del;
+    if (std::abs(del - 1.0) < 1e-16) break;
+  }
+  return std::exp(log_prefix) * h;
+}
+
+double chi_square_quantile_upper(double level, double df) {
+  if (!(df >= 1.0) || !std::isfinite(df) || !(level > 0.0 && level < 1.0))
+    throw std::invalid_argument("chi_square_quantile_upper: needs df >= 1 and level in (0, 1)");
+  double lo = 0.0, hi = df + 10.0;
+  while (chi_square_sf(hi, df) > level) hi *= 2.0;
+  for (int i = 0; i < 200 && hi - lo > 1e-12 * hi; ++i) {
+    const double mid = 0.5 * (lo + hi);
+    (chi_square_sf(mid, df) > level ? lo : hi) = mid;
+  }
+  return hi;
+}
+
+}  // namespace kvlab

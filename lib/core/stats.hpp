@@ -78,3 +78,17 @@ double bernstein_radius(double variance, double b, std::int64_t n, double false_
 std::int64_t bernstein_min_samples(double variance, double b, double false_alarm);
 
 }  // namespace kvlab
+
+namespace kvlab {
+
+/// P(X > x) for X ~ chi-square with `df` degrees of freedom (df >= 1, x >= 0): the regularized
+/// upper incomplete gamma Q(df/2, x/2), by its series below df/2 + 1 and its continued fraction
+/// above (Numerical Recipes §6.2), to ~1e-14 relative. Throws std::invalid_argument for df < 1 or
+/// x < 0 or non-finite.
+double chi_square_sf(double x, double df);
+
+/// The x with chi_square_sf(x, df) = level, level in (0, 1) (bisection to ~1e-12 relative).
+/// Throws std::invalid_argument for df < 1 or level outside (0, 1).
+double chi_square_quantile_upper(double level, double df);
+
+}  // namespace kvlab
