@@ -330,10 +330,14 @@ ModelSpec parse_model_spec(const json& j, const std::string& origin, const std::
   return m;
 }
 
+ModelSpec parse_model_config(const std::string& text, const std::string& origin,
+                             const std::string& fallback_name) {
+  return parse_model_spec(parse_object(text, origin), origin, fallback_name);
+}
+
 ModelSpec read_model_config(const std::string& path) {
   const std::string origin = printable(path);
-  const json j = parse_object(read_text_file(path), origin);
-  return parse_model_spec(j, origin, origin);
+  return parse_model_config(read_text_file(path), origin, origin);
 }
 
 std::vector<std::string> model_names() { return stems_in(data_dir() + "/models"); }
@@ -347,8 +351,7 @@ ModelSpec load_model(const std::string& name_or_path) {
       std::find(names.begin(), names.end(), name_or_path) == names.end())
     throw InputError(fmt::format("unknown model '{}' (known: {})", printable(name_or_path, 60), joined(names)));
   const std::string path = data_dir() + "/models/" + name_or_path + ".json";
-  const json j = parse_object(read_text_file(path), printable(path));
-  return parse_model_spec(j, printable(path), name_or_path);
+  return parse_model_config(read_text_file(path), printable(path), name_or_path);
 }
 
 GpuSpec parse_gpu_spec(const json& j, const std::string& origin, const std::string& fallback_name) {
@@ -379,8 +382,12 @@ GpuSpec load_gpu(const std::string& name) {
   if (!plausible_name(name) || std::find(names.begin(), names.end(), name) == names.end())
     throw InputError(fmt::format("unknown GPU '{}' (known: {})", printable(name, 60), joined(names)));
   const std::string path = data_dir() + "/hardware/" + name + ".json";
-  const json j = parse_object(read_text_file(path), printable(path));
-  return parse_gpu_spec(j, printable(path), name);
+  return parse_gpu_config(read_text_file(path), printable(path), name);
+}
+
+GpuSpec parse_gpu_config(const std::string& text, const std::string& origin,
+                         const std::string& fallback_name) {
+  return parse_gpu_spec(parse_object(text, origin), origin, fallback_name);
 }
 
 }  // namespace kvlab

@@ -95,6 +95,14 @@ struct GpuSpec {
 ModelSpec parse_model_spec(const nlohmann::json& config, const std::string& origin,
                            const std::string& fallback_name);
 
+/// Parses `text`, the bytes of a config.json, exactly as read_model_config and load_model do once
+/// they have read the file: one JSON object, then parse_model_spec(object, origin, fallback_name).
+/// Throws InputError for malformed JSON (with the byte offset, line and column), a top level that
+/// is not an object, and everything parse_model_spec rejects. The one entry point for a config's
+/// text, so that the fuzz target (apps/fuzz/) exercises the same path as a file.
+ModelSpec parse_model_config(const std::string& text, const std::string& origin,
+                             const std::string& fallback_name);
+
 /// Reads and validates a Hugging Face config.json (or a catalogue file) at `path`. Throws
 /// InputError, one line, naming the path: missing or unreadable file, a directory or other
 /// non-regular file, a file over 16 MiB, malformed JSON (with the byte offset, line and column of
@@ -114,6 +122,12 @@ ModelSpec load_model(const std::string& name_or_path);
 /// (missing, not a number, not finite or not positive, memory_bytes not an integer).
 GpuSpec parse_gpu_spec(const nlohmann::json& hardware, const std::string& origin,
                        const std::string& fallback_name);
+
+/// Parses `text`, the bytes of a data/hardware/NAME.json, exactly as load_gpu does once it has read
+/// the file: one JSON object, then parse_gpu_spec(object, origin, fallback_name). Throws InputError
+/// for malformed JSON, a top level that is not an object, and everything parse_gpu_spec rejects.
+GpuSpec parse_gpu_config(const std::string& text, const std::string& origin,
+                         const std::string& fallback_name);
 
 /// The catalogue's GPU names (data_dir()/hardware/*.json stems), sorted.
 std::vector<std::string> gpu_names();
