@@ -1,0 +1,98 @@
+// The fuzz targets' inputs, replayed with any compiler: every file under
+// tests/fuzz/corpus/<target>/ and tests/fuzz/regressions/<target>/ goes through the one-input
+// function the libFuzzer target uses (apps/fuzz/fuzz_entry.cpp), which asserts the contract: a
+// valid spec or an InputError of one line, and exact cost figures on every accepted spec. Then one
+// unit test per finding, on the library function that was fixed (docs/reliability.md lists them).
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cstddef>
+#include <exception>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "apps/fuzz/fuzz_entry.hpp"
+#include "core/error.hpp"
+#include "cost/kv_cache.hpp"
+#include "io/catalogue.hpp"
+#include "test_util.hpp"
+
+namespace {
+
+namespace fs = std::filesystem;
+using kvlab::fuzz::Outcome;
+using kvlab::test::input_error;
+
+const fs::path kFuzzDir = fs::path(__FILE__).parent_path() / "fuzz";
+
+/// The regular files under `dir`, sorted (an absent folder has none).
+std::vector<fs::path> files_in(const fs::path& dir) {
+  std::vector<fs::path> out;
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) return out;
+  for (const auto& e : fs::directory_iterator(dir))
+    if (e.is_regular_file()) out.push_back(e.path());
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+std::string bytes_of(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+struct Tally {
+  std::size_t accepted = 0, rejected = 0;
+};
+
+/// Runs `entry` on every file of `dir`; a ContractViolation or any exception fails the test with
+/// the file's path.
+Tally replay(Outcome (*entry)(std::string_view), const fs::path& dir) {
+  Tally t;
+  for (const auto& file : files_in(dir)) {
+    CAPTURE(file.string());
+    try {
+      (entry(bytes_of(file)) == Outcome::accepted ? t.accepted : t.rejected) += 1;
+    } catch (const kvlab::fuzz::ContractViolation& e) {
+      FAIL_CHECK("contract violation: " << std::string(e.what()));
+    } catch (const std::exception& e) {
+      FAIL_CHECK("exception other than InputError: " << std::string(e.what()));
+    }
+  }
+  return t;
+}
+
+}  // namespace
+
+TEST_CASE("fuzz corpus and regressions: config.json reader keeps its contract") {
+  const Tally corpus =
+      replay(kvlab::fuzz::model_config_input, kFuzzDir / "corpus" / "model_config");
+  // Real configs are accepted and the broken fixtures rejected: the replay reaches both paths.
+  CHECK(corpus.accepted >= 17);
+  CHECK(corpus.rejected >= 10);
+  // Inputs that once broke the contract (docs/reliability.md); `make fuzz` adds new ones here.
+  replay(kvlab::fuzz::model_config_input, kFuzzDir / "regressions" / "model_config");
+}
+
+TEST_CASE("fuzz corpus and regressions: hardware catalogue reader keeps its contract") {
+  const Tally corpus = replay(kvlab::fuzz::gpu_spec_input, kFuzzDir / "corpus" / "gpu_spec");
+  CHECK(corpus.accepted >= 9);
+  CHECK(corpus.rejected >= 4);
+  replay(kvlab::fuzz::gpu_spec_input, kFuzzDir / "regressions" / "gpu_spec");
+}
+
+TEST_CASE("fuzz entry: tells accepted inputs from rejected ones") {
+  const char* small = R"({"num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 4,
+                          "vocab_size": 10})";
+  CHECK(kvlab::fuzz::model_config_input(small) == Outcome::accepted);
+  CHECK(kvlab::fuzz::model_config_input(R"({"num_hidden_layers": 2})") == Outcome::rejected);
+  CHECK(kvlab::fuzz::model_config_input("") == Outcome::rejected);
+  CHECK(kvlab::fuzz::gpu_spec_input(R"({"memory_bytes": 1, "bandwidth_bytes_per_s": 1,
+      "bf16_flops_per_s": 1e21, "fp32_flops_per_s": 1})") == Outcome::accepted);
+}
+
+// ---- findings (docs/reliability.md), one test each on the fixed library function -----------
