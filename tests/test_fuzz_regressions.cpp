@@ -96,3 +96,16 @@ TEST_CASE("fuzz entry: tells accepted inputs from rejected ones") {
 }
 
 // ---- findings (docs/reliability.md), one test each on the fixed library function -----------
+
+TEST_CASE("fuzz finding: a number beyond a double is an InputError, not an internal error") {
+  // nlohmann throws out_of_range.406, not parse_error, for 1e400; parse_object let it escape.
+  const std::string msg = input_error([] {
+    kvlab::parse_model_config(R"({"num_hidden_layers": 2, "num_parameters": 1e400})", "c.json",
+                              "c");
+  });
+  CHECK(msg.rfind("c.json: unreadable JSON: ", 0) == 0);
+  CHECK(msg.find("1e400") != std::string::npos);
+  CHECK(input_error([] {
+          kvlab::parse_gpu_config(R"({"memory_bytes": -1e999})", "g.json", "g");
+        }).find("g.json: unreadable JSON") == 0);
+}

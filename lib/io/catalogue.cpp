@@ -196,6 +196,12 @@ json parse_object(const std::string& text, const std::string& origin) {
     if (auto p = reason.rfind(": "); p != std::string::npos) reason = reason.substr(p + 2);
     throw InputError(fmt::format("{}: not valid JSON: {} at line {}, column {} (byte {})", origin,
                                  printable(reason, 100), line, column, e.byte));
+  } catch (const json::exception& e) {
+    // Valid JSON nlohmann cannot hold: a number beyond a double, e.g. 1e400 (out_of_range.406,
+    // found by apps/fuzz; it used to escape as an internal error). It gives no position.
+    std::string reason = e.what();
+    if (auto p = reason.find("] "); p != std::string::npos) reason = reason.substr(p + 2);
+    throw InputError(fmt::format("{}: unreadable JSON: {}", origin, printable(reason, 100)));
   }
   if (!j.is_object())
     throw InputError(fmt::format("{}: must be a JSON object {{...}} (got {})", origin, describe(j)));
