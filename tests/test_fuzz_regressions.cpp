@@ -109,3 +109,21 @@ TEST_CASE("fuzz finding: a number beyond a double is an InputError, not an inter
           kvlab::parse_gpu_config(R"({"memory_bytes": -1e999})", "g.json", "g");
         }).find("g.json: unreadable JSON") == 0);
 }
+
+TEST_CASE("fuzz finding: a long name is cut at a UTF-8 character boundary") {
+  // 299 ASCII bytes then 2-byte "é"s: byte 300 is the first half of an "é".
+  std::string name(299, 'a');
+  for (int i = 0; i < 10; ++i) name += "\xc3\xa9";
+  nlohmann::json j{{"name", name},      {"source", name},           {"num_hidden_layers", 2},
+                   {"hidden_size", 64}, {"num_attention_heads", 2}, {"vocab_size", 10}};
+  const kvlab::ModelSpec m = kvlab::parse_model_spec(j, "c.json", "c");
+  CHECK(m.name == std::string(299, 'a'));
+  CHECK(m.source == std::string(299, 'a'));
+  CHECK_NOTHROW((void)nlohmann::json(m.name).dump());  // what the JSON writer does with it
+  std::string three(298, 'a');  // "€" is 3 bytes: 298 + 3 > 300, so it goes whole
+  three += "\xe2\x82\xac";
+  j["name"] = three;
+  CHECK(kvlab::parse_model_spec(j, "c.json", "c").name == std::string(298, 'a'));
+  j["name"] = std::string(297, 'a') + "\xe2\x82\xac";  // exactly 300 bytes: kept whole
+  CHECK(kvlab::parse_model_spec(j, "c.json", "c").name.size() == 300);
+}

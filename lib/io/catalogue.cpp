@@ -126,7 +126,12 @@ std::optional<std::string> optional_string(const json& j, const char* field) {
   if (s.empty()) return std::nullopt;
   for (auto& ch : s)  // keep "§" and "≈"; only control characters would break a line
     if (static_cast<unsigned char>(ch) < 0x20 || ch == 0x7f) ch = ' ';
-  return s.substr(0, 300);
+  // At most 300 bytes, cut before a UTF-8 continuation byte (10xxxxxx): a cut inside "é" left
+  // invalid UTF-8 that the JSON writer refused with an internal error (found with apps/fuzz).
+  std::size_t n = std::min<std::size_t>(s.size(), 300);
+  while (n > 0 && n < s.size() && (static_cast<unsigned char>(s[n]) & 0xC0) == 0x80) --n;
+  s.resize(n);
+  return s;
 }
 
 /// A finite positive real (bandwidths and FLOP rates; "2039e9" is a JSON float).
