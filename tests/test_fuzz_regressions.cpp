@@ -127,3 +127,23 @@ TEST_CASE("fuzz finding: a long name is cut at a UTF-8 character boundary") {
   j["name"] = std::string(297, 'a') + "\xe2\x82\xac";  // exactly 300 bytes: kept whole
   CHECK(kvlab::parse_model_spec(j, "c.json", "c").name.size() == 300);
 }
+
+TEST_CASE("fuzz finding: the layer count is bounded, so the tensor-by-tensor cache list is") {
+  nlohmann::json j{{"num_hidden_layers", 2147483648ull},
+                   {"hidden_size", 64},
+                   {"num_attention_heads", 1},
+                   {"vocab_size", 1}};
+  // 2^31 layers passed the reader and kv_cache_tensors reserved 2^32 tensors (256 GiB).
+  CHECK(input_error([&] {
+          kvlab::parse_model_spec(j, "c.json", "c");
+        }).find("c.json: num_hidden_layers: must be an integer in [1, 65536] (got 2147483648)") ==
+        0);
+  j["num_hidden_layers"] = kvlab::kMaxConfigLayers;
+  const kvlab::ModelSpec m = kvlab::parse_model_spec(j, "c.json", "c");
+  CHECK(kvlab::kv_cache_tensors(m, kvlab::KvQuery{1, 1, kvlab::CacheDtype::bf16, {}}).size() ==
+        2 * kvlab::kMaxConfigLayers);
+  j.erase("num_hidden_layers");
+  j["n_layer"] = kvlab::kMaxConfigLayers + 1;  // the GPT-2 alias too
+  CHECK(input_error([&] { kvlab::parse_model_spec(j, "c.json", "c"); }).find("n_layer") !=
+        std::string::npos);
+}

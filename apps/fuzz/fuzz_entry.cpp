@@ -137,7 +137,7 @@ ModelSpec llama_2_7b() {
 void check_model(const ModelSpec& m, std::string_view bytes) {
   check_text(m.name, "name", false);
   check_text(m.source, "source", false);
-  check_size(m.n_layer, "n_layer");
+  check_size(m.n_layer, "n_layer", kMaxConfigLayers);
   check_size(m.d_model, "d_model");
   check_size(m.n_head, "n_head");
   check_size(m.n_kv_head, "n_kv_head");

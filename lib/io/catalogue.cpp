@@ -252,7 +252,8 @@ ModelSpec parse_model_spec(const json& j, const std::string& origin, const std::
   m.source = optional_string(j, "source").value_or(origin);
 
   std::string layer_field, width_field, head_field;
-  m.n_layer = required_size(j, origin, {"num_hidden_layers", "n_layer"}, &layer_field);
+  m.n_layer = required_size(j, origin, {"num_hidden_layers", "n_layer"}, &layer_field,
+                            kMaxConfigLayers);
   m.d_model = required_size(j, origin, {"hidden_size", "n_embd", "d_model"}, &width_field);
   m.n_head = required_size(j, origin, {"num_attention_heads", "n_head"}, &head_field);
   std::string vocab_field;

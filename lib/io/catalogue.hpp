@@ -19,15 +19,22 @@ namespace kvlab {
 
 /// Largest structural size kvlab accepts in a config (layers, widths, heads, vocabulary): 2^31.
 inline constexpr std::uint64_t kMaxConfigSize = std::uint64_t{1} << 31;
+/// Largest layer count kvlab accepts: 2^16. kv-size and roofline list a cache tensor by tensor
+/// (kv_cache_tensors: two per layer), so this bounds that list at 131072 entries; 2^31 layers asked
+/// for 2^32 of them, an allocation of 256 GiB (found with apps/fuzz). Real models have at most a few
+/// hundred layers (Llama-3.1-405B: 126).
+inline constexpr std::uint64_t kMaxConfigLayers = std::uint64_t{1} << 16;
 /// Largest count kvlab accepts for parameter and byte totals in a config: 2^53 (exact in a double).
 inline constexpr std::uint64_t kMaxConfigCount = std::uint64_t{1} << 53;
 
 /// The shape of a decoder-only transformer as far as the cost model needs it, validated.
 ///
-/// Invariants (checked when read): every size is in [1, 2^31]; n_head % n_kv_head == 0;
+/// Invariants (checked when read): n_layer is in [1, 2^16], every other size in [1, 2^31];
+/// n_head % n_kv_head == 0; head_dim == d_model / n_head unless the config gives head_dim;
 /// kv_lora_rank and qk_rope_head_dim are both present or both absent; num_experts and
 /// num_experts_per_tok likewise, with k <= E; num_parameters_active <= num_parameters and, with
-/// E and k, num_parameters_active / num_parameters >= k / E (the shared parameters are >= 0).
+/// E and k, num_parameters_active / num_parameters >= k / E (the shared parameters are >= 0);
+/// name and source are one line of valid UTF-8 (at most 300 bytes).
 struct ModelSpec {
   std::string name;    ///< catalogue name, the config's "_name_or_path", or the file path
   std::string source;  ///< where the numbers come from (the catalogue's "source", or the file path)
