@@ -147,3 +147,23 @@ TEST_CASE("fuzz finding: the layer count is bounded, so the tensor-by-tensor cac
   CHECK(input_error([&] { kvlab::parse_model_spec(j, "c.json", "c"); }).find("n_layer") !=
         std::string::npos);
 }
+
+TEST_CASE("fuzz finding: GPU rates below 1 are rejected, so ridge and step time stay finite") {
+  // A bandwidth of 5e-324 B/s (a subnormal) gave ridge = 1e21 / 5e-324 = inf.
+  const nlohmann::json good{{"memory_bytes", 1},
+                            {"bandwidth_bytes_per_s", 1},
+                            {"bf16_flops_per_s", 1e21},
+                            {"fp32_flops_per_s", 1}};
+  CHECK_NOTHROW(kvlab::parse_gpu_spec(good, "g.json", "g"));
+  for (const char* field :
+       {"bandwidth_bytes_per_s", "bf16_flops_per_s", "fp32_flops_per_s", "fp8_flops_per_s"}) {
+    for (double v : {5e-324, 0.5}) {
+      nlohmann::json j = good;
+      j[field] = v;
+      const std::string msg = input_error([&] { kvlab::parse_gpu_spec(j, "g.json", "g"); });
+      CAPTURE(msg);
+      CHECK(msg.find(std::string("g.json: ") + field + ": must be a finite number in [1, 1e21]") ==
+            0);
+    }
+  }
+}

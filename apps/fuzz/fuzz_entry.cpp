@@ -87,6 +87,12 @@ void check_positive(double v, const char* what) {
   require(std::isfinite(v) && v > 0.0, fmt::format("{} = {} is not finite and positive", what, v));
 }
 
+/// A rate of a GpuSpec: finite, in [1, 1e21].
+void check_rate(double v, const char* what) {
+  require(std::isfinite(v) && v >= 1.0 && v <= 1e21,
+          fmt::format("{} = {} outside [1, 1e21]", what, v));
+}
+
 /// A decode step (and the compute-bound batch) of `m` on `g`: InputError, or finite numbers.
 void check_decode(const ModelSpec& m, const GpuSpec& g, double n_params, std::uint64_t batch,
                   std::uint64_t ctx) {
@@ -207,10 +213,10 @@ void check_gpu(const GpuSpec& g) {
   check_text(g.description, "description", true);
   check_text(g.source, "source", false);
   check_size(g.memory_bytes, "memory_bytes", kMaxConfigCount);
-  check_positive(g.bandwidth_bytes_per_s, "bandwidth_bytes_per_s");
-  check_positive(g.bf16_flops_per_s, "bf16_flops_per_s");
-  check_positive(g.fp32_flops_per_s, "fp32_flops_per_s");
-  if (g.fp8_flops_per_s) check_positive(*g.fp8_flops_per_s, "fp8_flops_per_s");
+  check_rate(g.bandwidth_bytes_per_s, "bandwidth_bytes_per_s");
+  check_rate(g.bf16_flops_per_s, "bf16_flops_per_s");
+  check_rate(g.fp32_flops_per_s, "fp32_flops_per_s");
+  if (g.fp8_flops_per_s) check_rate(*g.fp8_flops_per_s, "fp8_flops_per_s");
   check_positive(ridge_flops_per_byte(g), "ridge_flops_per_byte");
   const ModelSpec m = llama_2_7b();
   check_decode(m, g, 7e9, 1, 4096);

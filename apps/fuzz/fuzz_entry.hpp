@@ -10,7 +10,7 @@
 //   - an accepted spec that breaks an invariant (ContractViolation): a size outside [1, 2^31],
 //     n_head % n_kv_head != 0, head_dim != hidden_size / n_head without an explicit head_dim,
 //     half of the MLA pair, a name or source that is not one line of valid UTF-8 (the JSON writer
-//     would throw), a rate that is not finite and positive;
+//     would throw), a rate outside [1, 1e21];
 //   - a cost function that, on an accepted spec, returns a number other than the exact one
 //     (computed here in 128-bit arithmetic) or fails to throw InputError when the exact one does
 //     not fit in 64 bits.

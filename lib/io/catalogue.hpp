@@ -80,7 +80,7 @@ struct ModelSpec {
 };
 
 /// A GPU as the roofline model needs it (data/hardware/NAME.json), validated: every rate finite
-/// and positive.
+/// and in [1, 1e21] (so ridge and step times stay finite), memory_bytes in [1, 2^53].
 struct GpuSpec {
   std::string name;         ///< catalogue name, e.g. "a100-80gb"
   std::string description;  ///< vendor product name (may be empty)
@@ -126,7 +126,7 @@ std::vector<std::string> model_names();
 ModelSpec load_model(const std::string& name_or_path);
 
 /// Builds a GpuSpec from a parsed hardware object; errors start with `origin` and name the field
-/// (missing, not a number, not finite or not positive, memory_bytes not an integer).
+/// (missing, not a number, not finite or outside [1, 1e21], memory_bytes not an integer).
 GpuSpec parse_gpu_spec(const nlohmann::json& hardware, const std::string& origin,
                        const std::string& fallback_name);
 
