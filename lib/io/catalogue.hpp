@@ -17,12 +17,12 @@
 
 namespace kvlab {
 
-/// Largest structural size kvlab accepts in a config (layers, widths, heads, vocabulary): 2^31.
+/// Largest structural size kvlab accepts in a config (widths, heads, vocabulary): 2^31.
 inline constexpr std::uint64_t kMaxConfigSize = std::uint64_t{1} << 31;
 /// Largest layer count kvlab accepts: 2^16. kv-size and roofline list a cache tensor by tensor
-/// (kv_cache_tensors: two per layer), so this bounds that list at 131072 entries; 2^31 layers asked
-/// for 2^32 of them, an allocation of 256 GiB (found with apps/fuzz). Real models have at most a few
-/// hundred layers (Llama-3.1-405B: 126).
+/// (kv_cache_tensors: two per layer), so this bounds that list at 131072 entries; 2^31 layers
+/// asked for 2^32 of them, an allocation of 256 GiB (found with apps/fuzz). Real models have at
+/// most a few hundred layers (Llama-3.1-405B: 126).
 inline constexpr std::uint64_t kMaxConfigLayers = std::uint64_t{1} << 16;
 /// Largest count kvlab accepts for parameter and byte totals in a config: 2^53 (exact in a double).
 inline constexpr std::uint64_t kMaxConfigCount = std::uint64_t{1} << 53;
@@ -95,10 +95,11 @@ struct GpuSpec {
 /// Builds a ModelSpec from a parsed config object. `origin` (a path or "catalogue model 'x'")
 /// starts every error message. `fallback_name` is used when the config has neither "name" nor
 /// "_name_or_path". Throws InputError naming the field: a missing required field, a wrong JSON
-/// type (a string, float or bool where an integer is expected), a size outside [1, 2^31],
-/// n_head not divisible by the K/V head count, head_dim absent with hidden_size % n_head != 0,
-/// multi_query = true together with a K/V head count other than 1, half of the MLA pair, half of
-/// the expert pair or k > E, num_parameters_active above num_parameters or below k/E of it.
+/// type (a string, float or bool where an integer is expected), a size outside [1, 2^31] (the
+/// layer count: [1, 2^16]), n_head not divisible by the K/V head count, head_dim absent with
+/// hidden_size % n_head != 0, multi_query = true together with a K/V head count other than 1,
+/// half of the MLA pair, half of the expert pair or k > E, num_parameters_active above
+/// num_parameters or below k/E of it.
 ModelSpec parse_model_spec(const nlohmann::json& config, const std::string& origin,
                            const std::string& fallback_name);
 
