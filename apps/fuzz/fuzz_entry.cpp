@@ -93,15 +93,38 @@ void check_rate(double v, const char* what) {
           fmt::format("{} = {} outside [1, 1e21]", what, v));
 }
 
+/// `lo` <= `v` <= `hi`, up to a relative 1e-9 for the rounding of the MoE formulas.
+void check_between(double lo, double v, double hi, const char* what) {
+  const double slack = 1e-9 * std::max(std::abs(lo), std::abs(hi));
+  require(std::isfinite(v) && v >= lo - slack && v <= hi + slack,
+          fmt::format("{} = {} outside [{}, {}]", what, v, lo, hi));
+}
+
 /// A decode step (and the compute-bound batch) of `m` on `g`: InputError, or finite numbers.
+/// `moe` as the roofline check builds it from the config (num_parameters_active, E, k).
 void check_decode(const ModelSpec& m, const GpuSpec& g, double n_params, std::uint64_t batch,
-                  std::uint64_t ctx) {
+                  std::uint64_t ctx, std::optional<MoeQuery> moe = std::nullopt) {
   DecodeQuery q;
   q.n_params = n_params;
   q.kv.batch = batch;
   q.kv.ctx = ctx;
+  q.moe = moe;
   try {
     const DecodeStep s = decode_step(m, g, q);
+    // The weights read lie between what one token uses and what the model holds (roofline.hpp).
+    const WeightRead& w = s.weights;
+    check_positive(w.params_used, "weight_read params_used");
+    check_between(w.params_read_low, w.params_read, w.params_read_high, "weight_read params_read");
+    check_between(w.params_used, w.params_read, n_params, "weight_read params_read vs N_used, N");
+    if (batch == 1)
+      require(w.params_read == w.params_used, "weight_read: batch 1 reads other than N_active");
+    if (w.model == WeightModel::moe_uniform) {
+      require(w.shared_params >= 0.0 && std::isfinite(w.shared_params), "weight_read: S < 0");
+      require(w.params_per_expert > 0.0 && std::isfinite(w.params_per_expert),
+              "weight_read: P_e <= 0");
+      check_between(static_cast<double>(*moe->experts_per_token), w.experts_touched,
+                    static_cast<double>(*moe->experts), "weight_read experts_touched");
+    }
     check_positive(s.flops, "decode_step flops");
     check_positive(s.bytes, "decode_step bytes");
     check_positive(s.intensity, "decode_step intensity");
@@ -156,6 +179,23 @@ void check_model(const ModelSpec& m, std::string_view bytes) {
   check_size(m.qk_rope_head_dim, "qk_rope_head_dim");
   check_size(m.num_parameters, "num_parameters", kMaxConfigCount);
   check_size(m.kv_bytes_per_token_16bit, "kv_bytes_per_token_16bit", kMaxConfigCount);
+  check_size(m.num_parameters_active, "num_parameters_active", kMaxConfigCount);
+  check_size(m.num_experts, "num_experts");
+  check_size(m.num_experts_per_tok, "num_experts_per_tok");
+  require(m.num_experts.has_value() == m.num_experts_per_tok.has_value(),
+          "half of the expert pair");
+  if (m.num_experts)
+    require(*m.num_experts_per_tok <= *m.num_experts,
+            fmt::format("num_experts_per_tok = {} > num_experts = {}", *m.num_experts_per_tok,
+                        *m.num_experts));
+  if (m.num_parameters && m.num_parameters_active) {
+    require(*m.num_parameters_active <= *m.num_parameters,
+            "num_parameters_active > num_parameters");
+    if (m.num_experts)  // the shared parameters S = N_active - k·P_e are >= 0
+      require(static_cast<u128>(*m.num_parameters_active) * *m.num_experts >=
+                  static_cast<u128>(*m.num_parameters) * *m.num_experts_per_tok,
+              "num_parameters_active < num_parameters * k / E");
+  }
   require(m.n_head % m.n_kv_head == 0,
           fmt::format("n_kv_head = {} does not divide n_head = {}", m.n_kv_head, m.n_head));
   require(m.kv_lora_rank.has_value() == m.qk_rope_head_dim.has_value(), "half of the MLA pair");
@@ -206,6 +246,12 @@ void check_model_costs(const ModelSpec& m) {
   const double n_params = m.num_parameters ? static_cast<double>(*m.num_parameters) : 7e9;
   check_decode(m, a100(), n_params, 1, 4096);
   check_decode(m, a100(), n_params, 32, 8192);
+  if (m.num_parameters_active) {  // a mixture of experts, as `kvlab roofline --config` costs it
+    const MoeQuery moe{static_cast<double>(*m.num_parameters_active), m.num_experts,
+                       m.num_experts_per_tok};
+    check_decode(m, a100(), n_params, 1, 4096, moe);
+    check_decode(m, a100(), n_params, 32, 8192, moe);
+  }
 }
 
 void check_gpu(const GpuSpec& g) {

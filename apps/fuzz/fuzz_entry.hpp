@@ -7,13 +7,16 @@
 // kvlab::InputError with a one-line message. Anything else is a finding:
 //   - another exception escapes (the CLI would exit 3, "internal error");
 //   - a crash, a sanitizer report, a leak (under the fuzzer);
-//   - an accepted spec that breaks an invariant (ContractViolation): a size outside [1, 2^31],
-//     n_head % n_kv_head != 0, head_dim != hidden_size / n_head without an explicit head_dim,
-//     half of the MLA pair, a name or source that is not one line of valid UTF-8 (the JSON writer
-//     would throw), a rate outside [1, 1e21];
+//   - an accepted spec that breaks an invariant (ContractViolation): a size outside [1, 2^31]
+//     (layers: [1, 2^16]), n_head % n_kv_head != 0, head_dim != hidden_size / n_head without an
+//     explicit head_dim, half of the MLA or of the expert pair, k > E, N_active > N or below
+//     N·k/E, a name or source that is not one line of valid UTF-8 (the JSON writer would throw),
+//     a rate outside [1, 1e21];
 //   - a cost function that, on an accepted spec, returns a number other than the exact one
 //     (computed here in 128-bit arithmetic) or fails to throw InputError when the exact one does
-//     not fit in 64 bits.
+//     not fit in 64 bits; a decode step (dense, and MoE when the config has
+//     num_parameters_active) whose figures are not finite and positive, or whose weights read
+//     fall outside [N_active, N].
 //
 //   make fuzz FUZZ_SECONDS=60          # build-fuzz/bin/fuzz_model_config, fuzz_gpu_spec
 #pragma once
