@@ -2,6 +2,8 @@
 #   make run    install what is missing, build Release, run every check (build/bin/kvlab all)
 #   make test   build, run the unit tests and every check through ctest, then the same under
 #               AddressSanitizer + UBSan (build-asan/)
+# For kvlab's developers:
+#   make fuzz FUZZ_SECONDS=60   the libFuzzer targets (clang), each for that long (docs/reliability.md)
 BUILD     ?= build
 ASAN_BUILD ?= build-asan
 BUILD_TYPE ?= Release
@@ -12,7 +14,13 @@ CMAKE_FLAGS ?=
 # python3 only runs the tests' JSON checks (tests/cli_test.sh); kvlab itself does not use it.
 DEB_PACKAGES := cmake g++ make libcli11-dev libfmt-dev libeigen3-dev doctest-dev nlohmann-json3-dev python3
 
-.PHONY: all run test test-sanitize build configure deps clean
+# libFuzzer needs clang; only `make fuzz` asks for it, `make test` builds with g++ alone.
+FUZZ_PACKAGES := clang libclang-rt-14-dev
+FUZZ_BUILD   ?= build-fuzz
+FUZZ_SECONDS ?= 60
+FUZZ_TARGETS := model_config gpu_spec
+
+.PHONY: all run test test-sanitize build configure deps clean fuzz
 
 all: build
 
@@ -40,6 +48,15 @@ test-sanitize: deps
 	@cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKVLAB_SANITIZE=ON -DKVLAB_CUDA=OFF | grep -E "^-- kvlab:|Error" || true
 	@cmake --build $(ASAN_BUILD) -j $(JOBS)
 	cd $(ASAN_BUILD) && $(SAN_ENV) ctest --output-on-failure -j $(JOBS)
+
+# A build folder of its own, configured with clang, every target under ASan + UBSan; then each
+# fuzz target for FUZZ_SECONDS. Fails when one finds an input, which is kept in tests/fuzz/regressions/.
+fuzz:
+	@./apps/scripts/install-deps.sh $(DEB_PACKAGES) $(FUZZ_PACKAGES)
+	@CC=clang CXX=clang++ cmake -S . -B $(FUZZ_BUILD) -DKVLAB_FUZZ=ON -DKVLAB_TESTS=OFF \
+	  -DKVLAB_CUDA=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+	@cmake --build $(FUZZ_BUILD) -j $(JOBS) --target $(addprefix fuzz_,$(FUZZ_TARGETS))
+	@./apps/fuzz/run_fuzz.sh $(FUZZ_BUILD) $(FUZZ_SECONDS) $(FUZZ_TARGETS)
 
 clean:
 	rm -rf $(BUILD) $(ASAN_BUILD)

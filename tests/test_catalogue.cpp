@@ -266,7 +266,7 @@ TEST_CASE("config.json: each malformed field is an InputError naming it") {
       {"num_hidden_layers", 32.5, "num_hidden_layers: must be an integer"},
       {"num_hidden_layers", true, "num_hidden_layers: must be an integer"},
       {"num_hidden_layers", json::array({32}), "num_hidden_layers: must be an integer"},
-      {"num_hidden_layers", -1, "num_hidden_layers: must be an integer in [1, 2147483648] (got -1)"},
+      {"num_hidden_layers", -1, "num_hidden_layers: must be an integer in [1, 65536] (got -1)"},
       {"num_hidden_layers", 0, "(got 0)"},
       {"hidden_size", 2147483649ull, "hidden_size: must be an integer in [1, 2147483648]"},
       {"vocab_size", 1e30, "vocab_size: must be an integer"},

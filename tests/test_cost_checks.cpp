@@ -424,9 +424,10 @@ TEST_CASE("roofline: errors name the option or the file field at fault (L2)") {
             .find("--ctx: attention FLOPs per sequence") == 0);
   CHECK(input_error([] { run_roofline(step_of("llama-2-7b", 9'000'000'000'000'000'000, 4096), RunContext{}); })
             .find("--batch × --ctx (cached tokens)") == 0);
-  // A config whose own fields overflow one token's cache: the file, not an option.
+  // A config whose own fields overflow one token's cache: the file, not an option. 65536 layers
+  // is the reader's largest layer count (kMaxConfigLayers).
   const TempConfig wide("kvlab_test_wide.json",
-                        R"({"num_hidden_layers": 2147483648, "hidden_size": 64, "num_attention_heads": 2147483648,
+                        R"({"num_hidden_layers": 65536, "hidden_size": 64, "num_attention_heads": 2147483648,
                             "head_dim": 2147483648, "vocab_size": 100, "num_parameters": 1000})");
   RooflineOptions w;
   w.config = wide.path;

@@ -126,25 +126,34 @@ std::optional<std::string> optional_string(const json& j, const char* field) {
   if (s.empty()) return std::nullopt;
   for (auto& ch : s)  // keep "§" and "≈"; only control characters would break a line
     if (static_cast<unsigned char>(ch) < 0x20 || ch == 0x7f) ch = ' ';
-  return s.substr(0, 300);
+  // At most 300 bytes, cut before a UTF-8 continuation byte (10xxxxxx): a cut inside "é" left
+  // invalid UTF-8 that the JSON writer refused with an internal error (found with apps/fuzz).
+  std::size_t n = std::min<std::size_t>(s.size(), 300);
+  while (n > 0 && n < s.size() && (static_cast<unsigned char>(s[n]) & 0xC0) == 0x80) --n;
+  s.resize(n);
+  return s;
 }
 
-/// A finite positive real (bandwidths and FLOP rates; "2039e9" is a JSON float).
+/// A finite real in [1, 1e21] (bandwidths and FLOP rates; "2039e9" is a JSON float). The floor
+/// of 1 keeps ratios finite: a bandwidth of 5e-324 B/s made the ridge point and the step time
+/// infinite (found with apps/fuzz); no device moves less than a byte or a FLOP per second.
 double positive_real(const json& j, const std::string& origin, const char* field, bool required,
                      bool* present = nullptr) {
   auto it = j.find(field);
   if (it == j.end() || it->is_null()) {
     if (required)
-      throw InputError(fmt::format("{}: {}: missing (a finite number > 0 is required)", origin, field));
+      throw InputError(fmt::format("{}: {}: missing (a finite number in [1, 1e21] is required)",
+                                   origin, field));
     if (present) *present = false;
     return 0.0;
   }
   if (present) *present = true;
   if (!it->is_number())
-    throw InputError(fmt::format("{}: {}: must be a finite number > 0 (got {})", origin, field, describe(*it)));
+    throw InputError(fmt::format("{}: {}: must be a finite number in [1, 1e21] (got {})", origin,
+                                 field, describe(*it)));
   const double x = it->get<double>();
-  if (!std::isfinite(x) || x <= 0.0 || x > 1e21)
-    throw InputError(fmt::format("{}: {}: must be a finite number in (0, 1e21] (got {})", origin,
+  if (!std::isfinite(x) || x < 1.0 || x > 1e21)
+    throw InputError(fmt::format("{}: {}: must be a finite number in [1, 1e21] (got {})", origin,
                                  field, printable(it->dump(), 60)));
   return x;
 }
@@ -196,6 +205,12 @@ json parse_object(const std::string& text, const std::string& origin) {
     if (auto p = reason.rfind(": "); p != std::string::npos) reason = reason.substr(p + 2);
     throw InputError(fmt::format("{}: not valid JSON: {} at line {}, column {} (byte {})", origin,
                                  printable(reason, 100), line, column, e.byte));
+  } catch (const json::exception& e) {
+    // Valid JSON nlohmann cannot hold: a number beyond a double, e.g. 1e400 (out_of_range.406,
+    // found by apps/fuzz; it used to escape as an internal error). It gives no position.
+    std::string reason = e.what();
+    if (auto p = reason.find("] "); p != std::string::npos) reason = reason.substr(p + 2);
+    throw InputError(fmt::format("{}: unreadable JSON: {}", origin, printable(reason, 100)));
   }
   if (!j.is_object())
     throw InputError(fmt::format("{}: must be a JSON object {{...}} (got {})", origin, describe(j)));
@@ -241,7 +256,8 @@ ModelSpec parse_model_spec(const json& j, const std::string& origin, const std::
   m.source = optional_string(j, "source").value_or(origin);
 
   std::string layer_field, width_field, head_field;
-  m.n_layer = required_size(j, origin, {"num_hidden_layers", "n_layer"}, &layer_field);
+  m.n_layer = required_size(j, origin, {"num_hidden_layers", "n_layer"}, &layer_field,
+                            kMaxConfigLayers);
   m.d_model = required_size(j, origin, {"hidden_size", "n_embd", "d_model"}, &width_field);
   m.n_head = required_size(j, origin, {"num_attention_heads", "n_head"}, &head_field);
   std::string vocab_field;
@@ -333,10 +349,14 @@ ModelSpec parse_model_spec(const json& j, const std::string& origin, const std::
   return m;
 }
 
+ModelSpec parse_model_config(const std::string& text, const std::string& origin,
+                             const std::string& fallback_name) {
+  return parse_model_spec(parse_object(text, origin), origin, fallback_name);
+}
+
 ModelSpec read_model_config(const std::string& path) {
   const std::string origin = printable(path);
-  const json j = parse_object(read_text_file(path), origin);
-  return parse_model_spec(j, origin, origin);
+  return parse_model_config(read_text_file(path), origin, origin);
 }
 
 std::vector<std::string> model_names() { return stems_in(data_dir() + "/models"); }
@@ -350,8 +370,7 @@ ModelSpec load_model(const std::string& name_or_path) {
       std::find(names.begin(), names.end(), name_or_path) == names.end())
     throw InputError(fmt::format("unknown model '{}' (known: {})", printable(name_or_path, 60), joined(names)));
   const std::string path = data_dir() + "/models/" + name_or_path + ".json";
-  const json j = parse_object(read_text_file(path), printable(path));
-  return parse_model_spec(j, printable(path), name_or_path);
+  return parse_model_config(read_text_file(path), printable(path), name_or_path);
 }
 
 GpuSpec parse_gpu_spec(const json& j, const std::string& origin, const std::string& fallback_name) {
@@ -382,8 +401,12 @@ GpuSpec load_gpu(const std::string& name) {
   if (!plausible_name(name) || std::find(names.begin(), names.end(), name) == names.end())
     throw InputError(fmt::format("unknown GPU '{}' (known: {})", printable(name, 60), joined(names)));
   const std::string path = data_dir() + "/hardware/" + name + ".json";
-  const json j = parse_object(read_text_file(path), printable(path));
-  return parse_gpu_spec(j, printable(path), name);
+  return parse_gpu_config(read_text_file(path), printable(path), name);
+}
+
+GpuSpec parse_gpu_config(const std::string& text, const std::string& origin,
+                         const std::string& fallback_name) {
+  return parse_gpu_spec(parse_object(text, origin), origin, fallback_name);
 }
 
 }  // namespace kvlab

@@ -17,17 +17,24 @@
 
 namespace kvlab {
 
-/// Largest structural size kvlab accepts in a config (layers, widths, heads, vocabulary): 2^31.
+/// Largest structural size kvlab accepts in a config (widths, heads, vocabulary): 2^31.
 inline constexpr std::uint64_t kMaxConfigSize = std::uint64_t{1} << 31;
+/// Largest layer count kvlab accepts: 2^16. kv-size and roofline list a cache tensor by tensor
+/// (kv_cache_tensors: two per layer), so this bounds that list at 131072 entries; 2^31 layers
+/// asked for 2^32 of them, an allocation of 256 GiB (found with apps/fuzz). Real models have at
+/// most a few hundred layers (Llama-3.1-405B: 126).
+inline constexpr std::uint64_t kMaxConfigLayers = std::uint64_t{1} << 16;
 /// Largest count kvlab accepts for parameter and byte totals in a config: 2^53 (exact in a double).
 inline constexpr std::uint64_t kMaxConfigCount = std::uint64_t{1} << 53;
 
 /// The shape of a decoder-only transformer as far as the cost model needs it, validated.
 ///
-/// Invariants (checked when read): every size is in [1, 2^31]; n_head % n_kv_head == 0;
+/// Invariants (checked when read): n_layer is in [1, 2^16], every other size in [1, 2^31];
+/// n_head % n_kv_head == 0; head_dim == d_model / n_head unless the config gives head_dim;
 /// kv_lora_rank and qk_rope_head_dim are both present or both absent; num_experts and
 /// num_experts_per_tok likewise, with k <= E; num_parameters_active <= num_parameters and, with
-/// E and k, num_parameters_active / num_parameters >= k / E (the shared parameters are >= 0).
+/// E and k, num_parameters_active / num_parameters >= k / E (the shared parameters are >= 0);
+/// name and source are one line of valid UTF-8 (at most 300 bytes).
 struct ModelSpec {
   std::string name;    ///< catalogue name, the config's "_name_or_path", or the file path
   std::string source;  ///< where the numbers come from (the catalogue's "source", or the file path)
@@ -79,7 +86,7 @@ struct ModelSpec {
 };
 
 /// A GPU as the roofline model needs it (data/hardware/NAME.json), validated: every rate finite
-/// and positive.
+/// and in [1, 1e21] (so ridge and step times stay finite), memory_bytes in [1, 2^53].
 struct GpuSpec {
   std::string name;         ///< catalogue name, e.g. "a100-80gb"
   std::string description;  ///< vendor product name (may be empty)
@@ -94,12 +101,21 @@ struct GpuSpec {
 /// Builds a ModelSpec from a parsed config object. `origin` (a path or "catalogue model 'x'")
 /// starts every error message. `fallback_name` is used when the config has neither "name" nor
 /// "_name_or_path". Throws InputError naming the field: a missing required field, a wrong JSON
-/// type (a string, float or bool where an integer is expected), a size outside [1, 2^31],
-/// n_head not divisible by the K/V head count, head_dim absent with hidden_size % n_head != 0,
-/// multi_query = true together with a K/V head count other than 1, half of the MLA pair, half of
-/// the expert pair or k > E, num_parameters_active above num_parameters or below k/E of it.
+/// type (a string, float or bool where an integer is expected), a size outside [1, 2^31] (the
+/// layer count: [1, 2^16]), n_head not divisible by the K/V head count, head_dim absent with
+/// hidden_size % n_head != 0, multi_query = true together with a K/V head count other than 1,
+/// half of the MLA pair, half of the expert pair or k > E, num_parameters_active above
+/// num_parameters or below k/E of it.
 ModelSpec parse_model_spec(const nlohmann::json& config, const std::string& origin,
                            const std::string& fallback_name);
+
+/// Parses `text`, the bytes of a config.json, exactly as read_model_config and load_model do once
+/// they have read the file: one JSON object, then parse_model_spec(object, origin, fallback_name).
+/// Throws InputError for malformed JSON (with the byte offset, line and column), a top level that
+/// is not an object, and everything parse_model_spec rejects. The one entry point for a config's
+/// text, so that the fuzz target (apps/fuzz/) exercises the same path as a file.
+ModelSpec parse_model_config(const std::string& text, const std::string& origin,
+                             const std::string& fallback_name);
 
 /// Reads and validates a Hugging Face config.json (or a catalogue file) at `path`. Throws
 /// InputError, one line, naming the path: missing or unreadable file, a directory or other
@@ -117,9 +133,15 @@ std::vector<std::string> model_names();
 ModelSpec load_model(const std::string& name_or_path);
 
 /// Builds a GpuSpec from a parsed hardware object; errors start with `origin` and name the field
-/// (missing, not a number, not finite or not positive, memory_bytes not an integer).
+/// (missing, not a number, not finite or outside [1, 1e21], memory_bytes not an integer).
 GpuSpec parse_gpu_spec(const nlohmann::json& hardware, const std::string& origin,
                        const std::string& fallback_name);
+
+/// Parses `text`, the bytes of a data/hardware/NAME.json, exactly as load_gpu does once it has read
+/// the file: one JSON object, then parse_gpu_spec(object, origin, fallback_name). Throws InputError
+/// for malformed JSON, a top level that is not an object, and everything parse_gpu_spec rejects.
+GpuSpec parse_gpu_config(const std::string& text, const std::string& origin,
+                         const std::string& fallback_name);
 
 /// The catalogue's GPU names (data_dir()/hardware/*.json stems), sorted.
 std::vector<std::string> gpu_names();

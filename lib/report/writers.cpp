@@ -209,7 +209,8 @@ nlohmann::json to_json(const Result& r) {
   j["claim"] = r.claim;
   j["status"] = r.passed() ? "pass" : "fail";
   j["metrics"] = nlohmann::json::object();
-  for (const auto& [k, v] : r.metrics) std::visit([&](auto x) { j["metrics"][k] = x; }, v);
+  // Not a structured binding: clang 14 (the fuzz build) cannot capture one in a lambda.
+  for (const auto& m : r.metrics) std::visit([&](auto x) { j["metrics"][m.first] = x; }, m.second);
   j["expectations"] = nlohmann::json::array();
   for (const auto& e : r.expectations) {
     nlohmann::json x{{"quantity", e.quantity}, {"source", e.source},     {"unit", e.unit},
