@@ -8,26 +8,10 @@
 #include "attention/gqa.hpp"
 #include "core/error.hpp"
 #include "core/rng.hpp"
+#include "model/init.hpp"
 #include "model/ops.hpp"
 
 namespace kvlab {
-namespace {
-
-template <class T>
-Mat<T> random_matrix(Rng& rng, int rows, int cols, double std) {
-  Mat<double> m(rows, cols);
-  for (Eigen::Index i = 0; i < m.size(); ++i) m.data()[i] = std * rng.normal();
-  return m.cast<T>();
-}
-
-template <class T>
-Vec<T> random_vector(Rng& rng, int n, double std) {
-  Vec<double> v(n);
-  for (Eigen::Index i = 0; i < v.size(); ++i) v(i) = std * rng.normal();
-  return v.cast<T>();
-}
-
-}  // namespace
 
 template <class T>
 MiniGPT<T>::MiniGPT(const ModelConfig& config, std::uint64_t seed) : config_(config) {

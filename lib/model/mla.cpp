@@ -11,6 +11,7 @@
 #include "attention/gqa.hpp"
 #include "core/error.hpp"
 #include "core/rng.hpp"
+#include "model/init.hpp"
 #include "model/ops.hpp"
 
 namespace kvlab {
@@ -135,23 +136,6 @@ Mat<T> mla_attention(const Mat<T>& h, const MlaWeights<T>& w, const MlaAbsorbed<
   return out;
 }
 
-namespace {
-
-template <class T>
-Mat<T> random_matrix(Rng& rng, int rows, int cols, double std) {
-  Mat<double> m(rows, cols);
-  for (Eigen::Index i = 0; i < m.size(); ++i) m.data()[i] = std * rng.normal();
-  return m.cast<T>();
-}
-
-template <class T>
-Vec<T> random_vector(Rng& rng, int n, double std) {
-  Vec<double> v(n);
-  for (Eigen::Index i = 0; i < v.size(); ++i) v(i) = std * rng.normal();
-  return v.cast<T>();
-}
-
-}  // namespace
 
 template <class T>
 MlaGPT<T>::MlaGPT(const MlaConfig& config, std::uint64_t seed) : config_(config) {
