@@ -177,6 +177,9 @@ void check_model(const ModelSpec& m, std::string_view bytes) {
   check_size(m.sliding_window, "sliding_window");
   check_size(m.kv_lora_rank, "kv_lora_rank");
   check_size(m.qk_rope_head_dim, "qk_rope_head_dim");
+  check_size(m.qk_nope_head_dim, "qk_nope_head_dim");
+  check_size(m.v_head_dim, "v_head_dim");
+  check_size(m.q_lora_rank, "q_lora_rank");
   check_size(m.num_parameters, "num_parameters", kMaxConfigCount);
   check_size(m.kv_bytes_per_token_16bit, "kv_bytes_per_token_16bit", kMaxConfigCount);
   check_size(m.num_parameters_active, "num_parameters_active", kMaxConfigCount);
