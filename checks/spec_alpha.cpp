@@ -322,10 +322,6 @@ Result run_spec_alpha(const SpecAlphaOptions& o, const RunContext& ctx,
   r.notes.push_back(
       "003 part 5 names the target q and the draft p, so its min(1, q/p) is this min(1, p/q): "
       "accept in proportion to target over draft.");
-  if (ctx.dtype != Dtype::f64)
-    r.notes.push_back(
-        "--dtype f32 does not apply here: the check has no model arithmetic and "
-        "computes probabilities in float64.");
   return r;
 }
 

@@ -455,10 +455,6 @@ Result run_spec_etau(const SpecEtauOptions& o, const RunContext& ctx, const Spec
                                               "pairs from one generator, each case's steps "
                                               "from its own stream.",
                                               o.vocab, ctx.seed));
-  if (ctx.dtype != Dtype::f64)
-    r.notes.push_back(
-        "--dtype f32 does not apply here: the check has no model arithmetic and "
-        "computes in float64.");
   return r;
 }
 

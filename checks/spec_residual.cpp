@@ -233,8 +233,6 @@ Result run_spec_residual(const SpecResidualOptions& o, const RunContext& ctx,
       "returns p there, and (1 − α) = 0 gives it no weight. Where q(x) = 0 < p(x), the token is "
       "always accepted if proposed (it never is) and reached only through the residual: no "
       "division by zero.");
-  if (ctx.dtype != Dtype::f64)
-    r.notes.push_back("--dtype f32 does not apply here: the check computes probabilities in float64.");
   return r;
 }
 

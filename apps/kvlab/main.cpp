@@ -72,7 +72,12 @@ int run_one(Check& check, const CommonFlags& flags) {
 int run_all(const CommonFlags& flags) {
   const auto format = kvlab::parse_format(flags.format);
   std::vector<kvlab::Result> results;
-  for (auto& check : kvlab::checks::make_all_checks()) results.push_back(check->run(resolve(flags, *check)));
+  for (auto& check : kvlab::checks::make_all_checks()) {
+    results.push_back(check->run(resolve(flags, *check)));
+    if (flags.dtype != "f64" && !check->uses_dtype())  // one rule for every check, not a note in each
+      results.back().notes.push_back("--dtype " + flags.dtype + " does not apply here: " + check->name() +
+                                     " computes in float64 or exact integers, without a model dtype.");
+  }
   kvlab::write_all(std::cout, results, format);
   for (const auto& r : results)
     if (!r.passed()) return kExitFail;
