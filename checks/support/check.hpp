@@ -40,6 +40,10 @@ class Check {
   virtual std::string summary() const = 0;  ///< one line for `kvlab list`
   /// Longer --help text: what the check shows and how to read its output.
   virtual std::string description() const { return summary(); }
+  /// The derivation behind the claim, for `kvlab explain NAME`: a few lines of argument or
+  /// arithmetic (e.g. the induction of 004 §1.2), ending with the source section. Plain text,
+  /// lines under 100 columns. Every registered check has one (a unit test keeps it so).
+  virtual std::string derivation() const { return {}; }
   /// Adds the check's own options to its subcommand.
   virtual void bind(CLI::App& /*sub*/) {}
   /// Whether the check has a CUDA implementation (none does before the CUDA issue).
