@@ -283,6 +283,22 @@ std::string compute_bound_text(const ComputeBoundBatch& cb, double ridge) {
                      cb.batch, cb.intensity_limit);
 }
 
+/// The classic roofline of `g` (attainable TFLOP/s = min(bf16 peak, intensity × bandwidth),
+/// log-log) with the decode steps as operating points at (intensity, FLOPs / step time).
+Plot roofline_plot(const GpuSpec& g, const std::vector<std::pair<std::string, DecodeStep>>& points) {
+  Plot p{fmt::format("roofline, {}: decode steps against the roof", g.name), "arithmetic intensity (FLOP/B)",
+         "attainable TFLOP/s", true, true, {}};
+  PlotSeries roof{fmt::format("roof (ridge {:.4g} FLOP/B)", ridge_flops_per_byte(g)), {}, {}, "lines"};
+  for (double i = 0.1; i <= 1e4 * 1.0001; i *= std::pow(10.0, 0.05)) {
+    roof.x.push_back(i);
+    roof.y.push_back(std::min(g.bf16_flops_per_s, i * g.bandwidth_bytes_per_s) / 1e12);
+  }
+  p.series.push_back(std::move(roof));
+  for (const auto& [label, s] : points)
+    p.series.push_back({label, {s.intensity}, {s.flops / s.time_s / 1e12}, "points"});
+  return p;
+}
+
 // ---- with no options: 004 §1.5's table ------------------------------------------------------
 
 Result course_table(const RooflineParts& parts) {
@@ -398,6 +414,9 @@ Result course_table(const RooflineParts& parts) {
       "metrics intensity, tokens_per_s, kv_bytes and weight_bytes are the batch-1 row; `kvlab "
       "roofline --model NAME` computes them for any model, GPU, batch and context.");
 
+  r.plots.push_back(roofline_plot(a100, {{"7B, batch 1, ctx 1024", s1},
+                                         {"7B, batch 8, ctx 1024", s8},
+                                         {"7B, batch 64, ctx 4096", s64}}));
   add_step_metrics(r, s1);
   r.metric("tokens_per_s_batch8", s8.tokens_per_s);
   r.metric("intensity_batch64_ctx4096", s64.intensity);
@@ -618,6 +637,7 @@ Result calculator(const RooflineOptions& o, const RooflineParts& parts) {
   t.rows.push_back({"memory time", s.time_memory_s * 1e3, "ms"});
   t.rows.push_back({"compute time", s.time_compute_s * 1e3, "ms"});
   t.rows.push_back({"bound", bound_name(s.bound), ""});
+  r.plots.push_back(roofline_plot(g, {{fmt::format("{}, batch {}, ctx {}", m.name, q.kv.batch, q.kv.ctx), s}}));
   t.rows.push_back({"tokens/s bound", s.tokens_per_s, "tok/s"});
   r.tables.push_back(std::move(t));
 
@@ -718,6 +738,7 @@ class RooflineCheck final : public Check {
   std::string name() const override { return kName; }
   std::string source() const override { return kSource; }
   std::string summary() const override { return kSummary; }
+  bool has_plot() const override { return true; }
   std::string description() const override {
     return "Without --model or --config: 004 §1.5's decode table on an A100-80GB, with the "
            "assumptions that reproduce it (N = 7e9 at 2 B, llama-2-7b's MHA cache, ctx 1024 for "

@@ -7,9 +7,11 @@
 //
 // Exit status: 0 every claim held, 1 a claim did not hold, 2 bad usage or input, 3 internal error.
 #include <cstdint>
+#include <fstream>
 #include <iostream>
 #include <limits>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -19,6 +21,7 @@
 
 #include "core/build_info.hpp"
 #include "core/error.hpp"
+#include "report/plot.hpp"
 #include "report/writers.hpp"
 #include "support/check.hpp"
 #include "support/options.hpp"
@@ -38,6 +41,7 @@ struct CommonFlags {
   std::string dtype = "f64";
   std::string device = "auto";
   bool dtype_given = false;  ///< --dtype was on the command line of this check (not of `all`)
+  std::string plot;          ///< --plot value ("" = no plot); only on checks with has_plot()
 };
 
 void add_common_flags(CLI::App& sub, CommonFlags& f) {
@@ -62,10 +66,38 @@ kvlab::checks::RunContext resolve(const CommonFlags& f, const Check& check) {
   return ctx;
 }
 
+/// Draws result.plots for `--plot` after the report. The terminal drawing goes to stdout after a
+/// text or md report and to stderr after csv or json, which stay machine-readable. Without gnuplot,
+/// one line on stderr says how to install it (the tables already hold the numbers).
+void draw_plots(const kvlab::Result& result, const kvlab::PlotTarget& target, kvlab::Format format) {
+  if (result.plots.empty()) {
+    std::cerr << "kvlab: --plot: these options produce no plot\n";
+    return;
+  }
+  const auto gnuplot = kvlab::find_gnuplot();
+  if (!gnuplot) {
+    std::cerr << "kvlab: --plot needs gnuplot, which is not installed (Debian/Ubuntu: apt-get install "
+                 "gnuplot-nox); the tables above hold the same numbers\n";
+    return;
+  }
+  const std::string drawing = kvlab::render_plots(*gnuplot, result.plots, target);
+  const bool to_stdout = format == kvlab::Format::text || format == kvlab::Format::md;
+  (to_stdout ? std::cout : std::cerr) << drawing << std::flush;
+  if (!target.terminal) std::cerr << "kvlab: plot written to " << target.svg_path << '\n';
+}
+
 int run_one(Check& check, const CommonFlags& flags) {
   const auto format = kvlab::parse_format(flags.format);
+  std::optional<kvlab::PlotTarget> plot;
+  if (!flags.plot.empty()) {
+    plot = kvlab::parse_plot_target(flags.plot);
+    // Refuse an unwritable file before any output (exit 2 prints nothing on stdout).
+    if (!plot->terminal && !std::ofstream(plot->svg_path, std::ios::app))
+      throw kvlab::InputError("--plot: cannot write " + plot->svg_path);
+  }
   const kvlab::Result result = check.run(resolve(flags, check));
   kvlab::write_result(std::cout, result, format);
+  if (plot) draw_plots(result, *plot, format);
   return result.passed() ? 0 : kExitFail;
 }
 
@@ -161,6 +193,9 @@ int main(int argc, char** argv) {
     sub->footer(fmt::format("Source: {}\n{}", checks[i]->source(), checks[i]->description()));
     add_common_flags(*sub, flags[i]);
     checks[i]->bind(*sub);
+    if (checks[i]->has_plot())
+      sub->add_option("--plot", flags[i].plot,
+                      "Also draw the sweep: FILE.svg, or 'term' for the terminal (needs gnuplot)");
     sub->get_option("--dtype")->each([&f = flags[i]](const std::string&) { f.dtype_given = true; });
     subs.push_back(sub);
   }
@@ -196,6 +231,9 @@ int main(int argc, char** argv) {
     std::cerr << "kvlab: " << msg << " (see kvlab --help)\n";
     return kExitUsage;
   } catch (const kvlab::InputError& e) {
+    std::cerr << "kvlab: " << e.what() << '\n';
+    return kExitUsage;
+  } catch (const kvlab::PlotError& e) {
     std::cerr << "kvlab: " << e.what() << '\n';
     return kExitUsage;
   } catch (const std::bad_alloc&) {

@@ -48,6 +48,9 @@ class Check {
   virtual void bind(CLI::App& /*sub*/) {}
   /// Whether the check has a CUDA implementation (none does before the CUDA issue).
   virtual bool has_cuda() const { return false; }
+  /// Whether the check's Result carries plots (it sweeps a parameter): the front end then offers
+  /// `--plot FILE.svg|term` (report/plot.hpp).
+  virtual bool has_plot() const { return false; }
   /// Whether --dtype changes what the check computes (model checks); elsewhere an explicit
   /// --dtype is refused rather than silently ignored.
   virtual bool uses_dtype() const { return false; }

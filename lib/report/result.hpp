@@ -29,6 +29,22 @@ struct Table {
   std::vector<std::vector<Cell>> rows;
 };
 
+/// One line or point set of a plot: y against x (same length), drawn as `style`.
+struct PlotSeries {
+  std::string title;           ///< legend entry
+  std::vector<double> x, y;    ///< the data, in the plot's axis units; NaN points are skipped
+  std::string style = "linespoints";  ///< gnuplot style: "lines", "points" or "linespoints"
+};
+
+/// A plot a check offers to `--plot` (report/plot.hpp renders it through gnuplot). The same
+/// numbers are always in one of the check's tables too: a plot is a view, never the only copy.
+struct Plot {
+  std::string title;
+  std::string x_label, y_label;  ///< axis labels with units
+  bool log_x = false, log_y = false;
+  std::vector<PlotSeries> series;
+};
+
 /// A figure as the document states it, e.g. Stated::parse("0.27") or Stated{"≈ 140 tok/s", 140, 5}.
 struct Stated {
   std::string text;        ///< the document's words, as shown to the student
@@ -73,6 +89,8 @@ struct Result {
   std::vector<std::pair<std::string, std::variant<double, std::uint64_t>>> metrics;
   std::vector<Table> tables;
   std::vector<std::string> notes;
+  /// Plots drawn by `--plot` (checks that sweep a parameter); never written by the writers.
+  std::vector<Plot> plots;
 
   bool passed() const;                 ///< every expectation holds (and there is at least one)
   std::vector<std::string> errata() const;  ///< one line per erratum, with the arithmetic

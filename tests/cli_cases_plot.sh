@@ -1,0 +1,22 @@
+# --plot (checks that sweep): bad targets exit 2 naming --plot before any output; without gnuplot
+# one line says how to install it and the verdict's exit status stands.
+# Sourced by tests/cli_test.sh, which defines $kvlab, expect_exit and expect_stderr_mentions.
+expect_exit 2 roofline --plot roof.png
+expect_stderr_mentions --plot roofline --plot roof.png
+expect_exit 2 roofline --plot /nonexistent-dir/roof.svg
+expect_stderr_mentions "cannot write" roofline --plot /nonexistent-dir/roof.svg
+expect_exit 2 kv-invariance --plot term   # a check that draws nothing has no --plot
+plot_err=$(KVLAB_GNUPLOT=/nonexistent "$kvlab" roofline --plot term 2>&1 >/dev/null); plot_rc=$?
+case "$plot_rc:$plot_err" in
+  "0:"*"apt-get install gnuplot-nox"*) echo "ok: --plot without gnuplot says how to install it" ;;
+  *) echo "FAIL: --plot without gnuplot: rc $plot_rc, stderr: $plot_err"; failures=$((failures + 1)) ;;
+esac
+if command -v gnuplot >/dev/null; then
+  plot_svg=$(mktemp -d)/roof.svg
+  if "$kvlab" roofline --format json --plot "$plot_svg" >/dev/null 2>&1 && grep -q "<svg" "$plot_svg"; then
+    echo "ok: roofline --plot FILE.svg writes an SVG"
+  else
+    echo "FAIL: roofline --plot $plot_svg wrote no SVG"; failures=$((failures + 1))
+  fi
+  rm -rf "$(dirname "$plot_svg")"
+fi
