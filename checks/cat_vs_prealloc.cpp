@@ -143,6 +143,14 @@ class CatVsPrealloc final : public Check {
   std::string name() const override { return "cat-vs-prealloc"; }
   std::string source() const override { return "004 §3.1 (group 8)"; }
   std::string summary() const override { return "torch.cat moves n(n+1)/2 positions, preallocation n (2048× at 4096)"; }
+  std::string derivation() const override {
+    return "torch.cat([cache, new]) allocates a buffer of length t + 1 and copies the t old positions and the\n"
+           "new one: over T tokens it moves Σ_{t=1..T} t = T(T+1)/2 positions.\n"
+           "A preallocated cache writes each new position once, in place: T positions.\n"
+           "For T = 4096: 4096·4097/2 = 8,390,656 against 4,096, a ratio of (T+1)/2 = 2048.5,\n"
+           "the course's \"2048×\". Allocation counts differ the same way: T allocations against one.\n"
+           "Source: 004 §3.1; 000 §6.1.\n";
+  }
   std::string description() const override {
     return "Appends tokens one at a time to kvlab's ConcatCache (new buffer + copy each step, as\n"
            "torch.cat) and PreallocCache (one buffer, in-place writes) and compares their counters\n"

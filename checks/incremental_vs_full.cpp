@@ -130,6 +130,17 @@ class IncrementalVsFull final : public Check {
   std::string name() const override { return "incremental-vs-full"; }
   std::string source() const override { return "004 §1.3, §3.5 (group 2)"; }
   std::string summary() const override { return "cached decode = full forward (MHA, GQA, MQA, chunked prefill)"; }
+  std::string derivation() const override {
+    return "The full forward computes, at position t, q_t against k_1..k_t and v_1..v_t of every layer.\n"
+           "Prefill stores k_i, v_i for the prompt; by kv-invariance they equal the full forward's values.\n"
+           "A decode step at position t computes q_t, k_t, v_t from the same input, appends k_t, v_t and\n"
+           "attends over the cache k_1..k_t: the same function of the same numbers as the full forward's row t.\n"
+           "So the logits are equal. In floating point that holds bit for bit only when both paths sum in the\n"
+           "same order (kvlab's per-row arithmetic does, design.md Numerics); the tolerance is still a\n"
+           "rounding bound 2·n·u·scale, because mathematics only promises equality in exact arithmetic.\n"
+           "Chunked prefill is the same argument with several new rows at once (lower-right causal mask).\n"
+           "Source: 004 §1.3, §3.5.\n";
+  }
   std::string description() const override {
     return "Prefills a prompt, decodes the rest one token at a time through the KV cache, and\n"
            "compares every logit with one forward pass over the whole sequence; then again with\n"

@@ -103,6 +103,19 @@ class KvInvariance final : public Check {
   std::string name() const override { return "kv-invariance"; }
   std::string source() const override { return "004 §1.2 (group 1)"; }
   std::string summary() const override { return "past K/V never change: n vs n+1 tokens, max diff exactly 0"; }
+  std::string derivation() const override {
+    return "Induction over the layers of a causal model.\n"
+           "Layer 1: k_i = x_i W_K and v_i = x_i W_V depend only on token i and its position, so appending\n"
+           "token t+1 leaves k_1..k_t and v_1..v_t as they were.\n"
+           "Layer l: the input h_i at position i is computed from positions j <= i of layer l-1 (the causal\n"
+           "mask hides j > i); by the induction hypothesis those did not change, so neither do h_i,\n"
+           "k_i = h_i W_K and v_i = h_i W_V.\n"
+           "Hence every past position's K and V, in every layer, are fixed once computed: they can be cached,\n"
+           "and the check expects max |K_13 - K_12| over the first 12 positions to be exactly 0.\n"
+           "With a bidirectional mask the step for layer l fails (position i attends to j > i): that is why\n"
+           "BERT has no KV cache.\n"
+           "Source: 004 §1.2.\n";
+  }
   std::string description() const override {
     return "Runs an n-token and an (n+1)-token prefix of one seeded sequence through a mini-GPT and\n"
            "compares the cached K and V of the first n positions in every layer. The course's\n"

@@ -426,6 +426,17 @@ class KvSizeCheck final : public Check {
   std::string name() const override { return kName; }
   std::string source() const override { return kSource; }
   std::string summary() const override { return kSummary; }
+  std::string derivation() const override {
+    return "Per token and layer the cache holds a key and a value vector for each KV head:\n"
+           "  elements = 2 · n_kv_head · head_dim\n"
+           "  bytes    = 2 · n_layer · n_kv_head · head_dim · bytes_per_element · batch · ctx\n"
+           "Example (004 §1.4): 70B, 80 layers, 8 KV heads, head_dim 128, bf16 (2 B), batch 32 × ctx 8192:\n"
+           "  2·80·8·128·2 = 327,680 B per token; × 32·8192 = 262,144 tokens = 85,899,345,920 B = 80 GiB.\n"
+           "The same model with 64 KV heads (MHA) needs 8× that, 640 GiB; with 1 (MQA) 10 GiB.\n"
+           "MLA caches kv_lora_rank + qk_rope_head_dim elements per token and layer instead (no factor 2,\n"
+           "no heads): DeepSeek-V2, 60 · (512 + 64) · 2 B = 69,120 B per token.\n"
+           "Source: 004 §1.4 (group 4); 000 §0, §2.2, §2.3.\n";
+  }
   std::string description() const override {
     return "Without --model or --config: the course's KV-cache figures (004 §1.4's four-model "
            "table and 70B estimate with its MHA/MQA variants, 000's LLaMA-3-70B and DeepSeek-V2 "

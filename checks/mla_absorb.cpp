@@ -226,6 +226,15 @@ class MlaAbsorb final : public Check {
   std::string name() const override { return "mla-absorb"; }
   std::string source() const override { return "000 §4.3.3"; }
   std::string summary() const override { return "MLA absorbed = naive logits; FLOPs and bytes per decode step"; }
+  std::string derivation() const override {
+    return "Naive MLA up-projects each cached latent: k_j^h = W_UK^h c_j, v_j^h = W_UV^h c_j. The score is\n"
+           "  q_h · k_j^h = (W_UQ^h c_q)ᵀ (W_UK^h c_j) = c_qᵀ (W_UQ^hᵀ W_UK^h) c_j,\n"
+           "and W_UQ^hᵀ W_UK^h can be multiplied once per head, so scores are taken against the cached\n"
+           "latents without materialising K. Likewise o_h = Σ_j a_j W_UV^h c_j = W_UV^h (Σ_j a_j c_j), and\n"
+           "W_UV^h folds into W_O. The two paths are the same mathematics in a different association order:\n"
+           "logits agree to float rounding, while the absorbed step reads only the latent cache.\n"
+           "Source: 000 §4.3.3.\n";
+  }
   std::string description() const override {
     return "Runs one MLA mini-GPT with the naive path (up-project K and V from the latent cache)\n"
            "and the absorbed path (W_UQ W_UKᵀ per head, W_UV folded into W_O), prefill then cached\n"

@@ -215,6 +215,16 @@ class MlaCache final : public Check {
   std::string name() const override { return "mla-cache"; }
   std::string source() const override { return "000 §4.3.2, §4.4.3, §A.2 [c]"; }
   std::string summary() const override { return "MLA caches d_c + d_r per token: 576 vs GQA 2048 vs MHA 16384"; }
+  std::string derivation() const override {
+    return "MLA caches, per token and layer, the latent c_KV (d_c elements) and the decoupled RoPE key k_R\n"
+           "(d_r elements, shared by all heads): d_c + d_r elements. DeepSeek-V2: 512 + 64 = 576.\n"
+           "GQA caches 2 · n_kv_head · head_dim: LLaMA-3-70B 2·8·128 = 2048, so MLA is 576/2048 = 1/3.56\n"
+           "(the course writes 1/3.5); the same shape as MHA, 2·64·128 = 16,384, is 1/28.4.\n"
+           "Against an MHA of DeepSeek-V2's own shape (H = 128, head_dim 128): 2·H·head_dim = 32,768;\n"
+           "divided by d_c = 4·head_dim alone that is H/2 = 64, divided by d_c + d_r it is 56.9.\n"
+           "Per model, the layer counts differ too: 80·2048 / (60·576) = 4.74.\n"
+           "Source: 000 §4.3.2, §4.4.3, §A.2 [c].\n";
+  }
   std::string description() const override {
     return "Counts the cache elements per token of an MLA model (DeepSeek-V2), a GQA model\n"
            "(LLaMA-3-70B) and that model as MHA, from the catalogue's shapes, compares the ratios\n"

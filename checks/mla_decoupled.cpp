@@ -132,6 +132,15 @@ class MlaDecoupled final : public Check {
   std::string name() const override { return "mla-decoupled"; }
   std::string source() const override { return "000 §4.4.2, §6.3"; }
   std::string summary() const override { return "decoupled RoPE: score = absorbed content + RoPE dot; cached = full"; }
+  std::string derivation() const override {
+    return "DeepSeek-V2 splits each head's query and key into a part without RoPE, computed from the latent\n"
+           "(absorbable), and a small RoPE part: q_R^h (d_r per head) and one k_R (d_r) shared by all heads,\n"
+           "cached beside c_KV. The score is the sum\n"
+           "  c_qᵀ (W_UQ^hᵀ W_UK^h) c_j  +  (R_t q_R^h) · (R_s k_R,j):\n"
+           "the first term absorbs as in mla-absorb; the second is taken directly on the cached k_R, whose\n"
+           "RoPE is applied once when it is written. Naive and absorbed paths agree again to float rounding.\n"
+           "Source: 000 §4.4.2.\n";
+  }
   std::string description() const override {
     return "On an MLA mini-GPT with a decoupled RoPE channel: checks the score split\n"
            "[q_C; q_R]·[k_C; k_R] = c_Q W̃_QK c_KVᵀ + q_R·k_R, that absorbed cached decode equals one\n"

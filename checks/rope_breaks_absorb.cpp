@@ -144,6 +144,14 @@ class RopeBreaksAbsorb final : public Check {
   std::string name() const override { return "rope-breaks-absorb"; }
   std::string source() const override { return "000 §4.4.1"; }
   std::string summary() const override { return "RoPE on the MLA latent: W_UQ R_(s−t) W_UKᵀ changes with s − t"; }
+  std::string derivation() const override {
+    return "Put RoPE on the latent path: q = R_t W_UQ c_q and k = R_s W_UK c_j. Then\n"
+           "  q · k = c_qᵀ W_UQᵀ R_tᵀ R_s W_UK c_j = c_qᵀ (W_UQᵀ R_{s-t} W_UK) c_j.\n"
+           "The middle matrix depends on the distance s - t, so no single precomputed W_UQᵀ W_UK exists:\n"
+           "absorbing would need one matrix per distance, i.e. K recomputed for every position.\n"
+           "The check measures how far W_UQᵀ R_{s-t} W_UK moves as s - t changes (zero only without RoPE).\n"
+           "Source: 000 §4.4.1.\n";
+  }
   std::string description() const override {
     return "Checks the score identity (R_t q_C)·(R_s k_C) = c_Q W_UQ R_(s−t) W_UKᵀ c_KVᵀ on an MLA\n"
            "mini-GPT's up-projections, then shows that the middle matrix differs from its value at\n"

@@ -232,6 +232,16 @@ class RopeRelative final : public Check {
   std::string name() const override { return "rope-relative"; }
   std::string source() const override { return "000 §4.4.1; 004 §1.6"; }
   std::string summary() const override { return "RoPE: R_tᵀR_s = R_(s−t); scores unchanged when both positions shift"; }
+  std::string derivation() const override {
+    return "RoPE rotates pair i of a query or key vector at position t by the angle t·θ_i, θ_i = base^(-2i/d):\n"
+           "R_t is block-diagonal, one 2×2 rotation per pair. Rotations by angles a and b compose to a\n"
+           "rotation by a + b, and the transpose of a rotation by a is the rotation by -a, so\n"
+           "  R_tᵀ R_s = R_{s-t}.\n"
+           "Therefore (R_t q) · (R_s k) = qᵀ R_tᵀ R_s k = qᵀ R_{s-t} k: the score depends only on s - t.\n"
+           "Shifting both positions by any offset leaves every score, hence attention, unchanged (up to the\n"
+           "rounding of the angles).\n"
+           "Source: 000 §4.4.1; 004 §1.6.\n";
+  }
   std::string description() const override {
     return "Builds the rotation R_t from the library's apply_rope and checks R_tᵀR_s = R_(s−t)\n"
            "entry by entry, the score (R_t q)·(R_s k) against qᵀR_(s−t)k written out, and the score\n"

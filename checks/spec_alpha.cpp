@@ -335,6 +335,15 @@ class SpecAlphaCheck final : public Check {
     return "acceptance rate α = Σ min(p, q) = 1 − TV against a rejection sampler (100k draws by "
            "default)";
   }
+  std::string derivation() const override {
+    return "Rejection sampling accepts a draft token x ~ q with probability min(1, p(x)/q(x)). So\n"
+           "  P(accept) = Σ_x q(x) · min(1, p(x)/q(x)) = Σ_x min(q(x), p(x)) = α.\n"
+           "Because Σ p = Σ q = 1 and min(a, b) = (a + b - |a - b|)/2:\n"
+           "  α = 1 - ½ Σ_x |p(x) - q(x)| = 1 - TV(p, q).\n"
+           "The check computes α in closed form and counts acceptances of the real sampler, which are\n"
+           "Binomial(n, α): an exact binomial test at a stated false-alarm probability.\n"
+           "Source: 000 §7.2, sanity [d].\n";
+  }
   std::string description() const override {
     return "For seeded random target/draft pairs (p, q) and the edge cases p = q, disjoint "
            "supports,\n"

@@ -468,6 +468,16 @@ class SpecEtauCheck final : public Check {
     return "tokens per speculative step E[τ] = (1 − α^(K+1))/(1 − α) against simulation; α × K "
            "table";
   }
+  std::string derivation() const override {
+    return "If each of the K drafts is accepted independently with probability α, a step emits the accepted\n"
+           "prefix plus one more token (the residual sample, or the bonus token when all K pass):\n"
+           "  τ = (number accepted before the first rejection) + 1, so P(τ >= i + 1) = α^i for i = 0..K.\n"
+           "  E[τ] = Σ_{i=0..K} P(τ >= i + 1) = Σ_{i=0..K} α^i = (1 - α^{K+1}) / (1 - α)   (K + 1 at α = 1).\n"
+           "Example: α = 0.7, K = 4: (1 - 0.16807) / 0.3 = 2.7731 tokens per target forward.\n"
+           "The check compares the formula with the mean τ of simulated steps, with a bound from the sample\n"
+           "size (Bernstein's inequality; τ is bounded in [1, K + 1]).\n"
+           "Source: 000 §7.4.\n";
+  }
   std::string description() const override {
     return "E[τ] by formula against simulated speculative steps (real rejection sampling per "
            "draft\n"

@@ -181,6 +181,15 @@ class SpecGreedyCheck final : public Check {
   std::string summary() const override {
     return "temperature 0: speculative decoding = the target's greedy decoding, token for token";
   }
+  std::string derivation() const override {
+    return "At temperature 0 the processed target distribution p̃ is one-hot on the target's argmax, and so\n"
+           "is the draft's q̃. A draft token x is accepted with probability min(1, p̃(x)/q̃(x)): 1 when x is\n"
+           "the target's argmax, 0 otherwise; on rejection the residual max(0, p̃ - q̃) is one-hot on the\n"
+           "argmax. So every emitted token is the target's argmax given the same prefix: exactly the target's\n"
+           "greedy decoding, whatever the draft, provided the rolled-back caches hold the accepted prefix\n"
+           "(cache length = sequence length - 1 at the top of every step).\n"
+           "Source: 000 §7.5, §7.6.\n";
+  }
   std::string description() const override {
     return "Two mini-GPTs (target: 2 layers, d_model 64; draft: 1 layer, d_model 32, and the target\n"
            "itself), greedy, --prompts seeded prompts of 5 tokens, --new-tokens each, --k drafts\n"

@@ -246,6 +246,15 @@ class SpecResidualCheck final : public Check {
     return "residual p′ = max(0, p − q)/(1 − α): min(p, q) + (1 − α)·p′ = p and the one-step law "
            "is p (closed form)";
   }
+  std::string derivation() const override {
+    return "On rejection, sample from the residual p'(x) = max(0, p(x) - q(x)) / (1 - α). The law of the token\n"
+           "emitted for one draft position is\n"
+           "  P(x) = q(x) · min(1, p(x)/q(x)) + (1 - α) · p'(x) = min(p(x), q(x)) + max(0, p(x) - q(x)) = p(x),\n"
+           "because Σ_x max(0, p - q) = 1 - Σ_x min(p, q) = 1 - α. Edge cases: q(x) = 0 with p(x) > 0 (the\n"
+           "first term is 0, the residual carries all of p(x)); p = q (α = 1, the residual is never used);\n"
+           "disjoint supports (α = 0, p' = p); a one-hot q.\n"
+           "Source: 000 §7.3.\n";
+  }
   std::string description() const override {
     return "For --pairs seeded random (p, q) pairs over --vocab tokens and the edge cases\n"
            "q(x) = 0 where p(x) > 0, p = q, disjoint supports and one-hot q: the identity\n"

@@ -3,6 +3,7 @@
 //   kvlab list                     the checks, their sources and one-line summaries
 //   kvlab all [--format json]      every check with its defaults; ends "N passed, M failed"
 //   kvlab info                     version, build type, CUDA, library versions
+//   kvlab explain <check>          the derivation behind a check's claim, with its source
 //   kvlab <check> [options]        one check; `kvlab <check> --help` explains it
 //
 // Exit status: 0 every claim held, 1 a claim did not hold, 2 bad usage or input, 3 internal error.
@@ -130,6 +131,23 @@ int list_checks(const std::vector<std::unique_ptr<Check>>& checks, const std::st
   return 0;
 }
 
+/// `kvlab explain NAME`: the check's claim, source and derivation (Check::derivation), and the
+/// command that reproduces it.
+int explain_check(const std::vector<std::unique_ptr<Check>>& checks, const std::string& name) {
+  for (const auto& c : checks) {
+    if (c->name() != name) continue;
+    const std::string derivation = c->derivation();
+    if (derivation.empty()) {
+      std::cerr << "kvlab: internal error: " << name << " has no derivation written (please report it)\n";
+      return kExitInternal;
+    }
+    std::cout << fmt::format("{} — {}\n{}\n\n{}\nReproduce it: kvlab {}   (options: kvlab {} --help)\n",
+                             name, c->source(), c->summary(), derivation, name, name);
+    return 0;
+  }
+  throw kvlab::InputError("explain: no check named '" + name + "'; `kvlab list` shows them");
+}
+
 /// `kvlab list --options`: every option of every check subcommand, one per line,
 /// "CHECK<TAB>--OPTION<TAB>TYPE" (TYPE as CLI11 names it: INT, FLOAT, TEXT, FILE, ... or FLAG).
 /// The bad-input sweep (tests/sweep.sh) reads it, so a new check joins the sweep by registering.
@@ -178,6 +196,10 @@ int main(int argc, char** argv) {
   list->add_option("--format", list_format, "text, md, csv or json")
       ->check(CLI::IsMember({"text", "md", "csv", "json"}));
 
+  std::string explain_name;
+  auto* explain = app.add_subcommand("explain", "The derivation behind a check's claim, with its source");
+  explain->add_option("check", explain_name, "A check's name, as `kvlab list` prints it")->required();
+
   CommonFlags all_flags;
   auto* all = app.add_subcommand("all", "Run every check with its defaults; ends 'N passed, M failed'");
   add_common_flags(*all, all_flags);
@@ -214,6 +236,7 @@ int main(int argc, char** argv) {
       print_info(info_format);
       return 0;
     }
+    if (explain->parsed()) return explain_check(checks, explain_name);
     if (all->parsed()) return run_all(all_flags);
     for (std::size_t i = 0; i < checks.size(); ++i)
       if (subs[i]->parsed()) return run_one(*checks[i], flags[i]);

@@ -1,4 +1,4 @@
-# --plot (checks that sweep): bad targets exit 2 naming --plot before any output; without gnuplot
+# The front end: --plot (checks that sweep) and `kvlab explain`.
 # one line says how to install it and the verdict's exit status stands.
 # Sourced by tests/cli_test.sh, which defines $kvlab, expect_exit and expect_stderr_mentions.
 expect_exit 2 roofline --plot roof.png
@@ -20,3 +20,11 @@ if command -v gnuplot >/dev/null; then
   fi
   rm -rf "$(dirname "$plot_svg")"
 fi
+
+# kvlab explain: the derivation of a named check; an unknown name is exit 2 naming it.
+expect_exit 0 explain kv-invariance
+expect_exit 2 explain no-such-check
+expect_stderr_mentions no-such-check explain no-such-check
+expect_exit 2 explain
+if "$kvlab" explain spec-etau | grep -q "Source: 000 §7.4"; then echo "ok: explain prints the source"
+else echo "FAIL: kvlab explain spec-etau does not end with its source"; failures=$((failures + 1)); fi

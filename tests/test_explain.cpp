@@ -1,0 +1,32 @@
+// Every registered check explains itself: `kvlab explain NAME` prints Check::derivation().
+#include <doctest/doctest.h>
+
+#include <sstream>
+#include <string>
+
+#include "support/check.hpp"
+
+namespace kvlab::checks {
+namespace {
+
+TEST_CASE("explain: every check has a derivation that ends with its source, in lines under 100 columns") {
+  for (const auto& c : make_all_checks()) {
+    CAPTURE(c->name());
+    const std::string d = c->derivation();
+    REQUIRE_FALSE(d.empty());
+    CHECK(d.back() == '\n');
+    std::istringstream in(d);
+    std::string line, last;
+    while (std::getline(in, line)) {
+      // Columns, not bytes: count UTF-8 lead bytes only.
+      std::size_t columns = 0;
+      for (unsigned char ch : line) columns += (ch & 0xC0) != 0x80;
+      CHECK_MESSAGE(columns <= 100, line);
+      if (!line.empty()) last = line;
+    }
+    CHECK_MESSAGE(last.rfind("Source: ", 0) == 0, "last line: " << last);
+  }
+}
+
+}  // namespace
+}  // namespace kvlab::checks
