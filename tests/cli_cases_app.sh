@@ -28,3 +28,13 @@ expect_stderr_mentions no-such-check explain no-such-check
 expect_exit 2 explain
 if "$kvlab" explain spec-etau | grep -q "Source: 000 §7.4"; then echo "ok: explain prints the source"
 else echo "FAIL: kvlab explain spec-etau does not end with its source"; failures=$((failures + 1)); fi
+
+# kvlab quiz: the worksheet prints with answers and reads nothing; bad flags exit 2 naming them.
+expect_exit 0 quiz --answers --seed 1
+expect_exit 0 quiz --answers --format md --count 10 --kind etau --kind ridge
+expect_exit 2 quiz --count 0
+expect_stderr_mentions --count quiz --count 0
+expect_exit 2 quiz --kind kv
+expect_stderr_mentions --kind quiz --kind kv
+if printf '1\n2\n' | "$kvlab" quiz --count 3 | grep -q "score: "; then echo "ok: quiz reads answers and scores"
+else echo "FAIL: kvlab quiz with piped answers prints no score"; failures=$((failures + 1)); fi

@@ -4,6 +4,7 @@
 //   kvlab all [--format json]      every check with its defaults; ends "N passed, M failed"
 //   kvlab info                     version, build type, CUDA, library versions
 //   kvlab explain <check>          the derivation behind a check's claim, with its source
+//   kvlab quiz [--answers]         the course's estimation drills, asked or as a worksheet
 //   kvlab <check> [options]        one check; `kvlab <check> --help` explains it
 //
 // Exit status: 0 every claim held, 1 a claim did not hold, 2 bad usage or input, 3 internal error.
@@ -24,6 +25,7 @@
 #include "core/error.hpp"
 #include "report/plot.hpp"
 #include "report/writers.hpp"
+#include "quiz_command.hpp"
 #include "support/check.hpp"
 #include "support/options.hpp"
 
@@ -196,6 +198,9 @@ int main(int argc, char** argv) {
   list->add_option("--format", list_format, "text, md, csv or json")
       ->check(CLI::IsMember({"text", "md", "csv", "json"}));
 
+  kvlab::app::QuizFlags quiz_flags;
+  auto* quiz = kvlab::app::add_quiz_command(app, quiz_flags);
+
   std::string explain_name;
   auto* explain = app.add_subcommand("explain", "The derivation behind a check's claim, with its source");
   explain->add_option("check", explain_name, "A check's name, as `kvlab list` prints it")->required();
@@ -237,6 +242,7 @@ int main(int argc, char** argv) {
       return 0;
     }
     if (explain->parsed()) return explain_check(checks, explain_name);
+    if (quiz->parsed()) return kvlab::app::run_quiz(quiz_flags, std::cin, std::cout);
     if (all->parsed()) return run_all(all_flags);
     for (std::size_t i = 0; i < checks.size(); ++i)
       if (subs[i]->parsed()) return run_one(*checks[i], flags[i]);

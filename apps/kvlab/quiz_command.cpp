@@ -1,0 +1,90 @@
+#include "quiz_command.hpp"
+
+#include <fmt/format.h>
+
+#include <CLI/CLI.hpp>
+#include <cstdlib>
+#include <iostream>
+#include <limits>
+
+#include "quiz/quiz.hpp"
+#include "support/options.hpp"
+
+namespace kvlab::app {
+namespace {
+
+/// The number at the start of a student's line ("16", " 16.2 GiB", "1e3"); false when none.
+bool parse_answer(const std::string& line, double& value) {
+  const char* begin = line.c_str();
+  char* end = nullptr;
+  value = std::strtod(begin, &end);
+  return end != begin;
+}
+
+std::string tolerance_text(const QuizQuestion& q) {
+  return fmt::format("±{:g}%: {}", q.tolerance_rel * 100.0, q.tolerance_why);
+}
+
+}  // namespace
+
+CLI::App* add_quiz_command(CLI::App& app, QuizFlags& f) {
+  auto* quiz = app.add_subcommand(
+      "quiz", "Estimation drills of 004 §B.2/§C and 000 §7.4 with random parameters; --answers for a worksheet");
+  quiz->footer(
+      "Kinds: kv-cache (KV-cache GiB of a catalogue model), decode-bound (batch-1 tokens/s from the "
+      "weight reads), ridge (a GPU's FLOP/B), gqa-ratio (MHA cache over GQA/MQA cache), etau "
+      "(E[τ] of speculative decoding). Each answer is accepted within a stated relative tolerance; "
+      "the worked formula follows. The numbers come from the same library functions as the checks.");
+  quiz->add_option("--seed", f.seed, "Seed of the drawn parameters (same seed, same quiz)")
+      ->check(kvlab::checks::IntRange(0, std::numeric_limits<std::int64_t>::max()));
+  quiz->add_option("--count", f.count, "Number of questions, 1 to 100 (default 5)")
+      ->check(kvlab::checks::IntRange(1, 100));
+  quiz->add_option("--kind", f.kinds, "Only these kinds (repeatable): kv-cache, decode-bound, ridge, gqa-ratio, etau")
+      ->check(CLI::IsMember({"kv-cache", "decode-bound", "ridge", "gqa-ratio", "etau"}));
+  quiz->add_flag("--answers", f.answers, "Print every question with its answer and working; ask nothing");
+  quiz->add_option("--format", f.format, "text (default) or md (for --answers worksheets)")
+      ->check(CLI::IsMember({"text", "md"}));
+  return quiz;
+}
+
+int run_quiz(const QuizFlags& f, std::istream& in, std::ostream& out) {
+  std::vector<QuizKind> kinds;
+  for (const auto& k : f.kinds) kinds.push_back(parse_quiz_kind(k));
+  const auto quiz = make_quiz(static_cast<std::uint64_t>(f.seed), f.count, kinds);
+  const bool md = f.format == "md";
+  out << (md ? "# " : "") << fmt::format("kvlab quiz: {} drills, seed {}\n", quiz.size(), f.seed);
+  if (!f.answers) out << "Answer each with a number in the unit asked; an empty line skips.\n";
+  int right = 0, asked = 0;
+  for (std::size_t i = 0; i < quiz.size(); ++i) {
+    const QuizQuestion& q = quiz[i];
+    out << fmt::format("\n{}Q{} [{}; {}] {}\n", md ? "**" : "", i + 1, quiz_kind_name(q.kind), q.source,
+                       md ? q.text + "**" : q.text);
+    if (f.answers) {
+      out << fmt::format("{}answer: {:.4g} {} ({})\n", md ? "- " : "  ", q.answer, q.unit, tolerance_text(q));
+      out << fmt::format("{}worked: {}\n", md ? "- " : "  ", q.worked);
+      continue;
+    }
+    out << fmt::format("  your answer ({}): ", q.unit) << std::flush;
+    std::string line;
+    if (!std::getline(in, line)) {
+      out << "\n  (no more input: the quiz ends here)\n";
+      break;
+    }
+    ++asked;
+    double given = 0.0;
+    if (!parse_answer(line, given)) {
+      out << "  skipped.\n";
+    } else if (answer_accepted(q, given)) {
+      ++right;
+      out << fmt::format("  ✓ accepted: {:.4g} {} ({})\n", q.answer, q.unit, tolerance_text(q));
+    } else {
+      out << fmt::format("  ✗ not within tolerance: the answer is {:.4g} {} ({}), yours is off by {:+.1f}%\n",
+                         q.answer, q.unit, tolerance_text(q), (given - q.answer) / q.answer * 100.0);
+    }
+    out << fmt::format("  worked: {}\n", q.worked);
+  }
+  if (!f.answers) out << fmt::format("\nscore: {} of {} answered correctly ({} questions)\n", right, asked, quiz.size());
+  return 0;
+}
+
+}  // namespace kvlab::app

@@ -1,0 +1,90 @@
+// kvlab quiz: every answer recomputed here from the catalogue's raw fields with the course's
+// formulas (not through the library functions the quiz uses), and the tolerance bites.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <sstream>
+
+#include "apps/kvlab/quiz_command.hpp"
+#include "io/catalogue.hpp"
+#include "quiz/quiz.hpp"
+#include "test_util.hpp"
+
+namespace kvlab {
+namespace {
+
+double recompute(const QuizQuestion& q) {
+  switch (q.kind) {
+    case QuizKind::kv_cache: {
+      const ModelSpec m = load_model(q.model);
+      const double bytes_per_element = q.kv_dtype == "fp8" ? 1.0 : 2.0;
+      return 2.0 * static_cast<double>(m.n_layer * m.n_kv_head * m.head_dim) * bytes_per_element *
+             static_cast<double>(q.batch * q.ctx) / std::pow(2.0, 30);
+    }
+    case QuizKind::decode_bound: {
+      const ModelSpec m = load_model(q.model);
+      return load_gpu(q.gpu).bandwidth_bytes_per_s / (2.0 * static_cast<double>(*m.num_parameters));
+    }
+    case QuizKind::ridge: {
+      const GpuSpec g = load_gpu(q.gpu);
+      return g.bf16_flops_per_s / g.bandwidth_bytes_per_s;
+    }
+    case QuizKind::gqa_ratio: {
+      const ModelSpec m = load_model(q.model);
+      return static_cast<double>(m.n_head) / static_cast<double>(m.n_kv_head);
+    }
+    case QuizKind::expected_tokens: {
+      double sum = 0.0;
+      for (int i = 0; i <= q.k; ++i) sum += std::pow(q.alpha, i);
+      return sum;
+    }
+  }
+  return NAN;
+}
+
+TEST_CASE("quiz: the worksheet of --seed 1, and 200 more drills, recomputed from the raw fields") {
+  for (std::uint64_t seed : {1, 2, 3, 4, 5, 1234, 99999}) {
+    for (const QuizQuestion& q : make_quiz(seed, 40)) {
+      CAPTURE(q.text);
+      CHECK(q.answer == doctest::Approx(recompute(q)).epsilon(1e-12));
+      CHECK(answer_accepted(q, q.answer));
+      CHECK(answer_accepted(q, q.answer * (1.0 + 0.9 * q.tolerance_rel)));
+      CHECK_FALSE(answer_accepted(q, q.answer * (1.0 + 1.1 * q.tolerance_rel)));
+      CHECK_FALSE(answer_accepted(q, NAN));
+      CHECK_FALSE(q.worked.empty());
+    }
+  }
+}
+
+TEST_CASE("quiz: a KV cache in GB instead of GiB is not accepted; the same seed gives the same quiz") {
+  for (const QuizQuestion& q : make_quiz(7, 20, {QuizKind::kv_cache}))
+    CHECK_FALSE(answer_accepted(q, q.answer * std::pow(2.0, 30) / 1e9));
+  const auto a = make_quiz(42, 10), b = make_quiz(42, 10);
+  for (std::size_t i = 0; i < a.size(); ++i) CHECK(a[i].text == b[i].text);
+  CHECK(make_quiz(43, 10)[0].text != a[0].text);
+}
+
+TEST_CASE("quiz: --count and --kind are checked") {
+  CHECK(test::input_error([] { make_quiz(1, 0); }).find("--count") != std::string::npos);
+  CHECK(test::input_error([] { make_quiz(1, 101); }).find("--count") != std::string::npos);
+  CHECK(test::input_error([] { parse_quiz_kind("kv"); }).find("--kind") != std::string::npos);
+  for (QuizKind k : all_quiz_kinds()) CHECK(parse_quiz_kind(quiz_kind_name(k)) == k);
+}
+
+TEST_CASE("quiz: asked one by one, scored; a skipped line and the end of input are handled") {
+  app::QuizFlags f;
+  f.seed = 5;
+  f.count = 3;
+  const auto quiz = make_quiz(5, 3);
+  std::istringstream in(std::to_string(quiz[0].answer) + " units\nnot a number\n");
+  std::ostringstream out;
+  CHECK(app::run_quiz(f, in, out) == 0);
+  const std::string text = out.str();
+  CHECK(text.find("✓ accepted") != std::string::npos);
+  CHECK(text.find("skipped") != std::string::npos);
+  CHECK(text.find("no more input") != std::string::npos);
+  CHECK(text.find("score: 1 of 2 answered correctly (3 questions)") != std::string::npos);
+}
+
+}  // namespace
+}  // namespace kvlab
