@@ -89,6 +89,47 @@ std::string bytes_text(double b) {
 
 // ---- with no options: the documents' figures ------------------------------------------------
 
+/// One line of the "over context" sweep: a model, possibly with its K/V heads overridden.
+struct SweepLine {
+  std::string label;
+  const ModelSpec* model;
+  std::optional<std::uint64_t> kv_heads;
+};
+
+/// The cache in GiB at contexts 128, 256, ... up to ctx_max (and ctx_max itself), for each line:
+/// a table and the same numbers as a log-log plot (`--plot`). A size past 64 bits is left out.
+void add_context_sweep(Result& r, const std::vector<SweepLine>& lines, std::uint64_t batch, CacheDtype dtype,
+                       std::uint64_t ctx_max, const KvSizeParts& parts) {
+  std::vector<std::uint64_t> contexts;
+  for (std::uint64_t c = std::min<std::uint64_t>(128, ctx_max); c < ctx_max && contexts.size() < 40; c *= 2)
+    contexts.push_back(c);
+  contexts.push_back(ctx_max);
+  Table t{fmt::format("KV cache over context (GiB), batch {}, {}", batch, cache_dtype_name(dtype)), {"ctx"}, {}};
+  Plot p{fmt::format("KV cache over context, batch {}, {}", batch, cache_dtype_name(dtype)), "context (tokens)",
+         "KV cache (GiB)", true, true, {}};
+  for (const auto& line : lines) {
+    t.columns.push_back(line.label);
+    p.series.push_back({line.label, {}, {}, "linespoints"});
+  }
+  for (std::uint64_t c : contexts) {
+    std::vector<Cell> row{static_cast<std::int64_t>(c)};
+    for (std::size_t i = 0; i < lines.size(); ++i) {
+      double gib = std::numeric_limits<double>::quiet_NaN();
+      try {
+        gib = static_cast<double>(parts.cache_size(*lines[i].model, KvQuery{batch, c, dtype, lines[i].kv_heads})
+                                      .total_bytes) / kGiB;
+      } catch (const InputError&) {  // past 64 bits: no point, "—" in the table
+      }
+      row.push_back(std::isnan(gib) ? Cell{std::string("—")} : Cell{gib});
+      p.series[i].x.push_back(static_cast<double>(c));
+      p.series[i].y.push_back(gib);
+    }
+    t.rows.push_back(std::move(row));
+  }
+  r.tables.push_back(std::move(t));
+  r.plots.push_back(std::move(p));
+}
+
 Result course_table(const KvSizeParts& parts) {
   Result r{kName, kSource, kClaim, {}, {}, {}, {}};
   const auto size = [&](const ModelSpec& m, std::uint64_t batch, std::uint64_t ctx, CacheDtype d,
@@ -272,6 +313,9 @@ Result course_table(const KvSizeParts& parts) {
             Stated::parse("8", "8×"),
             fmt::format("{} B / {} B", format_number(mha.bytes_per_token), format_number(s70.bytes_per_token))});
 
+  add_context_sweep(r, {{"llama-2-7b (MHA)", &l2_7, {}}, {"llama-2-13b (MHA)", &l2_13, {}},
+                        {"llama-2-70b (GQA-8)", &l2_70, {}}, {"llama-3-8b (GQA-8)", &l3_8, {}}},
+                    1, CacheDtype::bf16, 32768, parts);
   r.metric("bytes_per_token", s70.bytes_per_token);
   r.metric_exact("bytes", bytes_gqa);
   r.metric("bytes_per_token_llama_2_7b", s7.bytes_per_token);
@@ -398,6 +442,13 @@ Result calculator(const KvSizeOptions& o, const KvSizeParts& parts) {
                                   "that use the window keep at most {} positions; the figures "
                                   "above cache every position.", m.name, *m.sliding_window,
                                   *m.sliding_window));
+  std::vector<SweepLine> lines{{q.kv_heads ? fmt::format("{} with {} K/V heads", m.name, *q.kv_heads) : m.name,
+                                &m, q.kv_heads}};
+  if (!s.layout.mla && m.n_head > 1) {
+    if (s.layout.kv_heads != m.n_head) lines.push_back({fmt::format("as MHA ({} K/V heads)", m.n_head), &m, m.n_head});
+    if (s.layout.kv_heads != 1) lines.push_back({"as MQA (1 K/V head)", &m, std::uint64_t{1}});
+  }
+  add_context_sweep(r, lines, q.batch, q.dtype, q.ctx, parts);
   if (q.dtype == CacheDtype::int4)
     r.notes.push_back("int4 packs two elements per byte; a final half byte occupies a whole one.");
   if (s.layout.mla)
@@ -426,6 +477,7 @@ class KvSizeCheck final : public Check {
   std::string name() const override { return kName; }
   std::string source() const override { return kSource; }
   std::string summary() const override { return kSummary; }
+  bool has_plot() const override { return true; }
   std::string derivation() const override {
     return "Per token and layer the cache holds a key and a value vector for each KV head:\n"
            "  elements = 2 · n_kv_head · head_dim\n"

@@ -38,3 +38,6 @@ expect_exit 2 quiz --kind kv
 expect_stderr_mentions --kind quiz --kind kv
 if printf '1\n2\n' | "$kvlab" quiz --count 3 | grep -q "score: "; then echo "ok: quiz reads answers and scores"
 else echo "FAIL: kvlab quiz with piped answers prints no score"; failures=$((failures + 1)); fi
+
+# kv-size draws the cache over context (the model, and its MHA and MQA variants).
+KVLAB_GNUPLOT=/nonexistent expect_exit 0 kv-size --model llama-3-70b --ctx 8192 --plot term

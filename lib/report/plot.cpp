@@ -103,7 +103,7 @@ std::string gnuplot_script(const std::vector<Plot>& plots, const PlotTarget& tar
                      quoted(target.svg_path));
     if (plots.size() > 1) s += fmt::format("set multiplot layout {},1\n", plots.size());
   }
-  s += "set termoption noenhanced\nset key outside right top\nset grid\n";
+  s += "set termoption noenhanced\nset grid\n";
   for (std::size_t p = 0; p < plots.size(); ++p) {
     const Plot& plot = plots[p];
     for (std::size_t i = 0; i < plot.series.size(); ++i) {
@@ -119,6 +119,8 @@ std::string gnuplot_script(const std::vector<Plot>& plots, const PlotTarget& tar
     }
     s += fmt::format("set title {}\nset xlabel {}\nset ylabel {}\n", quoted(plot.title),
                      quoted(plot.x_label), quoted(plot.y_label));
+    const bool legend_ok = plot.legend.find_first_not_of("abcdefghijklmnopqrstuvwxyz ") == std::string::npos;
+    s += fmt::format("set key {} box opaque\n", legend_ok ? plot.legend : "top left");
     s += plot.log_x ? "set logscale x\n" : "unset logscale x\n";
     s += plot.log_y ? "set logscale y\n" : "unset logscale y\n";
     std::string cmd = "plot ";

@@ -43,6 +43,7 @@ struct Plot {
   std::string x_label, y_label;  ///< axis labels with units
   bool log_x = false, log_y = false;
   std::vector<PlotSeries> series;
+  std::string legend = "top left";  ///< where the legend goes (gnuplot `set key` position)
 };
 
 /// A figure as the document states it, e.g. Stated::parse("0.27") or Stated{"≈ 140 tok/s", 140, 5}.
