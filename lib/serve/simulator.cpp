@@ -259,12 +259,14 @@ double quantile(std::vector<double> v, double q) {
 
 namespace {
 double mean(const std::vector<double>& v) {
-  if (v.empty()) return std::numeric_limits<double>::quiet_NaN();
+  if (v.empty()) return 0.0;
   double s = 0.0;
   for (double x : v) s += x;
   return s / static_cast<double>(v.size());
 }
 }  // namespace
+
+static double q_or_0(const std::vector<double>& v, double q) { return v.empty() ? 0.0 : quantile(v, q); }
 
 SimSummary summarize(const SimResult& r) {
   SimSummary s;
@@ -282,11 +284,11 @@ SimSummary summarize(const SimResult& r) {
     s.requests_per_s = static_cast<double>(r.requests.size()) / r.makespan_s;
     s.busy_fraction = r.busy_s / r.makespan_s;
   }
-  s.ttft_mean_s = mean(ttft), s.ttft_p50_s = quantile(ttft, 0.5), s.ttft_p99_s = quantile(ttft, 0.99);
-  s.tpot_mean_s = mean(tpot), s.tpot_p50_s = quantile(tpot, 0.5), s.tpot_p99_s = quantile(tpot, 0.99);
-  s.itl_mean_s = mean(r.gaps_s), s.itl_p50_s = quantile(r.gaps_s, 0.5), s.itl_p99_s = quantile(r.gaps_s, 0.99);
+  s.ttft_mean_s = mean(ttft), s.ttft_p50_s = q_or_0(ttft, 0.5), s.ttft_p99_s = q_or_0(ttft, 0.99);
+  s.tpot_mean_s = mean(tpot), s.tpot_p50_s = q_or_0(tpot, 0.5), s.tpot_p99_s = q_or_0(tpot, 0.99);
+  s.itl_mean_s = mean(r.gaps_s), s.itl_p50_s = q_or_0(r.gaps_s, 0.5), s.itl_p99_s = q_or_0(r.gaps_s, 0.99);
   s.itl_max_s = r.gaps_s.empty() ? 0.0 : *std::max_element(r.gaps_s.begin(), r.gaps_s.end());
-  s.latency_mean_s = mean(lat), s.latency_p50_s = quantile(lat, 0.5), s.latency_p99_s = quantile(lat, 0.99);
+  s.latency_mean_s = mean(lat), s.latency_p50_s = q_or_0(lat, 0.5), s.latency_p99_s = q_or_0(lat, 0.99);
   double stored = 0, held = 0, batch = 0, time = 0;
   for (const StepRecord& st : r.steps) {
     stored += static_cast<double>(st.stored_tokens) * st.duration_s;

@@ -139,7 +139,8 @@ SimResult simulate(const std::vector<Request>& trace, const SimConfig& cfg, cons
 /// NaN for an empty list.
 double quantile(std::vector<double> values, double q);
 
-/// Figures of a SimResult. Times in simulated seconds.
+/// Figures of a SimResult. Times in simulated seconds; a mean or quantile over no samples is 0
+/// (e.g. TPOT when every output is one token).
 struct SimSummary {
   double throughput_tok_s = 0.0;  ///< tokens emitted / makespan
   double requests_per_s = 0.0;
