@@ -27,6 +27,18 @@ std::uint64_t slots_for(KvAllocator kind, std::uint64_t len, std::uint64_t max_l
   return 0;
 }
 
+std::uint64_t requests_that_fit(KvAllocator kind, const std::vector<std::uint64_t>& lengths,
+                                std::uint64_t capacity_tokens, std::uint64_t max_len, std::uint64_t block) {
+  std::uint64_t used = 0, k = 0;
+  for (std::uint64_t len : lengths) {
+    const std::uint64_t need = slots_for(kind, len, max_len, block);
+    if (need > capacity_tokens - used) break;
+    used += need;
+    ++k;
+  }
+  return k;
+}
+
 namespace {
 
 // First-fit contiguous reservations in [0, capacity).

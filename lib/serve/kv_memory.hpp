@@ -19,6 +19,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace kvlab::serve {
 
@@ -53,5 +54,12 @@ std::unique_ptr<KvMemory> make_kv_memory(KvAllocator kind, std::uint64_t capacit
 /// Slots a request of final length `len` holds under `kind` (max_length: max_len; exact: len;
 /// paged: ⌈len / block⌉·block), tokens.
 std::uint64_t slots_for(KvAllocator kind, std::uint64_t len, std::uint64_t max_len, std::uint64_t block);
+
+/// How many requests of final lengths `lengths` (prompt + output, in order) fit together in
+/// `capacity_tokens` slots under `kind`: the largest k with Σ_{i<k} slots_for(len_i) <= capacity
+/// (a contiguous allocator packs them back to back from an empty pool, so no holes). The "largest
+/// batch each allocator fits" of 000 §2.3 / §5.2, counted at every request's final length.
+std::uint64_t requests_that_fit(KvAllocator kind, const std::vector<std::uint64_t>& lengths,
+                                std::uint64_t capacity_tokens, std::uint64_t max_len, std::uint64_t block);
 
 }  // namespace kvlab::serve
