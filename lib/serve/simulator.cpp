@@ -79,6 +79,21 @@ SimResult simulate(const std::vector<Request>& trace, const SimConfig& cfg, cons
                                                : slots_for(cfg.allocator, final_len(i), cfg.max_len, cfg.block);
   };
 
+  // vLLM's recompute preemption: free everything, requeue at the front, prefill prompt + emitted
+  // tokens again on readmission. recomputed_tokens telescopes to Σ discarded progress + the last
+  // re-prefill's extra positions, so that prefill_tokens = prompt + recomputed_tokens at the end.
+  const auto preempt = [&](std::size_t v) {
+    mem->release(trace[v].id);
+    RequestRecord& rec = out.requests[v];
+    const std::uint64_t new_target = trace[v].prompt_tokens + rec.tokens_emitted;
+    rec.recomputed_tokens += st[v].done + new_target - st[v].target;
+    st[v] = State{};
+    st[v].target = new_target;
+    waiting.push_front(v);
+    ++rec.preemptions;
+    ++out.preemptions;
+  };
+
   while (finished < n) {
     if (out.steps.size() >= cfg.max_steps)
       throw std::logic_error(fmt::format("simulate: more than {} steps", cfg.max_steps));
@@ -128,25 +143,11 @@ SimResult simulate(const std::vector<Request>& trace, const SimConfig& cfg, cons
         while (!ok && running.size() > k + 1) {  // preempt the newest other request
           const std::size_t v = running.back();
           running.pop_back();
-          mem->release(trace[v].id);
-          const std::uint64_t emitted = out.requests[v].tokens_emitted;
-          st[v] = State{};
-          st[v].target = trace[v].prompt_tokens + emitted;
-          waiting.push_front(v);
-          ++out.requests[v].preemptions;
-          out.requests[v].recomputed_tokens += st[v].target;
-          ++out.preemptions;
+          preempt(v);
           ok = mem->reserve(trace[i].id, s.cached + 1, final_len(i));
         }
         if (!ok) {  // i is the newest: preempt it
-          mem->release(trace[i].id);
-          const std::uint64_t emitted = out.requests[i].tokens_emitted;
-          st[i] = State{};
-          st[i].target = trace[i].prompt_tokens + emitted;
-          waiting.push_front(i);
-          ++out.requests[i].preemptions;
-          out.requests[i].recomputed_tokens += st[i].target;
-          ++out.preemptions;
+          preempt(i);
           running.erase(running.begin() + static_cast<std::ptrdiff_t>(k));
           break;  // everyone before k already has room; i was the last in admission order
         }

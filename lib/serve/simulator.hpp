@@ -99,7 +99,9 @@ struct RequestRecord {
   std::uint64_t prefill_tokens = 0;  ///< prompt positions computed (recompute included)
   std::uint64_t prefill_chunks = 0;  ///< non-empty chunks that computed them
   std::uint64_t preemptions = 0;
-  std::uint64_t recomputed_tokens = 0;  ///< Σ prompt + emitted over its preemptions (re-prefilled)
+  /// Prompt positions computed beyond the prompt because of preemptions: progress discarded, plus
+  /// the emitted tokens the last re-prefill covers. prefill_tokens = prompt + this, exactly.
+  std::uint64_t recomputed_tokens = 0;
 };
 
 /// One engine step. Memory figures are after the step.
