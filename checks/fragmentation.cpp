@@ -16,9 +16,10 @@
 //     slot is free again at the end;
 //   - paging's waste per sequence lies in [0, block − 1] slots (exact bound), hence its
 //     utilization is at least Σ stored / Σ (stored + (block − 1)·running) (computed from the steps);
-//   - max-length preallocation runs min(requests, ⌊capacity / max_len⌋) requests at most (exact);
+//   - max-length preallocation runs min(requests, ⌊capacity / max_len⌋) requests at most (exact,
+//     and reached when every request is queued at t = 0);
 //   - utilization of each allocator recomputed by the check from the rule (± 1e-12 relative),
-//     ordered paged > exact > max-length; the course's ~70% is compared at its precision (an
+//     ordered paged >= exact >= max-length; the course's ~70% is compared at its precision (an
 //     erratum on this workload: see E13) and the vLLM paper's 20.4–38.2% is shown beside it;
 //   - the largest batch each fits at final length, paged / max-length against the course's 2–4×.
 //
@@ -47,7 +48,10 @@ constexpr const char* kName = "fragmentation";
 constexpr const char* kSource = "000 §5.1–5.2, §2.3; 003 part 6";
 constexpr const char* kSummary =
     "KV memory utilization and batch size: max-length preallocation vs exact contiguous vs paging";
-constexpr std::int64_t kMaxRequests = 3000;
+constexpr std::int64_t kMaxRequests = 2000;
+// Blocks up to 512 tokens: beyond, a page approaches the whole max_len and paging turns into
+// max-length preallocation (at 2048 it is exactly that).
+constexpr std::int64_t kMaxBlock = 512;
 constexpr std::int64_t kLongRequests = 2000;
 // Utilization is a ratio of two sums of positive terms over the steps, on both paths: within
 // γ_(n+2) of exact each, n the steps; kvlab uses 4·n·u (u ≈ 1.1e-16, rounded up), at least 1e-12.
@@ -69,7 +73,7 @@ struct AllocRun {
 Result run_fragmentation(const FragmentationOptions& o, const RunContext& ctx, const FragmentationParts& parts) {
   require_range("--requests", o.requests, 1, kMaxRequests);
   require_range("--kv-tokens", o.kv_tokens, 2048, 4'000'000);
-  require_range("--block", o.block, 1, 2048);
+  require_range("--block", o.block, 1, kMaxBlock);
   require_finite_range("--rate", o.rate, 0.0, 1000.0);
   ModelSpec m;
   GpuSpec g;
@@ -139,9 +143,16 @@ Result run_fragmentation(const FragmentationOptions& o, const RunContext& ctx, c
                        static_cast<double>(B - 1), static_cast<double>(pg.waste_max),
                        "exact bound: a sequence's last block has 0 to block − 1 empty slots"));
   const std::uint64_t mx_fit = std::min<std::uint64_t>(trace.size(), M / L);
-  r.expect({fmt::format("max-length: largest running batch in {} slots", M), "000 §5.1", "requests",
-            static_cast<double>(mx_fit), 0.0, fmt::format("exact: min(requests, ⌊{} / {}⌋)", M, L),
-            static_cast<double>(mx.max_batch), std::nullopt, ""});
+  if (o.rate == 0.0)
+    r.expect({fmt::format("max-length: largest running batch in {} slots", M), "000 §5.1", "requests",
+              static_cast<double>(mx_fit), 0.0,
+              fmt::format("exact: min(requests, ⌊{} / {}⌋), all requests queued at t = 0", M, L),
+              static_cast<double>(mx.max_batch), std::nullopt, ""});
+  else
+    r.expect(in_interval(fmt::format("max-length: largest running batch in {} slots", M), "000 §5.1", "requests", 1.0,
+                         static_cast<double>(mx_fit), static_cast<double>(mx.max_batch),
+                         fmt::format("exact bound: 1 to min(requests, ⌊{} / {}⌋); arrivals over time may "
+                                     "keep the batch below it", M, L)));
 
   // Utilization: the allocator's held slots (measured) vs the rule's (expected).
   const double n_steps = static_cast<double>(std::max({mx.sim.steps.size(), ex.sim.steps.size(), pg.sim.steps.size()}));
@@ -173,10 +184,11 @@ Result run_fragmentation(const FragmentationOptions& o, const RunContext& ctx, c
                        pg.util_floor * 100 * (1 - rel), 100.0, pg.sum.utilization * 100,
                        "exact bound from the per-sequence waste bound (± rounding): paging's waste is the "
                        "last block only"));
-  r.expect(yes_no(fmt::format("utilization ordered: paged {:.1f}% > exact {:.1f}% > max-length {:.1f}%",
+  r.expect(yes_no(fmt::format("utilization ordered: paged {:.1f}% >= exact {:.1f}% >= max-length {:.1f}%",
                               pg.sum.utilization * 100, ex.sum.utilization * 100, mx.sum.utilization * 100),
-                  "000 §0 (3)", pg.sum.utilization > ex.sum.utilization && ex.sum.utilization > mx.sum.utilization,
-                  "a comparison of three simulations of the same trace: yes/no"));
+                  "000 §0 (3)", pg.sum.utilization >= ex.sum.utilization && ex.sum.utilization >= mx.sum.utilization,
+                  "a comparison of three simulations of the same trace: yes/no (ties are legitimate, e.g. "
+                  "every request max_len long)"));
 
   // Largest batch at final length: the library's count vs the check's own prefix sums.
   std::vector<std::uint64_t> lens;
@@ -295,7 +307,7 @@ class FragmentationCheck final : public Check {
   void bind(CLI::App& sub) override {
     sub.add_option("--requests", o_.requests, "Requests in the trace (default 200; --long 2000)")->check(IntRange(1, kMaxRequests));
     sub.add_option("--kv-tokens", o_.kv_tokens, "KV memory in token slots (default 32768)")->check(IntRange(2048, 4'000'000));
-    sub.add_option("--block", o_.block, "Paged block size in tokens (default 16)")->check(IntRange(1, 2048));
+    sub.add_option("--block", o_.block, "Paged block size in tokens, up to 512 (default 16)")->check(IntRange(1, kMaxBlock));
     sub.add_option("--rate", o_.rate, "Poisson arrivals/s; 0 = all queued at t = 0 (default)")->check(FiniteRange(0.0, 1000.0));
     sub.add_option("--model", o_.model, "Catalogue model whose cache is simulated (default llama-2-7b; N = 7e9)");
     sub.add_option("--gpu", o_.gpu, "Catalogue GPU (default a100-80gb)");

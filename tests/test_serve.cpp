@@ -292,9 +292,13 @@ TEST_CASE("fragmentation: passes, and fails with an allocator that loses blocks 
   o.kv_tokens = 100;
   CHECK(input_error([&] { run_fragmentation(o, ctx); }).find("--kv-tokens") != std::string::npos);
   o = FragmentationOptions{};
-  o.block = 2000;  // one 2048-token request needs 4000 slots in blocks of 2000
-  o.kv_tokens = 3000;
-  CHECK(input_error([&] { run_fragmentation(o, ctx); }).find("--kv-tokens") != std::string::npos);
+  o.block = 1000;  // over the 512 cap
+
+  CHECK(input_error([&] { run_fragmentation(o, ctx); }).find("--block") != std::string::npos);
+  o = FragmentationOptions{};
+  o.block = 512;  // one 2048-token request needs 2048 slots in blocks of 512: fine at 2048
+  o.kv_tokens = 2048;
+  CHECK(run_fragmentation(o, ctx).passed());
   o = FragmentationOptions{};
   o.model = "nosuch";
   CHECK(input_error([&] { run_fragmentation(o, ctx); }).find("--model") != std::string::npos);
