@@ -56,6 +56,8 @@ class StepTimeModel {
   StepTimeModel(const ModelSpec& m, const GpuSpec& g, double n_params, double bytes_per_param,
                 CacheDtype cache_dtype = CacheDtype::bf16);
 
+  /// The roofline of one step doing `w` (formulas at the top of this file); all zeros when `w`
+  /// has no token to compute (no decodes, only empty chunks). Throws nothing.
   StepTime cost(const StepWork& w) const;
 
   double attention_flops_per_pair() const { return attn_per_pair_; }  ///< a, FLOP

@@ -65,6 +65,7 @@ struct TraceStats {
   std::uint64_t prompt_max = 0, output_max = 0, len_max = 0;  ///< len = prompt + output
   std::uint64_t prompt_total = 0, output_total = 0;
 };
+/// Counts, means and maxima of `trace` (zeros for an empty trace). Throws nothing.
 TraceStats trace_stats(const std::vector<Request>& trace);
 
 }  // namespace kvlab::serve
