@@ -79,9 +79,10 @@ Result run_continuous_batching(const ContinuousBatchingOptions& o, const RunCont
   cfg.max_len = ts.max_len;
 
   serve::SimParts sp;
-  sp.progress = progress_bar(o.long_run, "continuous-batching");
+  sp.progress = progress_bar(o.long_run, "continuous-batching, static    ");
   cfg.policy = serve::Policy::static_batching;
   const serve::SimResult st = parts.simulate(trace, cfg, engine, sp);
+  sp.progress = progress_bar(o.long_run, "continuous-batching, continuous");
   cfg.policy = serve::Policy::continuous;
   const serve::SimResult co = parts.simulate(trace, cfg, engine, sp);
   const serve::SimSummary ss = serve::summarize(st), cs = serve::summarize(co);

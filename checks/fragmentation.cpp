@@ -93,9 +93,9 @@ Result run_fragmentation(const FragmentationOptions& o, const RunContext& ctx, c
 
   serve::SimParts sp;
   sp.make_memory = parts.make_memory;
-  sp.progress = progress_bar(o.long_run, "fragmentation");
   std::vector<AllocRun> runs;
   for (serve::KvAllocator kind : kAllocators) {
+    sp.progress = progress_bar(o.long_run, fmt::format("fragmentation, {:<24}", serve::allocator_name(kind)));
     serve::SimConfig cfg;
     cfg.policy = serve::Policy::continuous;
     cfg.max_batch = 4096;  // memory, not a batch limit, bounds the batch
