@@ -1,0 +1,262 @@
+// continuous-batching — iteration-level scheduling (Orca) against static batching on one trace.
+// Source: 000 §0 item 4, §3.3; 003 part 6 ("control returns to the scheduler after every token").
+//
+// Claim: static batching waits for the whole batch (short requests are held hostage by long
+// ones, new requests wait for the batch to end); iteration-level scheduling lets finished
+// requests leave and waiting ones join after every step, so on the same trace it gives a lower
+// mean TTFT, short requests return as soon as they are done, and throughput does not drop.
+//
+// The simulation (lib/serve/simulator.hpp): a seeded ShareGPT-like trace (lib/serve/trace.hpp),
+// a 7B model (N = 7e9, bf16, llama-2-7b's cache) on one A100-80GB, step times from the roofline,
+// paged KV memory of (80 GB − weights) / KV bytes per token slots. Expected:
+//   - exact accounting: tokens emitted = Σ output lengths; prompt tokens computed = Σ prompts (+
+//     recomputed ones after a preemption); busy time <= makespan (utilization <= 1) — ± 0;
+//   - static semantics, checked from the step series: no request joins while a batch member is
+//     unfinished (count 0); continuous: every response returns at its own last token (count 0);
+//   - on this trace: continuous's mean TTFT <= static's, its throughput >= static's, and the
+//     shortest quarter of requests (by output length) gets its responses no later: yes/no rows
+//     (ties are legitimate: a batch of one is served alike; the tables show the margins).
+// The figures (throughput, TTFT, TPOT, inter-token latency: mean, p50, p99) are in the tables;
+// they depend on the trace, the rate and the batch size, which the output states.
+//
+//   kvlab continuous-batching
+//   kvlab continuous-batching --rate 4 --max-batch 64 --requests 500 --seed 7
+//   kvlab continuous-batching --long --format csv     every request and step, for plotting
+#include "continuous_batching.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include "core/error.hpp"
+#include "report/writers.hpp"
+#include "support/options.hpp"
+#include "support/serve_common.hpp"
+
+namespace kvlab::checks {
+namespace {
+
+constexpr const char* kName = "continuous-batching";
+constexpr const char* kSource = "000 §0 (4), §3.3; 003 part 6";
+constexpr const char* kSummary =
+    "Static vs iteration-level (Orca) batching on one simulated trace: throughput, TTFT, TPOT";
+constexpr std::int64_t kMaxRequests = 2000;
+constexpr std::int64_t kLongRequests = 2000;
+
+double mean_of(const std::vector<double>& v) {
+  return v.empty() ? 0.0 : std::accumulate(v.begin(), v.end(), 0.0) / static_cast<double>(v.size());
+}
+
+}  // namespace
+
+Result run_continuous_batching(const ContinuousBatchingOptions& o, const RunContext& ctx,
+                               const ContinuousBatchingParts& parts) {
+  require_range("--requests", o.requests, 1, kMaxRequests);
+  require_finite_range("--rate", o.rate, 0.01, 1000.0);
+  require_range("--max-batch", o.max_batch, 1, 1024);
+  ModelSpec m;
+  GpuSpec g;
+  const serve::StepTimeModel engine = serve_engine(o.model, o.gpu, &m, &g);
+
+  serve::TraceSpec ts;
+  ts.requests = static_cast<std::uint64_t>(o.long_run && o.requests == 200 ? kLongRequests : o.requests);
+  ts.rate_per_s = o.rate;
+  ts.seed = ctx.seed;
+  const std::vector<serve::Request> trace = serve::generate_trace(ts);
+  const serve::TraceStats stats = serve::trace_stats(trace);
+
+  const double free_bytes = static_cast<double>(g.memory_bytes) - engine.weight_bytes();
+  if (free_bytes < engine.kv_bytes_per_token() * static_cast<double>(ts.max_len))
+    throw InputError(fmt::format("--gpu, --model: {} leaves no room for one {}-token sequence next to "
+                                 "the weights", g.name, ts.max_len));
+  serve::SimConfig cfg;
+  cfg.max_batch = static_cast<std::uint64_t>(o.max_batch);
+  cfg.allocator = serve::KvAllocator::paged;
+  cfg.kv_tokens = static_cast<std::uint64_t>(free_bytes / engine.kv_bytes_per_token());
+  cfg.max_len = ts.max_len;
+
+  serve::SimParts sp;
+  sp.progress = progress_bar(o.long_run, "continuous-batching, static    ");
+  cfg.policy = serve::Policy::static_batching;
+  const serve::SimResult st = parts.simulate(trace, cfg, engine, sp);
+  sp.progress = progress_bar(o.long_run, "continuous-batching, continuous");
+  cfg.policy = serve::Policy::continuous;
+  const serve::SimResult co = parts.simulate(trace, cfg, engine, sp);
+  const serve::SimSummary ss = serve::summarize(st), cs = serve::summarize(co);
+
+  Result r;
+  r.check = kName;
+  r.source = kSource;
+  r.claim = "Static batching makes every request wait for its whole batch (short ones for the "
+            "longest, new ones for the batch to end); iteration-level scheduling (Orca) returns "
+            "control to the scheduler after every step, so finished requests leave and waiting "
+            "ones join at once: lower TTFT and latency for short requests, no loss of throughput.";
+
+  // ---- exact accounting, both schedulers ----
+  std::uint64_t want_tokens = 0, want_prefill = 0;
+  for (const auto& q : trace) want_tokens += q.output_tokens;
+  for (const auto* res : {&st, &co}) {
+    const bool is_static = res == &st;
+    const std::string who = is_static ? "static" : "continuous";
+    std::uint64_t emitted = 0, prefill = 0, recomputed = 0;
+    for (const auto& q : res->requests) emitted += q.tokens_emitted, prefill += q.prefill_tokens, recomputed += q.recomputed_tokens;
+    want_prefill = stats.prompt_total + recomputed;
+    r.expect({fmt::format("{}: tokens emitted − Σ output lengths", who), "000 §3.3", "tokens", 0.0, 0.0,
+              "exact count: every request emits exactly its output length", static_cast<double>(emitted) - static_cast<double>(want_tokens),
+              std::nullopt, ""});
+    r.expect({fmt::format("{}: prompt tokens computed − (Σ prompts + recomputed)", who), "000 §3.3", "tokens", 0.0, 0.0,
+              "exact count: each prompt position is computed once (again after a preemption)",
+              static_cast<double>(prefill) - static_cast<double>(want_prefill), std::nullopt, ""});
+    r.expect(in_interval(fmt::format("{}: engine utilization, busy time / makespan", who), "003 part 6", "",
+                         0.0, 1.0 + 1e-12, res->makespan_s > 0 ? res->busy_s / res->makespan_s : 0.0,
+                         "a fraction: in [0, 1] (+1e-12 for the sum of step times in double)"));
+  }
+  // ---- scheduler semantics, from the step series ----
+  std::uint64_t joins_while_running = 0;
+  for (const auto& s : st.steps) joins_while_running += (s.admitted > 0 && s.running_before > 0) ? 1 : 0;
+  r.expect({"static: steps where a request joins while a batch member is unfinished", "000 §3.3", "steps", 0.0, 0.0,
+            "static batching admits only into an empty engine: any join is a scheduler bug",
+            static_cast<double>(joins_while_running), std::nullopt, ""});
+  std::uint64_t held_back = 0;
+  for (const auto& q : co.requests) held_back += q.returned_s != q.last_token_s ? 1 : 0;
+  r.expect({"continuous: responses not returned at their own last token", "000 §3.3", "requests", 0.0, 0.0,
+            "iteration-level: a finished request leaves after the step that emits its last token",
+            static_cast<double>(held_back), std::nullopt, ""});
+
+  // ---- the comparison on this trace ----
+  std::vector<std::size_t> order(trace.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+    return trace[a].output_tokens < trace[b].output_tokens;
+  });
+  const std::size_t quarter = std::max<std::size_t>(1, trace.size() / 4);
+  std::vector<double> short_static, short_cont, wait_static;
+  for (std::size_t k = 0; k < quarter; ++k) {
+    const std::size_t i = order[k];
+    short_static.push_back(st.requests[i].returned_s - st.requests[i].arrival_s);
+    short_cont.push_back(co.requests[i].returned_s - co.requests[i].arrival_s);
+    wait_static.push_back(st.requests[i].returned_s - st.requests[i].last_token_s);
+  }
+  const double ls = mean_of(short_static), lc = mean_of(short_cont), ws = mean_of(wait_static);
+  const std::string trace_words = fmt::format("{} requests, Poisson {:g}/s, batch {}", trace.size(), o.rate, o.max_batch);
+  // Ties are legitimate (a batch of one request is served the same way by both), so "no worse";
+  // the table and the metrics show by how much continuous is better on this trace.
+  r.expect(yes_no(fmt::format("mean TTFT: continuous {:.4g} s <= static {:.4g} s ({})", cs.ttft_mean_s, ss.ttft_mean_s, trace_words),
+                  "000 §3.3", cs.ttft_mean_s <= ss.ttft_mean_s,
+                  "a comparison of two simulations of the same trace: yes/no",
+                  "传统 static batching：等整个 batch 都跑完才放新请求进来"));
+  r.expect(yes_no(fmt::format("throughput: continuous {:.5g} tok/s >= static {:.5g} tok/s", cs.throughput_tok_s, ss.throughput_tok_s),
+                  "000 §3.3", cs.throughput_tok_s >= ss.throughput_tok_s, "a comparison on the same trace: yes/no"));
+  r.expect(yes_no(fmt::format("shortest quarter ({} requests): mean latency continuous {:.4g} s <= static {:.4g} s",
+                              quarter, lc, ls),
+                  "000 §3.3", lc <= ls, "a comparison on the same trace: yes/no", "短请求被长请求拖死"));
+
+  // ---- tables ----
+  Table cmp{"static vs continuous on the same trace (simulated time)",
+            {"quantity", "static", "continuous", "unit"}, {}};
+  auto row = [&](const std::string& q, double a, double b, const std::string& u) { cmp.rows.push_back({q, a, b, u}); };
+  row("throughput", ss.throughput_tok_s, cs.throughput_tok_s, "tok/s");
+  row("requests per second", ss.requests_per_s, cs.requests_per_s, "req/s");
+  row("makespan", st.makespan_s, co.makespan_s, "s");
+  row("TTFT mean", ss.ttft_mean_s, cs.ttft_mean_s, "s");
+  row("TTFT p50", ss.ttft_p50_s, cs.ttft_p50_s, "s");
+  row("TTFT p99", ss.ttft_p99_s, cs.ttft_p99_s, "s");
+  row("TPOT mean", ss.tpot_mean_s, cs.tpot_mean_s, "s/token");
+  row("TPOT p50", ss.tpot_p50_s, cs.tpot_p50_s, "s/token");
+  row("TPOT p99", ss.tpot_p99_s, cs.tpot_p99_s, "s/token");
+  row("inter-token latency mean", ss.itl_mean_s, cs.itl_mean_s, "s");
+  row("inter-token latency p50", ss.itl_p50_s, cs.itl_p50_s, "s");
+  row("inter-token latency p99", ss.itl_p99_s, cs.itl_p99_s, "s");
+  row("request latency mean (arrival → response)", ss.latency_mean_s, cs.latency_mean_s, "s");
+  row("request latency p99", ss.latency_p99_s, cs.latency_p99_s, "s");
+  row("shortest quarter: latency mean", ls, lc, "s");
+  row("shortest quarter: wait after its last token for the batch", ws, 0.0, "s");
+  row("mean running batch (time-weighted; static: unfinished members)", ss.mean_batch, cs.mean_batch, "requests");
+  row("static padding decodes (finished members)", static_cast<double>(std::accumulate(st.steps.begin(), st.steps.end(), std::uint64_t{0}, [](std::uint64_t a, const serve::StepRecord& s) { return a + s.padding; })), 0.0, "tokens");
+  row("KV utilization (stored / held slots, paged)", ss.utilization, cs.utilization, "");
+  row("steps", static_cast<double>(st.steps.size()), static_cast<double>(co.steps.size()), "");
+  r.tables.push_back(std::move(cmp));
+  Table tr{"trace and engine", {"quantity", "value", "unit / from"}, {}};
+  tr.rows.push_back({"requests", static_cast<std::int64_t>(stats.requests), fmt::format("seed {}", ctx.seed)});
+  tr.rows.push_back({"arrival rate", o.rate, "requests/s (Poisson)"});
+  tr.rows.push_back({"prompt mean (drawn)", stats.prompt_mean, "tokens; log-normal, mean 161.31, σ 1, ≤ 1024"});
+  tr.rows.push_back({"output mean (drawn)", stats.output_mean, "tokens; log-normal, mean 337.99, σ 1, ≤ 2048 − prompt"});
+  tr.rows.push_back({"engine", fmt::format("{} (N = 7e9, bf16) on {}", m.name, g.name), "step time: roofline max(FLOPs/peak, bytes/BW)"});
+  tr.rows.push_back({"KV memory", static_cast<std::int64_t>(cfg.kv_tokens), "token slots: (memory − weights) / KV bytes per token, paged, block 16"});
+  tr.rows.push_back({"batch limit", static_cast<std::int64_t>(o.max_batch), "static batch size = continuous running limit"});
+  r.tables.push_back(std::move(tr));
+  r.tables.push_back(request_table(st, "static", o.long_run));
+  r.tables.push_back(request_table(co, "continuous", o.long_run));
+  r.tables.push_back(step_table(st, "static", o.long_run));
+  r.tables.push_back(step_table(co, "continuous", o.long_run));
+
+  r.notes.push_back(fmt::format(
+      "Static batching's losses on this trace: a batch runs until its longest member is done (the "
+      "shortest quarter waits {:.3g} s on average after its own last token), finished members are "
+      "decoded as padding, and arrivals queue until the batch ends (mean TTFT {:.3g} s vs {:.3g} s).",
+      ws, ss.ttft_mean_s, cs.ttft_mean_s));
+  r.notes.push_back("The figures move with the workload: a higher --rate or longer outputs widen "
+                    "the gap; at a rate far below capacity both schedulers see mostly lone requests "
+                    "and converge. The course gives no figure for this claim.");
+  r.notes.push_back("Simulated seconds are deterministic (the same seed gives the same figures); "
+                    "they are not wall-clock timing.");
+
+  r.metric("throughput_tok_s_static", ss.throughput_tok_s);
+  r.metric("throughput_tok_s_continuous", cs.throughput_tok_s);
+  r.metric("ttft_mean_s_sim_static", ss.ttft_mean_s);
+  r.metric("ttft_mean_s_sim_continuous", cs.ttft_mean_s);
+  r.metric("ttft_p99_s_sim_static", ss.ttft_p99_s);
+  r.metric("ttft_p99_s_sim_continuous", cs.ttft_p99_s);
+  r.metric("tpot_mean_s_sim_static", ss.tpot_mean_s);
+  r.metric("tpot_mean_s_sim_continuous", cs.tpot_mean_s);
+  r.metric("itl_p99_s_sim_static", ss.itl_p99_s);
+  r.metric("itl_p99_s_sim_continuous", cs.itl_p99_s);
+  r.metric("short_latency_mean_s_sim_static", ls);
+  r.metric("short_latency_mean_s_sim_continuous", lc);
+  return r;
+}
+
+/// `kvlab continuous-batching`.
+class ContinuousBatchingCheck final : public Check {
+ public:
+  std::string name() const override { return kName; }
+  std::string source() const override { return kSource; }
+  std::string summary() const override { return kSummary; }
+  std::string description() const override {
+    return "Serves one seeded ShareGPT-like trace (--requests at Poisson --rate) with static batching "
+           "and with iteration-level scheduling, both limited to --max-batch running requests, on a "
+           "7B model on an A100-80GB whose step times come from the roofline. Prints throughput, "
+           "TTFT, TPOT and inter-token latency (mean, p50, p99), the per-request and per-step "
+           "series (--format csv exports them; --long: 2000 requests and every row).";
+  }
+  std::string derivation() const override {
+    return "Static batching: a batch of B requests runs until its longest output O_max is done, so a\n"
+           "request of output O waits O_max − O extra steps, and an arrival waits for the batch to end.\n"
+           "Iteration-level scheduling re-forms the batch after every step: a request's latency is its\n"
+           "own queueing + prefill + O decode steps. With step time set by the roofline (decode is\n"
+           "bandwidth-bound, so a step of B tokens costs about the weights' read time whatever B),\n"
+           "keeping the batch full of live requests raises tokens per step and lowers the wait.\n"
+           "Source: 000 §0 item 4, §3.3; 003 part 6; Orca (Yu et al., OSDI'22).";
+  }
+  void bind(CLI::App& sub) override {
+    sub.add_option("--requests", o_.requests, "Requests in the trace (default 200; --long 2000)")
+        ->check(IntRange(1, kMaxRequests));
+    sub.add_option("--rate", o_.rate, "Poisson arrival rate, requests/s (default 2)")->check(FiniteRange(0.01, 1000.0));
+    sub.add_option("--max-batch", o_.max_batch, "Static batch size = continuous running limit (default 32)")
+        ->check(IntRange(1, 1024));
+    sub.add_option("--model", o_.model, "Catalogue model whose cache is simulated (default llama-2-7b; N = 7e9)");
+    sub.add_option("--gpu", o_.gpu, "Catalogue GPU (default a100-80gb)");
+    sub.add_flag("--long", o_.long_run, "2000 requests (unless --requests), every series row, progress bar");
+  }
+  Result run(const RunContext& ctx) override { return run_continuous_batching(o_, ctx); }
+
+ private:
+  ContinuousBatchingOptions o_;
+};
+
+KVLAB_REGISTER_CHECK(460, ContinuousBatchingCheck);
+
+}  // namespace kvlab::checks
