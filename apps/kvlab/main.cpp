@@ -138,7 +138,8 @@ int list_checks(const std::vector<std::unique_ptr<Check>>& checks, const std::st
 int explain_check(const std::vector<std::unique_ptr<Check>>& checks, const std::string& name) {
   for (const auto& c : checks) {
     if (c->name() != name) continue;
-    const std::string derivation = c->derivation();
+    std::string derivation = c->derivation();
+    if (!derivation.empty() && derivation.back() != '\n') derivation += '\n';
     if (derivation.empty()) {
       std::cerr << "kvlab: internal error: " << name << " has no derivation written (please report it)\n";
       return kExitInternal;
