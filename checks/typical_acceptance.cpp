@@ -223,6 +223,12 @@ Result run_impl(const TypicalAcceptanceOptions& o, const RunContext& ctx,
   r.expect({"typical acceptance, TV(empirical, its closed-form law), max over contexts", kSource,
             "", 0.0, beta, mc_why, max_tv_typ_own, std::nullopt, ""});
 
+  if (min_tv_typ_law <= 2.0 * beta)
+    r.notes.push_back(fmt::format(
+        "At --samples {} the sampling bound β = {:.4f} is too wide: typical acceptance's law is only "
+        "{:.4f} from p, so {} draws cannot tell it from exact sampling; about --samples {:.0f} can.",
+        o.samples, beta, min_tv_typ_law, o.samples,
+        std::ceil(static_cast<double>(o.samples) * (2.0 * beta / min_tv_typ_law) * (2.0 * beta / min_tv_typ_law))));
   r.metric("tv_bound", beta);
   r.metric("max_abs_rejection_law_minus_p", max_rej_dev);
   r.metric("max_tv_rejection_empirical", max_tv_rej);
