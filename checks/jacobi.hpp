@@ -8,7 +8,7 @@ namespace kvlab::checks {
 
 struct JacobiOptions {
   int prompts = 4;  ///< seeded prompts
-  int block = 16;   ///< largest block size n; the check runs n = 1, 2, 4, ... up to it, and it
+  int block = 16;   ///< largest block size n; the check runs n = 1, 2, 4, ... below it, and n itself
 };
 
 /// The pieces the unit tests break: the Jacobi update (empty = spec::jacobi_update).

@@ -113,11 +113,6 @@ std::vector<double> next_dist(const MiniGPT<T>& m, const std::vector<int>& seq, 
   return spec::process_logits(row_of(lg, lg.rows() - 1), s);
 }
 
-struct TreeLogits {
-  Mat<double> nodes;  // [tree nodes, V]
-  double max_abs = 0.0;
-};
-
 // One target forward over prompt + flattened tree (the prompt prefilled first).
 template <class T>
 Mat<double> tree_forward(const MiniGPT<T>& m, const std::vector<int>& prompt, const spec::TokenTree& tree,
