@@ -1,6 +1,6 @@
 // Attention under an arbitrary mask: the tree attention of Medusa and SpecInfer (000 §8.2: "把
 // tree 里所有节点拍平输入 target 一次 forward，每节点的 attention mask 只看其祖先"; Miao et al.,
-// SpecInfer, arXiv:2305.09781, §4.2; Cai et al., Medusa, arXiv:2401.10774, §2.1.2).
+// SpecInfer, arXiv:2305.09781, §4; Cai et al., Medusa, arXiv:2401.10774, §2.1.2).
 //
 // grouped_query_attention (attention/gqa.hpp) knows one mask, the lower-right causal one. Here the
 // caller says, for each new query, which of the S keys it reads. Numerics: a query reads its

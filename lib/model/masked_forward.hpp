@@ -1,6 +1,6 @@
 // A mini-GPT forward over a batch of new tokens with explicit positions and an arbitrary attention
 // mask: the target's one forward over a flattened token tree (000 §8.2 tree attention; SpecInfer,
-// arXiv:2305.09781, §4.2; Medusa, arXiv:2401.10774, §2.1.2).
+// arXiv:2305.09781, §4; Medusa, arXiv:2401.10774, §2.1.2).
 //
 //   forward_masked(model, tokens, positions, mask, cache)
 //     x = wte[tokens] + wpe[positions]  (learned positions; under RoPE q and k are rotated by

@@ -1,12 +1,12 @@
 // Multi-candidate speculative sampling over a token tree (SpecInfer's multi-step speculative
-// sampling, Miao et al., arXiv:2305.09781, §4.3, Algorithm 2 "VerifyStochastic"; 000 §8.2-8.3):
+// sampling, Miao et al., arXiv:2305.09781, §4; 000 §8.2-8.3):
 // the tree is verified from the root down; at each reached node the children are tried one after
 // another with rejection sampling, and after a rejected child the next one is checked against
 // the residual norm(max(0, p − q)) instead of p. When every child is rejected the step emits a
 // token from the last residual; at a leaf (or a node whose child was accepted all the way down)
 // the bonus token comes from p.
 //
-// Exactness (SpecInfer Theorem 4.2) needs the children of a node to be drawn i.i.d. from the
+// Exactness (SpecInfer §4 proves it) needs the children of a node to be drawn i.i.d. from the
 // draft's q at that node: then attempt i emits x with probability R_{i−1}·min(p_{i−1}, q)(x),
 // R_i = R_{i−1}·Σ max(0, p_{i−1} − q), p_i = norm(max(0, p_{i−1} − q)), and
 //   Σ_i R_{i−1} min(p_{i−1}, q) + R_b p_b = p  (telescoping: min(a, c) + max(0, a − c) = a),
