@@ -87,7 +87,7 @@ Result run_impl(const SpecGreedyOptions& o, const RunContext& ctx, const spec::S
                 {"target + noisy LM head", &near},
                 {"target itself", &target}};
   for (const auto& d : drafts) {
-    std::int64_t differing = 0, invariant_breaks = 0, tokens = 0, accepted = 0, evaluated = 0,
+    std::int64_t differing = 0, invariant_breaks = 0, accepted = 0, evaluated = 0,
                  steps = 0, emitted = 0, bonus = 0;
     double sd = 0.0, st = 0.0;
     std::string first_break;
@@ -106,7 +106,6 @@ Result run_impl(const SpecGreedyOptions& o, const RunContext& ctx, const spec::S
                               std::string("invariant broken"), std::string("—"), std::string("—"),
                               std::string("—"), std::string("—"), std::string("—"), std::string("—")});
         differing += o.new_tokens;
-        tokens += o.new_tokens;
         continue;
       }
       std::int64_t diff = 0;
@@ -117,7 +116,6 @@ Result run_impl(const SpecGreedyOptions& o, const RunContext& ctx, const spec::S
         }
       if (run.tokens.size() != ref.size()) diff += 1;
       differing += diff;
-      tokens += static_cast<std::int64_t>(ref.size());
       const auto& s = run.stats;
       accepted += s.accepted, evaluated += s.evaluated, steps += s.steps, emitted += s.emitted,
           bonus += s.bonus;

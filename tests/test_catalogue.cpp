@@ -340,7 +340,8 @@ TEST_CASE("config.json: each fixture of tests/data/configs fails on the field it
       {"zero_heads.json", "num_attention_heads"},     {"huge_vocab.json", "vocab_size"},
       {"kv_not_dividing.json", "num_key_value_heads"}, {"head_dim_inconsistent.json", "head_dim"},
   };
-  for (const auto& [file, field] : cases) {
+  for (const auto& c : cases) {
+    const std::string file = c.first, field = c.second;  // clang 14 cannot capture a structured binding
     const std::string msg = input_error([&] { kvlab::read_model_config(fixture(file)); });
     CAPTURE(msg);
     CHECK(msg.find(field) != std::string::npos);
