@@ -1,6 +1,8 @@
 #include "quant/minifloat.hpp"
 
 #include <algorithm>
+#include <array>
+#include <bit>
 #include <cmath>
 #include <limits>
 #include <stdexcept>
@@ -22,6 +24,9 @@ std::uint16_t nan_code(const MiniFloatSpec& s) {  // all-ones exponent and manti
   return static_cast<std::uint16_t>(sign_bit(s) - 1u);
 }
 
+// 2^e for e in [-1022, 1023], exactly (std::ldexp is a library call; this is hot).
+double pow2(int e) { return std::bit_cast<double>(static_cast<std::uint64_t>(e + 1023) << 52); }
+
 // Nearest integer to y >= 0, ties to even. y is exact here (a power-of-two rescaling).
 double round_half_even(double y) {
   double r = std::floor(y);
@@ -37,8 +42,8 @@ std::uint16_t encode_magnitude(double a, const MiniFloatSpec& s) {
   int e2 = 0;
   std::frexp(a, &e2);           // a = f · 2^e2, f in [0.5, 1)
   int e = std::max(e2 - 1, emin);  // exponent of a's binade; subnormals share emin's quantum
-  double r = round_half_even(std::ldexp(a, s.man_bits - e));  // a / 2^(e - M), exact
-  const double implicit = std::ldexp(1.0, s.man_bits);
+  double r = round_half_even(a * pow2(s.man_bits - e));  // a / 2^(e - M), exact
+  const double implicit = pow2(s.man_bits);
   if (r == 2 * implicit) {  // rounded up into the next binade
     r = implicit;
     ++e;
@@ -95,7 +100,9 @@ std::uint16_t minifloat_encode_down(double x, MiniFloat f) {
   return negate(minifloat_encode_up(-x, f), s);
 }
 
-double minifloat_decode(std::uint16_t code, MiniFloat f) {
+namespace {
+
+double decode_slow(std::uint16_t code, MiniFloat f) {
   const MiniFloatSpec& s = minifloat_spec(f);
   const std::uint32_t man_mask = (1u << s.man_bits) - 1u, exp_max = (1u << s.exp_bits) - 1u;
   const std::uint32_t man = code & man_mask;
@@ -105,11 +112,27 @@ double minifloat_decode(std::uint16_t code, MiniFloat f) {
   if (exp == exp_max && (s.has_inf || man == man_mask)) {
     v = (s.has_inf && man == 0) ? std::numeric_limits<double>::infinity() : std::numeric_limits<double>::quiet_NaN();
   } else if (exp == 0) {
-    v = std::ldexp(static_cast<double>(man), 1 - s.bias - s.man_bits);
+    v = static_cast<double>(man) * pow2(1 - s.bias - s.man_bits);
   } else {
-    v = std::ldexp(static_cast<double>(man + (1u << s.man_bits)), static_cast<int>(exp) - s.bias - s.man_bits);
+    v = static_cast<double>(man + (1u << s.man_bits)) * pow2(static_cast<int>(exp) - s.bias - s.man_bits);
   }
   return negative ? -v : v;
+}
+
+// All 256 values of an fp8 format, decoded once.
+std::array<double, 256> fp8_table(MiniFloat f) {
+  std::array<double, 256> t{};
+  for (unsigned c = 0; c < 256; ++c) t[c] = decode_slow(static_cast<std::uint16_t>(c), f);
+  return t;
+}
+
+}  // namespace
+
+double minifloat_decode(std::uint16_t code, MiniFloat f) {
+  static const std::array<double, 256> e4m3 = fp8_table(MiniFloat::fp8_e4m3), e5m2 = fp8_table(MiniFloat::fp8_e5m2);
+  if (f == MiniFloat::fp8_e4m3) return e4m3[code & 0xFFu];
+  if (f == MiniFloat::fp8_e5m2) return e5m2[code & 0xFFu];
+  return decode_slow(code, f);
 }
 
 double minifloat_round(double x, MiniFloat f) { return minifloat_decode(minifloat_encode(x, f), f); }

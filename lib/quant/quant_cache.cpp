@@ -131,12 +131,19 @@ void quantize_group(const double* x, int n, int stride, KvQuantFormat f, PackedC
     codes.set(code_at(i), scale > 0 ? minifloat_encode(x[static_cast<std::ptrdiff_t>(i) * stride] / scale, m) : 0u);
 }
 
-double dequantize_code(std::uint32_t code, KvQuantFormat f, const std::uint16_t* params) {
+GroupParams decode_params(KvQuantFormat f, const std::uint16_t* params) {
+  GroupParams p;
+  if (f == KvQuantFormat::fp16) return p;
+  p.scale = minifloat_decode(params[0], MiniFloat::fp16);
+  if (is_int(f)) p.zero = minifloat_decode(params[1], MiniFloat::fp16);
+  return p;
+}
+
+double dequantize_code(std::uint32_t code, KvQuantFormat f, const GroupParams& p) {
   const auto c16 = static_cast<std::uint16_t>(code);
   if (f == KvQuantFormat::fp16) return minifloat_decode(c16, MiniFloat::fp16);
-  const double scale = minifloat_decode(params[0], MiniFloat::fp16);
-  if (is_int(f)) return minifloat_decode(params[1], MiniFloat::fp16) + static_cast<double>(code) * scale;
-  return scale * minifloat_decode(c16, fp8_of(f));
+  if (is_int(f)) return p.zero + static_cast<double>(code) * p.scale;
+  return p.scale * minifloat_decode(c16, fp8_of(f));
 }
 
 // ---- QuantKVCache ---------------------------------------------------------------------------
@@ -170,8 +177,9 @@ void QuantKVCache<T>::quantize_rows(const Mat<double>& rows, int first, bool dec
       std::uint16_t* p = params.data() + (pos * ng + g) * np;
       quantize_group(&rows(r, c0), n, 1, cfg_.format, codes, pos * W + c0, 1, p);
       if (decode && cfg_.faults.drop_scale_on_decode && np > 0) p[0] = kFp16One;
+      const GroupParams gp = decode_params(cfg_.format, p);  // read back from the stored buffers
       for (int c = c0; c < c0 + n; ++c)
-        read(first + r, c) = static_cast<T>(dequantize_code(codes.get(pos * W + c), cfg_.format, p));
+        read(first + r, c) = static_cast<T>(dequantize_code(codes.get(pos * W + c), cfg_.format, gp));
     }
   }
 }
@@ -189,9 +197,9 @@ void QuantKVCache<T>::quantize_key_group(Layer& L, bool decode) const {
     std::uint16_t* p = L.k_params.data() + (group * W + c) * np;
     quantize_group(&block(0, c), G, W, cfg_.format, L.k_codes, first * W + c, W, p);
     if (decode && cfg_.faults.drop_scale_on_decode) p[0] = kFp16One;
+    const GroupParams gp = decode_params(cfg_.format, p);
     for (int t = 0; t < G; ++t)
-      L.k_read(L.n_quant_k + t, c) =
-          static_cast<T>(dequantize_code(L.k_codes.get((first + t) * W + c), cfg_.format, p));
+      L.k_read(L.n_quant_k + t, c) = static_cast<T>(dequantize_code(L.k_codes.get((first + t) * W + c), cfg_.format, gp));
   }
   const Eigen::Index rest = L.k_residual.rows() - G;
   Mat<T> residual = L.k_residual.bottomRows(rest);

@@ -98,8 +98,13 @@ class PackedCodes {
 /// std::domain_error on a non-finite value or one outside fp16's range (|x| > 65504).
 void quantize_group(const double* x, int n, int stride, KvQuantFormat f, PackedCodes& codes, std::uint64_t first,
                     std::uint64_t code_stride, std::uint16_t* params);
-/// x̂ of code i of a group with the given fp16 parameters.
-double dequantize_code(std::uint32_t code, KvQuantFormat f, const std::uint16_t* params);
+/// A group's parameters decoded from their fp16 codes (scale 1 and zero 0 where the format has none).
+struct GroupParams {
+  double scale = 1.0, zero = 0.0;
+};
+GroupParams decode_params(KvQuantFormat f, const std::uint16_t* params);
+/// x̂ of one code of a group: zero + code · scale (int), scale · fp8(code), fp16(code).
+double dequantize_code(std::uint32_t code, KvQuantFormat f, const GroupParams& p);
 
 /// KVCache<T> over packed codes (see the file comment for formats and layout).
 ///   per layer: K codes [n_quantized_k, width] packed, K params per group, K residual
