@@ -30,6 +30,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <map>
 #include <set>
 
 #include <CLI/CLI.hpp>
@@ -192,13 +193,13 @@ std::string fmt_name(KvQuantFormat f) { return kv_quant_format_name(f); }
 Result run_kv_quant(const KvQuantOptions& o, const RunContext& ctx, const KvQuantParts& parts) {
   require_range("--tokens", o.tokens, 16, kMaxTokens);
   require_range("--kv-heads", o.kv_heads, 1, kMaxHeads);
-  require_range("--head-dim", o.head_dim, 2, kMaxHeadDim);
+  require_range("--head-dim", o.head_dim, 8, kMaxHeadDim);
   if (o.head_dim % 2 != 0) throw InputError(fmt::format("--head-dim: must be even (got {})", o.head_dim));
   require_range("--queries", o.queries, 1, kMaxQueries);
-  require_range("--group-size", o.group_size, 1, std::min(kMaxGroup, o.tokens));
+  require_range("--group-size", o.group_size, 8, std::min(kMaxGroup, o.tokens));
   const int W = o.kv_heads * o.head_dim, T = o.tokens, d = o.head_dim, H = o.kv_heads, G = o.group_size;
   require_range("--outlier-channels", o.outlier_channels, 1, std::min(kMaxOutliers, W));
-  require_finite_range("--outlier-scale", o.outlier_scale, 1, 1000);
+  require_finite_range("--outlier-scale", o.outlier_scale, 8, 1000);
   if (std::int64_t{T} * W > kMaxElements)
     throw InputError(fmt::format("--tokens × --kv-heads × --head-dim: {} × {} × {} = {} elements exceed the budget {}",
                                  T, H, d, std::int64_t{T} * W, kMaxElements));
@@ -218,8 +219,10 @@ Result run_kv_quant(const KvQuantOptions& o, const RunContext& ctx, const KvQuan
               channels[static_cast<std::size_t>(i + static_cast<int>(rng.uniform() * (W - i)))]);
   channels.resize(static_cast<std::size_t>(o.outlier_channels));
   std::sort(channels.begin(), channels.end());
+  // KIVI (Fig. 2): a few key channels have a large magnitude in every token; here a fixed offset
+  // ±outlier_scale on top of the N(0, 1) values.
   Mat<double> k_outlier = k_random;
-  for (int c : channels) k_outlier.col(c) *= o.outlier_scale;
+  for (int c : channels) k_outlier.col(c).array() += (rng.uniform() < 0.5 ? -1.0 : 1.0) * o.outlier_scale;
 
   std::set<int> group_set{G};
   for (int g : {32, 64, 128})
@@ -316,10 +319,15 @@ Result run_kv_quant(const KvQuantOptions& o, const RunContext& ctx, const KvQuan
   Table err_table{"attention output error (relative Frobenius ‖Ô − O‖ / ‖O‖) and the bounds",
                   {"keys", "format", "G", "K+V element error / bound", "fp8 normal-range rel. error", "output rel. error",
                    "output error / bound"}, {}};
-  Table kivi{fmt::format("KIVI's argument: output error from K alone (V exact), {} outlier channels × {}",
-                         o.outlier_channels, o.outlier_scale),
-             {"keys", "format", "G", "K per channel", "K per token", "per-token / per-channel"}, {}};
+  Table kivi{fmt::format("KIVI's argument: K error ‖K̂ − K‖ / ‖K‖ and the output error from K alone (V exact), "
+                         "{} outlier channels × {}", o.outlier_channels, o.outlier_scale),
+             {"keys", "format", "G", "K error per channel", "K error per token", "per-token / per-channel",
+              "output error, K per channel", "output error, K per token"}, {}};
   std::int64_t kivi_cells = 0, kivi_wins = 0;
+  std::vector<bool> ordinary(static_cast<std::size_t>(W), true);
+  for (int c : channels) ordinary[static_cast<std::size_t>(c)] = false;
+  std::map<std::pair<int, std::size_t>, Mat<double>> random_reads;  // (G, format) -> K̂ of the random keys
+  double ordinary_diff = 0;
   std::vector<Read> at_G_outlier(formats.size());
   for (const KeySet& ks : sets)
     for (int g : groups)
@@ -351,14 +359,22 @@ Result run_kv_quant(const KvQuantOptions& o, const RunContext& ctx, const KvQuan
           r.metric(fmt::format("attention_rel_error_{}_g{}_outlier", fmt_name(f), g), out_rel);
           if (g == G) at_G_outlier[fi] = rd;
         }
+        // Per channel, an ordinary channel's groups hold the same values with or without the
+        // outliers, so its K̂ must be the same bits.
+        if (ks.K == &k_random) random_reads[{g, fi}] = rd.k;
+        else
+          for (int c = 0; c < W; ++c)
+            if (ordinary[static_cast<std::size_t>(c)])
+              ordinary_diff = std::max(ordinary_diff, (rd.k.col(c) - random_reads[{g, fi}].col(c)).cwiseAbs().maxCoeff());
         if (is_int(f)) {  // KIVI: the same keys quantized per token instead, V left exact
           const Read tok = write_through(parts, {f, g, KeyAxis::per_token, {}}, *ks.K, V, T);
-          const double e_ch = rel_error(attention(q, rd.k, V, H, d), *ks.O);
-          const double e_tok = rel_error(attention(q, tok.k, V, H, d), *ks.O);
-          kivi.rows.push_back({std::string(ks.name), fmt_name(f), std::int64_t{g}, e_ch, e_tok, e_tok / e_ch});
+          const double k_ch = rel_error(rd.k, *ks.K), k_tok = rel_error(tok.k, *ks.K);
+          kivi.rows.push_back({std::string(ks.name), fmt_name(f), std::int64_t{g}, k_ch, k_tok, k_tok / k_ch,
+                               rel_error(attention(q, rd.k, V, H, d), *ks.O),
+                               rel_error(attention(q, tok.k, V, H, d), *ks.O)});
           if (ks.K == &k_outlier) {
             ++kivi_cells;
-            if (e_ch < e_tok) ++kivi_wins;
+            if (k_ch < k_tok) ++kivi_wins;
           }
         }
       }
@@ -395,11 +411,16 @@ Result run_kv_quant(const KvQuantOptions& o, const RunContext& ctx, const KvQuan
               .why = "bound max EV + (e^{2δ} − 1)·range(v)/2, δ = max_j Σ|q_c|·EK_jc/√d, from the element bounds "
                      "(+ 4(d + S + 10)u·max|v| for the two double computations)",
               .measured = worst_attn[fi]});
-  r.expect({.quantity = fmt::format("cells (int8/4/2 × G) where per-channel K beats per-token K, keys with {} outlier channels",
+  r.expect({.quantity = fmt::format("cells (int8/4/2 × G) where per-channel K has the smaller ‖K̂ − K‖, keys with {} outlier channels",
                                     o.outlier_channels),
             .source = "000 §4.5 (KIVI)", .unit = "cells", .expected = double(kivi_cells), .tolerance = 0,
-            .why = "a count: per-token groups put an outlier channel's range on its whole group of channels",
+            .why = "a count of ‖K̂ − K‖ comparisons: a per-token group gives all its ≥ 8 channels the step of an outlier "
+                   "offset ≥ 8, a per-channel group keeps each channel's own small range",
             .measured = double(kivi_wins)});
+  r.expect({.quantity = "max |ΔK̂| on the ordinary channels, keys with vs without the outliers, K per channel, every format and G",
+            .source = "000 §4.5 (KIVI)", .unit = "", .expected = 0, .tolerance = 0,
+            .why = "exactly equal: per channel, an ordinary channel's groups hold the same values either way",
+            .measured = ordinary_diff});
   r.metric("kivi_cells_per_channel_wins", double(kivi_wins));
 
   // ---- 3. prefill vs decode: the same position, the same bits -----------------------------------
@@ -426,7 +447,7 @@ Result run_kv_quant(const KvQuantOptions& o, const RunContext& ctx, const KvQuan
   r.tables.push_back(std::move(kivi));
   r.tables.push_back(std::move(paths));
   r.notes.push_back(fmt::format("data: K, V, q ~ N(0, 1), {} positions × {} K/V heads × {}, {} decode queries (MHA), seed {}; "
-                                "outlier keys: channels {} scaled by {}", T, H, d, o.queries, ctx.seed,
+                                "outlier keys: channels {} offset by ±{}", T, H, d, o.queries, ctx.seed,
                                 fmt::join(channels, ", "), o.outlier_scale));
   r.notes.push_back("layout (KIVI, arXiv 2402.02750): K per channel over groups of G positions, the last T mod G "
                     "positions kept exact until their group fills; V per position over groups of G channels; int "
@@ -464,21 +485,21 @@ class KvQuant final : public Check {
            "Attention: a key error e moves score j by δ_j ≤ Σ|q_c|e_jc/√d; softmax weights then move by\n"
            "a factor in [e^-2δ, e^2δ], so Σ|p̂ − p| ≤ e^2δ − 1 and, with Σ(p̂ − p) = 0,\n"
            "|ô − o| ≤ max e_V + (e^2δ − 1)·range(v)/2.\n"
-           "KIVI: outlier channels have a large range; per token, that range sets the step of every\n"
-           "channel in the group; per channel, only the outlier's own.\n"
+           "KIVI: a few key channels carry a large magnitude in every token. Per token, that magnitude\n"
+           "sets the step of every channel in the group; per channel, each keeps its own small range.\n"
            "Source: 000 §4.5 (KIVI / KVQuant / FP8); 003 part 4 (量化: 翻倍 / 翻四倍).";
   }
   void bind(CLI::App& sub) override {
     sub.add_option("--tokens", opts_.tokens, "Positions written to each cache")->check(IntRange(16, kMaxTokens));
     sub.add_option("--kv-heads", opts_.kv_heads, "K/V heads (= query heads)")->check(IntRange(1, kMaxHeads));
-    sub.add_option("--head-dim", opts_.head_dim, "Head dimension (even)")->check(IntRange(2, kMaxHeadDim));
+    sub.add_option("--head-dim", opts_.head_dim, "Head dimension (even, >= 8)")->check(IntRange(8, kMaxHeadDim));
     sub.add_option("--queries", opts_.queries, "Decode queries over the cache")->check(IntRange(1, kMaxQueries));
     sub.add_option("--group-size", opts_.group_size, "Group size G of the judged rows (<= --tokens)")
-        ->check(IntRange(1, kMaxGroup));
+        ->check(IntRange(8, kMaxGroup));
     sub.add_option("--outlier-channels", opts_.outlier_channels, "Key channels made outliers")
         ->check(IntRange(1, kMaxOutliers));
-    sub.add_option("--outlier-scale", opts_.outlier_scale, "Standard deviation of the outlier channels")
-        ->check(FiniteRange(1, 1000));
+    sub.add_option("--outlier-scale", opts_.outlier_scale, "Offset ± of the outlier key channels (the others are N(0, 1))")
+        ->check(FiniteRange(8, 1000));
   }
   Result run(const RunContext& ctx) override { return run_kv_quant(opts_, ctx); }
 

@@ -12,11 +12,11 @@ namespace kvlab::checks {
 struct KvQuantOptions {
   int tokens = 128;            ///< T positions written to each cache
   int kv_heads = 2;            ///< K/V heads (the query heads are as many: MHA)
-  int head_dim = 64;           ///< width = kv_heads · head_dim channels
+  int head_dim = 64;           ///< even, >= 8; width = kv_heads · head_dim channels
   int queries = 8;             ///< decode queries attending over the T positions
-  int group_size = 128;        ///< G of the judged rows; the tables also run 32 and 64
-  int outlier_channels = 4;    ///< key channels scaled up in the outlier set
-  double outlier_scale = 20;   ///< their standard deviation (the others have 1)
+  int group_size = 128;        ///< G of the judged rows (>= 8); the tables also run 32, 64, 128
+  int outlier_channels = 4;    ///< key channels given a large magnitude in the outlier set
+  double outlier_scale = 20;   ///< their offset ± (KIVI's large-magnitude channels) on N(0, 1), >= 8
 };
 
 /// The library parts kv-quant uses; unit tests replace them with broken ones.
