@@ -203,7 +203,8 @@ Result run_kv_quant(const KvQuantOptions& o, const RunContext& ctx, const KvQuan
   require_range("--queries", o.queries, 1, kMaxQueries);
   require_range("--group-size", o.group_size, 8, std::min(kMaxGroup, o.tokens));
   const int W = o.kv_heads * o.head_dim, T = o.tokens, d = o.head_dim, H = o.kv_heads, G = o.group_size;
-  require_range("--outlier-channels", o.outlier_channels, 1, std::min(kMaxOutliers, W));
+  // At most half the channels: KIVI's outliers stand out from the rest of their token.
+  require_range("--outlier-channels", o.outlier_channels, 1, std::min(kMaxOutliers, W / 2));
   require_finite_range("--outlier-scale", o.outlier_scale, 8, 1000);
   if (std::int64_t{T} * W > kMaxElements)
     throw InputError(fmt::format("--tokens × --kv-heads × --head-dim: {} × {} × {} = {} elements exceed the budget {}",
@@ -502,7 +503,7 @@ class KvQuant final : public Check {
     sub.add_option("--queries", opts_.queries, "Decode queries over the cache")->check(IntRange(1, kMaxQueries));
     sub.add_option("--group-size", opts_.group_size, "Group size G of the judged rows (<= --tokens)")
         ->check(IntRange(8, kMaxGroup));
-    sub.add_option("--outlier-channels", opts_.outlier_channels, "Key channels made outliers")
+    sub.add_option("--outlier-channels", opts_.outlier_channels, "Key channels made outliers (<= half the channels)")
         ->check(IntRange(1, kMaxOutliers));
     sub.add_option("--outlier-scale", opts_.outlier_scale, "Offset ± of the outlier key channels (the others are N(0, 1))")
         ->check(FiniteRange(8, 1000));

@@ -31,6 +31,8 @@ expect_exit 2 kv-quant --group-size 129
 expect_stderr_mentions --group-size kv-quant --group-size 129
 expect_exit 2 kv-quant --outlier-channels 65
 expect_stderr_mentions --outlier-channels kv-quant --outlier-channels 200 --head-dim 64 --kv-heads 1
+expect_stderr_mentions --outlier-channels kv-quant --outlier-channels 5 --head-dim 8 --kv-heads 1
+expect_exit 0 kv-quant --outlier-channels 4 --head-dim 8 --kv-heads 1 --group-size 8
 for bad in nan inf 0.5 1001; do
   expect_exit 2 kv-quant --outlier-scale "$bad"
   expect_stderr_mentions --outlier-scale kv-quant --outlier-scale "$bad"
