@@ -446,8 +446,9 @@ void PagedKVPool<T>::append(int seq, int layer, const Mat<T>& k_new, const Mat<T
   const int start = manager_.length(seq, layer);
   for (const BlockCopy& c : manager_.reserve(seq, layer, n))
     for (int l = 0; l < n_layer(); ++l) {  // the copy carries every layer of the block
-      k_[static_cast<std::size_t>(l)].middleRows(c.to * bs, bs) = k_[static_cast<std::size_t>(l)].middleRows(c.from * bs, bs);
-      v_[static_cast<std::size_t>(l)].middleRows(c.to * bs, bs) = v_[static_cast<std::size_t>(l)].middleRows(c.from * bs, bs);
+      const Eigen::Index to = static_cast<Eigen::Index>(c.to) * bs, from = static_cast<Eigen::Index>(c.from) * bs;
+      k_[static_cast<std::size_t>(l)].middleRows(to, bs) = k_[static_cast<std::size_t>(l)].middleRows(from, bs);
+      v_[static_cast<std::size_t>(l)].middleRows(to, bs) = v_[static_cast<std::size_t>(l)].middleRows(from, bs);
     }
   const auto& table = manager_.block_table(seq);
   for (int i = 0; i < n; ++i) {
