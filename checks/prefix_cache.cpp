@@ -17,13 +17,15 @@
 // Expected (integer bookkeeping, exact): tokens reused = what an ideal cache can reuse, computed
 // from the token lists alone (cache/prefix.hpp: longest common prefix with the earlier requests'
 // full blocks, at most prompt − 1); COW copies = requests whose reuse ends mid-block; blocks in use
-// = Σ ⌈len/16⌉ − ⌊reuse/16⌋ with caching, Σ ⌈len/16⌉ without; the miss shares no block; audit clean
+// = distinct full-block prefixes + partly filled last blocks with caching, Σ ⌈len/16⌉ without; the
+// miss shares no block; audit clean
 // and every block free at the end. Logits: equal to the run without caching within the float
 // rounding bound (support/model_setup.hpp).
 //
 //   kvlab prefix-cache [--requests 8] [--system-tokens 40] [--user-tokens 8] [--decode 4] [--block-size 16]
 #include <algorithm>
 #include <cmath>
+#include <set>
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
@@ -160,9 +162,15 @@ Result run_impl(const PrefixCacheOptions& o, const RunContext& ctx, const PagedF
     want_hits += reuse > 0;
     want_cow += reuse % bs != 0;
     want_blocks_off += (L + bs - 1) / bs;
-    want_blocks_on += (L + bs - 1) / bs - reuse / bs;
     earlier.emplace_back(prompt.begin(), prompt.end());
   }
+  // Blocks in use after decoding, with caching: one per distinct full-block prefix (a full block is
+  // stored once however many requests hold it: attached on a hit, or deduplicated after it was
+  // computed), plus each request's partly filled last block.
+  std::set<std::vector<int>> distinct;
+  for (const Request& q : reqs)
+    for (int end = bs; end <= L; end += bs) distinct.emplace(q.tokens.begin(), q.tokens.begin() + end);
+  want_blocks_on = static_cast<int>(distinct.size()) + (L % bs != 0 ? static_cast<int>(reqs.size()) : 0);
   const int num_blocks = want_blocks_off;  // what the run without caching needs: no eviction in either
   const Served<T> on = serve(model, reqs, bs, num_blocks, true, faults);
   const Served<T> off = serve(model, reqs, bs, num_blocks, false, faults);
@@ -195,7 +203,7 @@ Result run_impl(const PrefixCacheOptions& o, const RunContext& ctx, const PagedF
   r.expect({.quantity = "copy-on-write copies (requests whose reuse ends mid-block)", .source = "000 §3.4; 003 part 6",
             .unit = "blocks", .expected = double(want_cow), .tolerance = 0, .why = exact,
             .measured = double(on.stats.cow_copies)});
-  r.expect({.quantity = fmt::format("KV blocks in use after decoding, prefix caching on: Σ ⌈{}/{}⌉ − ⌊reuse/{}⌋", L, bs, bs),
+  r.expect({.quantity = "KV blocks in use after decoding, prefix caching on: distinct full-block prefixes + partial last blocks",
             .source = "000 §3.4, §5.2", .unit = "blocks", .expected = double(want_blocks_on), .tolerance = 0,
             .why = exact, .measured = double(on.in_use_end)});
   r.expect({.quantity = fmt::format("KV blocks in use after decoding, prefix caching off: Σ ⌈{}/{}⌉", L, bs),
@@ -224,6 +232,7 @@ Result run_impl(const PrefixCacheOptions& o, const RunContext& ctx, const PagedF
   r.metric_exact("blocks_in_use_caching_on", static_cast<std::uint64_t>(on.in_use_end));
   r.metric_exact("blocks_in_use_caching_off", static_cast<std::uint64_t>(off.in_use_end));
   r.metric_exact("cow_copies", on.stats.cow_copies);
+  r.metric_exact("blocks_deduplicated", on.stats.dedupes);
   r.metric("max_abs_diff", diff);
 
   Table per{"requests, in arrival order (prefix caching on)",
@@ -282,8 +291,8 @@ class PrefixCache final : public Check {
            "agree on their first n tokens have the same K/V there: the later request may attach the\n"
            "earlier one's blocks and prefill only the rest. A block is named by hash(parent hash,\n"
            "its tokens), i.e. by the whole prefix, so equal tokens after a different prefix miss.\n"
-           "Blocks: each request holds ⌈len/B⌉, of which ⌊reuse/B⌋ are shared; a block shared only\n"
-           "up to the divergence is copied at the first write (COW).\n"
+           "Blocks: a full block is stored once per distinct prefix, however many requests hold it;\n"
+           "a block shared only up to the divergence is copied at the first write (COW).\n"
            "Source: 000 §3.4; 003 part 6; vLLM, arXiv 2309.06180 §4.4.";
   }
   void bind(CLI::App& sub) override {

@@ -283,6 +283,12 @@ TEST_CASE("prefix-cache passes, and fails with an unchained block hash or COW in
   CHECK(ok.metric_value("prefill_tokens_reused") == 7 * 40 + 16);
   CHECK(run_prefix_cache({.system_tokens = 32, .block_size = 16}, {}).passed());  // reuse ends on a boundary
   CHECK(run_prefix_cache({.block_size = 1}, {.dtype = Dtype::f32}).passed());
+  // One-token suffixes: identical prompts; the repeat computes its last token into a copy of the
+  // cached block, which is then deduplicated. The block count must still come out exact.
+  const Result twins = run_prefix_cache({.requests = 16, .system_tokens = 15, .user_tokens = 1, .decode = 0, .block_size = 8},
+                                        {.seed = 1});
+  CHECK(twins.passed());
+  CHECK(twins.metric_value("blocks_deduplicated") >= 1);
   PrefixCacheParts broken;
   broken.faults.unchained_hash = true;
   CHECK_FALSE(run_prefix_cache({}, {}, broken).passed());
