@@ -234,6 +234,7 @@ Result run_chunked_prefill(const ChunkedPrefillOptions& o, const RunContext& /*c
   r.tables.push_back(request_table(chunked.sim, "chunked", true));
   r.tables.push_back(step_table(whole.sim, "no chunking", o.long_run));
   r.tables.push_back(step_table(chunked.sim, "chunked", o.long_run));
+  add_series_plots(r, {{"no chunking", &whole.sim}, {"chunked", &chunked.sim}}, o.long_run);
 
   r.notes.push_back(fmt::format(
       "000 §3.2's arithmetic: 2·7e9·4096 / 312e12 = {:.1f} ms of weight FLOPs for the prompt alone, plus "
@@ -260,6 +261,7 @@ class ChunkedPrefillCheck final : public Check {
   std::string name() const override { return kName; }
   std::string source() const override { return kSource; }
   std::string summary() const override { return kSummary; }
+  bool has_plot() const override { return true; }
   std::string description() const override {
     return "Simulates --decoders requests decoding on a 7B model on an A100-80GB when a --long-prompt "
            "request arrives, served with whole-prompt prefill and with --chunk prompt tokens per step "

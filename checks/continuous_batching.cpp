@@ -192,6 +192,7 @@ Result run_continuous_batching(const ContinuousBatchingOptions& o, const RunCont
   r.tables.push_back(request_table(co, "continuous", o.long_run));
   r.tables.push_back(step_table(st, "static", o.long_run));
   r.tables.push_back(step_table(co, "continuous", o.long_run));
+  add_series_plots(r, {{"static", &st}, {"continuous", &co}}, o.long_run);
 
   r.notes.push_back(fmt::format(
       "Static batching's losses on this trace: a batch runs until its longest member is done (the "
@@ -225,6 +226,7 @@ class ContinuousBatchingCheck final : public Check {
   std::string name() const override { return kName; }
   std::string source() const override { return kSource; }
   std::string summary() const override { return kSummary; }
+  bool has_plot() const override { return true; }
   std::string description() const override {
     return "Serves one seeded ShareGPT-like trace (--requests at Poisson --rate) with static batching "
            "and with iteration-level scheduling, both limited to --max-batch running requests, on a "

@@ -248,6 +248,11 @@ Result run_fragmentation(const FragmentationOptions& o, const RunContext& ctx, c
   tr.rows.push_back({"max_len", static_cast<std::int64_t>(L), "tokens (max-length reservation)"});
   r.tables.push_back(std::move(tr));
   for (const auto& a : runs) r.tables.push_back(step_table(a.sim, serve::allocator_name(a.kind), o.long_run));
+  {
+    std::vector<std::pair<std::string, const serve::SimResult*>> plotted;
+    for (const auto& a : runs) plotted.emplace_back(serve::allocator_name(a.kind), &a.sim);
+    add_series_plots(r, plotted, o.long_run);
+  }
 
   r.notes.push_back(fmt::format(
       "Where the figures come from: max-length preallocation holds {} slots per request whose final "
@@ -286,6 +291,7 @@ class FragmentationCheck final : public Check {
   std::string name() const override { return kName; }
   std::string source() const override { return kSource; }
   std::string summary() const override { return kSummary; }
+  bool has_plot() const override { return true; }
   std::string description() const override {
     return "Serves one seeded ShareGPT-like trace (--requests, all queued at t = 0 unless --rate) with "
            "continuous batching in --kv-tokens slots of KV memory, once with max-length "

@@ -41,3 +41,6 @@ else echo "FAIL: kvlab quiz with piped answers prints no score"; failures=$((fai
 
 # kv-size draws the cache over context (the model, and its MHA and MQA variants).
 KVLAB_GNUPLOT=/nonexistent expect_exit 0 kv-size --model llama-3-70b --ctx 8192 --plot term
+
+# The serving checks draw KV utilization over time and the latency distribution.
+KVLAB_GNUPLOT=/nonexistent expect_exit 0 continuous-batching --plot term

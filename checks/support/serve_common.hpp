@@ -5,10 +5,13 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <functional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -88,6 +91,38 @@ inline Table step_table(const serve::SimResult& r, const std::string& label, boo
                       s.held_slots ? static_cast<double>(s.stored_tokens) / static_cast<double>(s.held_slots) : 0.0});
   }
   return t;
+}
+
+/// The plots `--plot` draws for serving runs, from the same rows the series tables show:
+/// KV memory utilization (stored tokens / held slots) over simulated time, and the distribution
+/// (empirical CDF) of request latency, one line per run.
+inline void add_series_plots(Result& result, const std::vector<std::pair<std::string, const serve::SimResult*>>& runs,
+                             bool full) {
+  Plot util{"KV memory utilization over time (stored tokens / held slots)", "simulated time (s)",
+            "utilization", false, false, {}, "bottom right"};
+  Plot latency{"request latency, empirical CDF", "latency (simulated s)", "fraction of requests", false, false, {},
+               "bottom right"};
+  for (const auto& [label, sim] : runs) {
+    PlotSeries u{label, {}, {}, "lines"};
+    for (std::size_t k : series_rows(sim->steps.size(), full)) {
+      const serve::StepRecord& s = sim->steps[k];
+      u.x.push_back(s.start_s);
+      u.y.push_back(s.held_slots ? static_cast<double>(s.stored_tokens) / static_cast<double>(s.held_slots) : 0.0);
+    }
+    util.series.push_back(std::move(u));
+    std::vector<double> lat;
+    for (std::size_t k : series_rows(sim->requests.size(), full))
+      lat.push_back(sim->requests[k].returned_s - sim->requests[k].arrival_s);
+    std::sort(lat.begin(), lat.end());
+    PlotSeries c{label, {}, {}, "lines"};
+    for (std::size_t i = 0; i < lat.size(); ++i) {
+      c.x.push_back(lat[i]);
+      c.y.push_back(static_cast<double>(i + 1) / static_cast<double>(lat.size()));
+    }
+    latency.series.push_back(std::move(c));
+  }
+  result.plots.push_back(std::move(util));
+  result.plots.push_back(std::move(latency));
 }
 
 /// A progress bar on stderr for --long runs on a terminal (never when stderr is not a tty, so
