@@ -7,3 +7,13 @@ expect_exit 2 greedy-generate --kv-heads 3
 expect_stderr_mentions --kv-heads greedy-generate --kv-heads 3
 expect_exit 0 greedy-generate --kv-heads 1 --dtype f32
 expect_exit 0 greedy-generate --prompt 40 --block-size 16 --new-tokens 8
+expect_exit 2 max-batch --gpus 0
+expect_exit 2 max-batch --gpus 99999999999999999999
+expect_exit 2 max-batch --ctx nan
+expect_exit 2 max-batch --model no-such-model
+expect_stderr_mentions --model max-batch --model deepseek-v2
+expect_stderr_mentions --kv-budget-gb max-batch --kv-budget-gb 600
+expect_stderr_mentions weights max-batch --model llama-3.1-405b --gpus 1
+expect_exit 2 max-batch --ctx 4294967296 --gpus 4096 --kv-budget-gb 1e9
+expect_exit 2 max-batch --dtype f32
+expect_exit 0 max-batch --model llama-2-70b --gpus 4 --ctx 8192 --kv-dtype fp8 --format json
