@@ -17,3 +17,8 @@ expect_stderr_mentions weights max-batch --model llama-3.1-405b --gpus 1
 expect_exit 2 max-batch --ctx 4294967296 --gpus 4096 --kv-budget-gb 1e9
 expect_exit 2 max-batch --dtype f32
 expect_exit 0 max-batch --model llama-2-70b --gpus 4 --ctx 8192 --kv-dtype fp8 --format json
+expect_exit 2 ragged-batch --requests 0
+expect_exit 2 ragged-batch --max-len 129
+expect_stderr_mentions --requests ragged-batch --requests 0x10
+expect_exit 2 ragged-batch --dtype f32
+expect_exit 0 ragged-batch --requests 32 --max-len 128 --format csv

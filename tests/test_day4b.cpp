@@ -9,6 +9,8 @@
 #include "cache/kv_cache.hpp"
 #include "checks/greedy_generate.hpp"
 #include "checks/max_batch.hpp"
+#include "checks/ragged_batch.hpp"
+#include "model/ragged.hpp"
 #include "core/error.hpp"
 #include "model/generate.hpp"
 #include "test_util.hpp"
@@ -159,4 +161,29 @@ TEST_CASE("max-batch: 298 with errata E3 and E4, and fails with a cache that for
   CHECK(input_error([&] { checks::run_max_batch(o, ctx); }).find("weights") != std::string::npos);
   o.model = "deepseek-v2";
   CHECK(input_error([&] { checks::run_max_batch(o, ctx); }).find("--model") != std::string::npos);
+}
+
+TEST_CASE("ragged-batch passes, and fails with an MLP that normalizes across the batch or attention over the flattened rows") {
+  checks::RunContext ctx;
+  checks::RaggedBatchOptions o;
+  const Result ok = checks::run_ragged_batch(o, ctx);
+  CHECK(ok.passed());
+  CHECK(ok.metric_value("max_abs_diff_mlp") == 0.0);
+
+  checks::RaggedBatchParts batch_norm;  // subtracts the mean over all rows of the batch first
+  batch_norm.mlp = [](const BlockWeights<double>& b, const Mat<double>& x) {
+    Mat<double> centred = x.rowwise() - x.colwise().mean();
+    return mlp_sublayer(b, centred);
+  };
+  CHECK_FALSE(checks::run_ragged_batch(o, ctx, batch_norm).passed());
+
+  checks::RaggedBatchParts one_sequence;  // attends across requests
+  one_sequence.batched_attention = [](const BlockWeights<double>& b, const ModelConfig& c, const Mat<double>& x,
+                                      const std::vector<int>&) { return attention_sublayer(b, c, x); };
+  CHECK_FALSE(checks::run_ragged_batch(o, ctx, one_sequence).passed());
+
+  o.requests = 1;  // one request: nothing to mix
+  CHECK(checks::run_ragged_batch(o, ctx).passed());
+  o.max_len = 0;
+  CHECK(input_error([&] { checks::run_ragged_batch(o, ctx); }).find("--max-len") != std::string::npos);
 }
