@@ -22,3 +22,7 @@ expect_exit 2 ragged-batch --max-len 129
 expect_stderr_mentions --requests ragged-batch --requests 0x10
 expect_exit 2 ragged-batch --dtype f32
 expect_exit 0 ragged-batch --requests 32 --max-len 128 --format csv
+expect_exit 2 complexity --d-model 7
+expect_exit 2 complexity --new-tokens 1
+expect_stderr_mentions --new-tokens complexity --d-model 16384 --new-tokens 4096
+expect_exit 0 complexity --d-model 64 --new-tokens 16 --format json
