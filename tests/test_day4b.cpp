@@ -7,7 +7,9 @@
 #include <memory>
 
 #include "cache/kv_cache.hpp"
+#include "cost/traffic.hpp"
 #include "checks/greedy_generate.hpp"
+#include "checks/intensity.hpp"
 #include "checks/complexity.hpp"
 #include "checks/max_batch.hpp"
 #include "checks/ragged_batch.hpp"
@@ -214,4 +216,42 @@ TEST_CASE("complexity: counts equal the closed forms, E18 flagged; fails with a 
   o.d_model = 16384;
   o.new_tokens = 4096;
   CHECK(input_error([&] { checks::run_complexity(o, ctx); }).find("--d-model") != std::string::npos);
+}
+
+TEST_CASE("intensity: 000 §3.1 terms, MLP ∝ B, attention ≈ 1 (E17 on GQA); fails when AV is forgotten or the FFN is 2D") {
+  checks::RunContext ctx;
+  checks::IntensityOptions o;
+  const Result ok = checks::run_intensity(o, ctx);
+  CHECK(ok.passed());
+  CHECK(ok.errata().size() == 1);  // E17: the GQA row
+  CHECK(ok.metric_value("attention_intensity") == doctest::Approx(1.0).epsilon(0.001));
+
+  checks::IntensityParts no_av;
+  no_av.count = [](const ModelConfig& c, std::int64_t n, std::int64_t s) {
+    OpCount k = count_forward(c, n, s);
+    k.attn_values = 0;
+    return k;
+  };
+  CHECK_FALSE(checks::run_intensity(o, ctx, no_av).passed());
+
+  checks::IntensityParts narrow_ffn;
+  narrow_ffn.count = [](const ModelConfig& c, std::int64_t n, std::int64_t s) {
+    OpCount k = count_forward(c, n, s);
+    k.mlp /= 2;
+    return k;
+  };
+  CHECK_FALSE(checks::run_intensity(o, ctx, narrow_ffn).passed());
+
+  checks::IntensityParts weights_per_row;  // re-reads the weights for every row: no batch reuse
+  weights_per_row.linear_bytes = [](std::uint64_t rows, std::uint64_t in, std::uint64_t out, double b) {
+    return static_cast<double>(rows) * linear_bytes(1, in, out, b);
+  };
+  CHECK_FALSE(checks::run_intensity(o, ctx, weights_per_row).passed());
+
+  o.kv_heads = 8;  // GQA: the attention rows differ from 1 on every batch
+  const Result gqa = checks::run_intensity(o, ctx);
+  CHECK(gqa.passed());
+  CHECK(gqa.errata().size() == 4);
+  o.kv_heads = 5;
+  CHECK(input_error([&] { checks::run_intensity(o, ctx); }).find("--kv-heads") != std::string::npos);
 }
