@@ -33,3 +33,7 @@ expect_exit 2 intensity --ctx 0
 expect_exit 2 intensity --gpu no-such-gpu
 expect_stderr_mentions --gpu intensity --gpu no-such-gpu
 expect_exit 0 intensity --d-model 8192 --heads 64 --kv-heads 8 --gpu h100-sxm
+expect_exit 2 bench-generate --repeats 0
+expect_exit 2 bench-generate --repeats 10
+expect_stderr_mentions --repeats bench-generate --repeats 1e3
+expect_exit 0 bench-generate --repeats 1 --format csv

@@ -10,6 +10,7 @@
 #include "cost/traffic.hpp"
 #include "checks/greedy_generate.hpp"
 #include "checks/intensity.hpp"
+#include "checks/bench_generate.hpp"
 #include "checks/complexity.hpp"
 #include "checks/max_batch.hpp"
 #include "checks/ragged_batch.hpp"
@@ -254,4 +255,39 @@ TEST_CASE("intensity: 000 §3.1 terms, MLP ∝ B, attention ≈ 1 (E17 on GQA); 
   CHECK(gqa.errata().size() == 4);
   o.kv_heads = 5;
   CHECK(input_error([&] { checks::run_intensity(o, ctx); }).find("--kv-heads") != std::string::npos);
+}
+
+TEST_CASE("bench-generate: counted work n(n+1)/2 vs n passes; a 'cached' generator that recomputes fails; timing only in timing") {
+  checks::RunContext ctx;
+  checks::BenchGenerateOptions o;
+  o.repeats = 1;
+  const Result ok = checks::run_bench_generate(o, ctx);
+  CHECK(ok.passed());
+  CHECK(ok.metric_value("positions_naive_64") == 64.0 * 65 / 2);
+  CHECK(ok.metric_value("positions_cached_64") == 64.0);
+  REQUIRE(ok.plots.size() == 1);
+  CHECK(ok.plots[0].series.size() == 2);
+  for (const auto& t : ok.tables)
+    if (t.title.rfind("timing", 0) != 0)
+      for (const auto& c : t.columns) CHECK(c.find("ms") == std::string::npos);
+
+  checks::BenchGenerateParts recompute;
+  recompute.schedule = [](GenerationMode, std::int64_t p, std::int64_t n, std::optional<std::int64_t> b) {
+    return generation_schedule(GenerationMode::naive, p, n, b);
+  };
+  CHECK_FALSE(checks::run_bench_generate(o, ctx, recompute).passed());
+
+  checks::BenchGenerateParts stale;  // never refreshes the cache after the prefill: wrong positions
+  stale.schedule = [](GenerationMode m, std::int64_t p, std::int64_t n, std::optional<std::int64_t> b) {
+    auto calls = generation_schedule(m, p, n, b);
+    if (m == GenerationMode::cached)
+      for (auto& c : calls)
+        if (c.n_tokens == 1) c.begin = 0;  // feeds the first token again at the new position
+    return calls;
+  };
+  CHECK_FALSE(checks::run_bench_generate(o, ctx, stale).passed());
+  CHECK(checks::bench_lengths(true).back() == 255);
+
+  o.repeats = 0;
+  CHECK(input_error([&] { checks::run_bench_generate(o, ctx); }).find("--repeats") != std::string::npos);
 }
