@@ -119,8 +119,8 @@ Result run_bench_generate(const BenchGenerateOptions& o, const RunContext& ctx, 
               "differing tokens"}, {}};
   Table timing{fmt::format("timing (varies run to run; median of {} runs per cell; shown, not judged)", o.repeats),
                {"length n", "naive ms/token", "cached ms/token", "naive / cached"}, {}};
-  Plot plot{"per-token time of greedy generation against its length (004 §B.5)", "generated tokens n", "ms per token",
-            false, false, {}};
+  Plot plot{"per-token time of greedy generation against its length (004 §B.5)", "generated tokens n", "ms per token (log scale)",
+            false, true, {}};
   PlotSeries naive_series{"naive (recompute the window)", {}, {}, "linespoints"};
   PlotSeries cached_series{"KV cache", {}, {}, "linespoints"};
   double worst_positions = 0, worst_flops = 0, differing = 0;
