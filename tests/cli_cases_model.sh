@@ -25,5 +25,5 @@ expect_exit 2 incremental-vs-full --prefill 2 --chunk 3
 expect_exit 2 kv-invariance --tokens 513
 expect_exit 2 kv-size --dtype f32
 expect_stderr_mentions --dtype roofline --dtype f64
-expect_stderr_mentions "unknown command 'max-batch'" max-batch
+expect_stderr_mentions "unknown command 'no-such-check'" no-such-check
 expect_exit 2 cat-vs-prealloc --kv-heads 64 --head-dim 256
