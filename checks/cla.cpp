@@ -194,7 +194,7 @@ class Cla final : public Check {
            "own queries. Cache layers and K/V projections: ceil(l/s); for pairs (s = 2) both halve.\n"
            "The cached decode stays exact: every cached K/V depends only on earlier positions, as\n"
            "in 004 §1.2, so decode = full forward up to rounding.\n"
-           "Source: 003 part 2, Q3 (weights shared too); 004 §2.7.";
+           "Source: 003 part 2, Q3 (weights shared too); 004 §2.7.\n";
   }
   void bind(CLI::App& sub) override {
     sub.add_option("--layers", opts_.layers, "Layers of the mini-GPT")->check(IntRange(1, kMaxLayers));

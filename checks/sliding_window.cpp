@@ -304,7 +304,7 @@ class SlidingWindow final : public Check {
            "Reach: layer 1 at p reads inputs p − (W − 1) .. p; by induction l layers read\n"
            "p − l·(W − 1) .. p. 004 writes l·W (W previous tokens per layer, Mistral's own mask);\n"
            "with W keys including the query it is l·(W − 1): Mistral 7B 32·4095 = 131,040.\n"
-           "Source: 004 §2.7, §1.6; 003 part 2.";
+           "Source: 004 §2.7, §1.6; 003 part 2.\n";
   }
   void bind(CLI::App& sub) override {
     sub.add_option("--window", opts_.window, "W: keys p - W + 1 .. p")->check(IntRange(1, kMaxWindow));
