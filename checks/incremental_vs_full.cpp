@@ -5,6 +5,10 @@
 // chunks (the lower-right causal mask of 004 §3.3). The course measured 3.6e-15 (MHA), 6.2e-15
 // (GQA), 5.8e-15 (MQA): float64 rounding. Expected: max |Δlogits| within a rounding bound derived
 // from the dtype's unit roundoff and the reduction lengths (support/model_setup.hpp).
+// Issue 5 rows (always run, 000 §4.4, 004 §1.6): a GQA model with RoPE (decode rotates q and k at
+// the token's true position) and the MLA model of model/mla.hpp, whose LatentCache holds only c_KV
+// and k_R, on its naive and absorbed paths (bound: 2·n·u·max|logit| with n from
+// mla_reduction_length, checks/mla_absorb.hpp).
 //
 //   kvlab incremental-vs-full [--prefill 8] [--decode 12] [--chunk 3] [--cache prealloc|concat]
 #include <algorithm>
@@ -17,20 +21,23 @@
 #include "core/error.hpp"
 #include "support/options.hpp"
 #include "model/gpt.hpp"
+#include "model/mla.hpp"
+#include "checks/mla_absorb.hpp"
 #include "support/model_setup.hpp"
 
 namespace kvlab::checks {
 namespace {
 
-// Largest --prefill and --decode accepted: 4 variants × (1 full + up to 2·256 cached forwards)
-// then take well under a second on a 2-core machine.
+// Largest --prefill and --decode accepted: 5 variants and 2 MLA paths × (1 full + up to 2·256
+// cached forwards) then take about a second on a 2-core machine.
 constexpr int kMaxTokens = 256;
 
 struct Variant {
-  const char* name;       // metric suffix: mha, gqa, mqa, chunked
+  const char* name;       // metric suffix: mha, gqa, mqa, chunked, rope
   int kv_heads;           // of 8 query heads
   bool chunked;           // prefill in chunks of o.chunk tokens
   const char* course;     // what 004 §1.3 measured
+  bool rope = false;      // RoPE instead of learned positions (issue 5)
 };
 
 constexpr Variant kVariants[] = {
@@ -38,7 +45,46 @@ constexpr Variant kVariants[] = {
     {"gqa", 2, false, "6.2e-15"},
     {"mqa", 1, false, "5.8e-15"},
     {"chunked", 2, true, "— (004 §3.5 test 1)"},
+    {"rope", 2, false, "— (issue 5: RoPE at the true position on decode)", true},
 };
+
+// The MLA mini-GPT (model/mla.hpp): prefill, then decode one token at a time through its
+// LatentCache (c_KV and k_R only), against one full forward on the same path.
+template <class T>
+void mla_rows(const IncrementalOptions& o, const RunContext& ctx, Result& r, Table& detail) {
+  const int total = o.prefill + o.decode;
+  const MlaConfig c;
+  const MlaGPT<T> model(c, ctx.seed);
+  const auto ids = random_tokens(ctx.seed + 1, total, c.vocab_size);
+  for (const MlaPath path : {MlaPath::naive, MlaPath::absorbed}) {
+    const char* name = path == MlaPath::naive ? "mla_naive" : "mla_absorbed";
+    LatentCache<T> full_cache = model.make_cache(total);
+    const Mat<T> full = model.forward(ids, 0, full_cache, path);
+    LatentCache<T> cache = model.make_cache(total);
+    Mat<T> incremental(total, c.vocab_size);
+    incremental.topRows(o.prefill) = model.forward(std::span(ids).first(o.prefill), 0, cache, path);
+    for (int pos = o.prefill; pos < total; ++pos)
+      incremental.row(pos) = model.forward(std::span(ids).subspan(pos, 1), pos, cache, path);
+    const double diff = static_cast<double>((incremental - full).cwiseAbs().maxCoeff());
+    const double scale = std::max(1.0, static_cast<double>(full.cwiseAbs().maxCoeff()));
+    const double n = mla_reduction_length(c, total);
+    const double bound = 2.0 * n * unit_roundoff(ctx.dtype) * scale;
+    Expectation e{.quantity = fmt::format("max |Δlogits| {} (MLA, cache = c_KV [{}] + k_R [{}] per token)", name,
+                                          c.kv_lora_rank, c.rope_head_dim),
+                  .source = "000 §4.3–4.4; 004 §1.3",
+                  .unit = "",
+                  .expected = 0,
+                  .tolerance = bound,
+                  .why = fmt::format("rounding: 2·n·u·max|logit|, n = {} summed terms, u = {:.2g} ({})", n,
+                                     unit_roundoff(ctx.dtype), dtype_name(ctx.dtype)),
+                  .measured = diff};
+    e.document = "— (issue 5)";
+    r.expect(e);
+    r.metric(std::string("max_abs_diff_") + name, diff);
+    detail.rows.push_back({std::string(name), std::int64_t{c.n_head}, std::to_string(o.prefill), std::int64_t{o.decode},
+                           diff, scale, bound});
+  }
+}
 
 template <class T>
 Result run_impl(const IncrementalOptions& o, const RunContext& ctx, const CacheMaker<T>& make_cache) {
@@ -50,6 +96,7 @@ Result run_impl(const IncrementalOptions& o, const RunContext& ctx, const CacheM
     ModelConfig cfg;
     cfg.n_kv_head = v.kv_heads;
     cfg.block_size = std::max(64, total);
+    if (v.rope) cfg.positional = Positional::rope;
     const MiniGPT<T> model(cfg, ctx.seed);
     const auto ids = random_tokens(ctx.seed + 1, total, cfg.vocab_size);
 
@@ -73,7 +120,7 @@ Result run_impl(const IncrementalOptions& o, const RunContext& ctx, const CacheM
     const double bound = rounding_bound(cfg, ctx.dtype, scale);
     Expectation e{.quantity = fmt::format("max |Δlogits| {}{}", v.name,
                                           v.chunked ? fmt::format(" (prefill in chunks of {})", *o.chunk) : ""),
-                  .source = v.chunked ? "004 §3.3, §3.5" : "004 §1.3 (group 2)",
+                  .source = v.chunked ? "004 §3.3, §3.5" : v.rope ? "004 §1.3, §1.6; 000 §4.4.1" : "004 §1.3 (group 2)",
                   .unit = "",
                   .expected = 0,
                   .tolerance = bound,
@@ -87,9 +134,12 @@ Result run_impl(const IncrementalOptions& o, const RunContext& ctx, const CacheM
                            v.chunked ? fmt::format("{} in chunks of {}", o.prefill, *o.chunk) : std::to_string(o.prefill),
                            std::int64_t{o.decode}, diff, scale, bound});
   }
+  mla_rows<T>(o, ctx, r, detail);
   r.tables.push_back(std::move(detail));
-  r.notes.push_back(fmt::format("mini-GPT: 2 layers, d_model 64, 8 query heads, learned positions, {} on {}, {} cache, seed {}",
-                                dtype_name(ctx.dtype), device_name(ctx.device), o.cache, ctx.seed));
+  r.notes.push_back(fmt::format("mini-GPT: 2 layers, d_model 64, 8 query heads, learned positions (row rope: RoPE), {} on {}, "
+                                "{} cache, seed {}", dtype_name(ctx.dtype), device_name(ctx.device), o.cache, ctx.seed));
+  r.notes.push_back("Rows mla_naive and mla_absorbed: the MLA mini-GPT (2 layers, 8 heads, d_c 32, d_q 24, d_r 4) with its "
+                    "own LatentCache (--cache does not apply); the KV heads column shows its 8 query heads.");
   r.notes.push_back("kvlab sums every position in a fixed order, so its differences are often exactly 0; "
                     "the course's 1e-15 figures come from BLAS kernels whose blocking depends on T.");
   return r;
@@ -118,7 +168,8 @@ Result run_incremental_vs_full(const IncrementalOptions& o, const RunContext& ct
   r.check = "incremental-vs-full";
   r.source = "004 §1.3, §3.5 (group 2)";
   r.claim = fmt::format("Prefill {} tokens then decode {} one at a time with the KV cache: the logits equal one "
-                        "full forward over {} tokens up to rounding, for MHA, GQA, MQA and a chunked prefill.",
+                        "full forward over {} tokens up to rounding, for MHA, GQA, MQA, a chunked prefill, a RoPE "
+                        "model and MLA (latent cache; naive and absorbed paths).",
                         o.prefill, o.decode, o.prefill + o.decode);
   return r;
 }
@@ -129,7 +180,9 @@ class IncrementalVsFull final : public Check {
  public:
   std::string name() const override { return "incremental-vs-full"; }
   std::string source() const override { return "004 §1.3, §3.5 (group 2)"; }
-  std::string summary() const override { return "cached decode = full forward (MHA, GQA, MQA, chunked prefill)"; }
+  std::string summary() const override {
+    return "cached decode = full forward (MHA, GQA, MQA, chunked prefill, RoPE, MLA)";
+  }
   std::string derivation() const override {
     return "The full forward computes, at position t, q_t against k_1..k_t and v_1..v_t of every layer.\n"
            "Prefill stores k_i, v_i for the prompt; by kv-invariance they equal the full forward's values.\n"
@@ -139,12 +192,15 @@ class IncrementalVsFull final : public Check {
            "same order (kvlab's per-row arithmetic does, design.md Numerics); the tolerance is still a\n"
            "rounding bound 2·n·u·scale, because mathematics only promises equality in exact arithmetic.\n"
            "Chunked prefill is the same argument with several new rows at once (lower-right causal mask).\n"
-           "Source: 004 §1.3, §3.5.\n";
+           "RoPE: k_t is rotated by its own position t before it is cached, so decode must rotate at t too.\n"
+           "MLA: the cache holds c_KV and k_R, from which both paths rebuild (or absorb) K and V exactly.\n"
+           "Source: 004 §1.3, §3.5; 004 §1.6; 000 §4.3-4.4.\n";
   }
   std::string description() const override {
     return "Prefills a prompt, decodes the rest one token at a time through the KV cache, and\n"
            "compares every logit with one forward pass over the whole sequence; then again with\n"
-           "the prompt prefilled in chunks. The tolerance is a float rounding bound, stated.";
+           "the prompt prefilled in chunks, for a RoPE model, and for the MLA model whose cache\n"
+           "holds only c_KV and k_R. The tolerance is a float rounding bound, stated.";
   }
   void bind(CLI::App& sub) override {
     sub.add_option("--prefill", opts_.prefill, "Prompt tokens")->check(IntRange(1, kMaxTokens));

@@ -44,6 +44,10 @@ class KVCache {
   virtual ConstMatView<T> values(int layer) const = 0;
   /// Positions held by `layer`.
   virtual int length(int layer) const = 0;
+  /// Absolute position of row 0 of keys(layer)/values(layer): 0 for a cache that keeps every
+  /// position; a rolling sliding-window cache (cache/rolling_cache.hpp) that has dropped the
+  /// oldest positions holds first_position .. first_position + length - 1.
+  virtual int first_position(int /*layer*/) const { return 0; }
   /// Keeps the first `len` positions of every layer (speculative-decoding rollback, 000 §7.6).
   /// Throws std::invalid_argument when len is negative or above the current length.
   virtual void truncate(int len) = 0;

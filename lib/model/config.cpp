@@ -26,6 +26,10 @@ void ModelConfig::validate() const {
   if (n_head % n_kv_head != 0)
     throw InputError(fmt::format("n_kv_head: must divide n_head = {} (got {}); allowed: a divisor of {}",
                                  n_head, n_kv_head, n_head));
+  require_range("sliding_window", sliding_window, 0, kMaxLen);
+  if (sliding_window > 0 && !causal)
+    throw InputError("sliding_window: needs a causal model (got causal = false)");
+  require_range("cla_share", cla_share, 1, n_layer);
   if (positional == Positional::rope) {
     if (head_dim % 2 != 0)
       throw InputError(fmt::format("head_dim: must be even with RoPE (got {})", head_dim));

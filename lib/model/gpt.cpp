@@ -1,11 +1,13 @@
 #include "model/gpt.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <stdexcept>
 
 #include <fmt/format.h>
 
 #include "attention/gqa.hpp"
+#include "attention/window.hpp"
 #include "core/error.hpp"
 #include "core/rng.hpp"
 #include "model/init.hpp"
@@ -28,10 +30,12 @@ MiniGPT<T>::MiniGPT(const ModelConfig& config, std::uint64_t seed) : config_(con
     b.ln1_bias = Vec<T>::Zero(d);
     b.w_q = random_matrix<T>(rng, d, q_w, std);
     b.b_q = random_vector<T>(rng, q_w, std);
-    b.w_k = random_matrix<T>(rng, d, kv_w, std);
-    b.b_k = random_vector<T>(rng, kv_w, std);
-    b.w_v = random_matrix<T>(rng, d, kv_w, std);
-    b.b_v = random_vector<T>(rng, kv_w, std);
+    if (l % config_.cla_share == 0) {  // CLA: only the first layer of a group owns K/V weights
+      b.w_k = random_matrix<T>(rng, d, kv_w, std);
+      b.b_k = random_vector<T>(rng, kv_w, std);
+      b.w_v = random_matrix<T>(rng, d, kv_w, std);
+      b.b_v = random_vector<T>(rng, kv_w, std);
+    }
     b.w_o = random_matrix<T>(rng, q_w, d, std_residual);
     b.b_o = random_vector<T>(rng, d, std);
     b.ln2_gain = Vec<T>::Ones(d);
@@ -51,12 +55,19 @@ template <class T>
 Mat<T> MiniGPT<T>::forward(std::span<const int> tokens, int start_pos, KVCache<T>& cache) const {
   const auto& c = config_;
   const int n_new = static_cast<int>(tokens.size());
-  if (cache.n_layer() != c.n_layer || cache.width() != c.kv_width())
+  if (cache.n_layer() != c.n_kv_layer() || cache.width() != c.kv_width())
     throw std::invalid_argument(fmt::format("forward: cache has {} layers of width {}, model needs {} of {}",
-                                            cache.n_layer(), cache.width(), c.n_layer, c.kv_width()));
-  if (cache.length(0) != start_pos)
-    throw std::invalid_argument(fmt::format("forward: start_pos {} but the cache holds {} positions",
-                                            start_pos, cache.length(0)));
+                                            cache.n_layer(), cache.width(), c.n_kv_layer(), c.kv_width()));
+  // A cache that keeps everything holds 0 .. start_pos - 1; a rolling one (sliding window) the
+  // newest of them, from first_position on, which must still cover the window of the first query.
+  const int first = cache.first_position(0), held = cache.length(0);
+  if (first + held != start_pos)
+    throw std::invalid_argument(fmt::format("forward: start_pos {} but the cache holds {} positions from {}",
+                                            start_pos, held, first));
+  const int window = c.sliding_window;
+  if (first > (window > 0 ? std::max(0, start_pos - window + 1) : 0))
+    throw std::invalid_argument(fmt::format("forward: the cache dropped positions before {} that the {} needs",
+                                            first, window > 0 ? "window" : "full attention"));
   if (c.positional == Positional::learned && start_pos + n_new > c.block_size)
     throw InputError(fmt::format("positions {}..{}: exceed block_size = {} of the learned position table",
                                  start_pos, start_pos + n_new - 1, c.block_size));
@@ -69,19 +80,40 @@ Mat<T> MiniGPT<T>::forward(std::span<const int> tokens, int start_pos, KVCache<T
     if (c.positional == Positional::learned) x.row(t) += weights_.wpe.row(start_pos + t);  // 004 §3.2
   }
 
+  // Sliding window: the keys a chunk sees (held positions still in the window of its first query,
+  // then its own), gathered before the append, since a rolling cache may overwrite them.
+  Mat<T> window_k, window_v;
+  int window_k_pos0 = 0;
   for (int l = 0; l < c.n_layer; ++l) {
     const auto& b = weights_.blocks[l];
+    const int kl = c.kv_layer(l);                   // CLA: the group's cache layer
+    const bool owns_kv = l % c.cla_share == 0;      // its first layer computes K/V from its input
     const Mat<T> h = layer_norm(x, b.ln1_gain, b.ln1_bias);
     Mat<T> q = linear(h, b.w_q, b.b_q);
-    Mat<T> k = linear(h, b.w_k, b.b_k);
-    const Mat<T> v = linear(h, b.w_v, b.b_v);
-    if (c.positional == Positional::rope) {
-      apply_rope(q, c.n_head, c.head_dim, start_pos, c.rope_theta);
-      apply_rope(k, c.n_kv_head, c.head_dim, start_pos, c.rope_theta);
+    if (c.positional == Positional::rope) apply_rope(q, c.n_head, c.head_dim, start_pos, c.rope_theta);
+    if (owns_kv) {
+      Mat<T> k = linear(h, b.w_k, b.b_k);
+      const Mat<T> v = linear(h, b.w_v, b.b_v);
+      if (c.positional == Positional::rope) apply_rope(k, c.n_kv_head, c.head_dim, start_pos, c.rope_theta);
+      if (window > 0) {
+        const int skip = std::max(0, start_pos - window + 1 - first);  // held rows out of every window
+        const auto old_k = cache.keys(kl), old_v = cache.values(kl);
+        window_k.resize(held - skip + n_new, c.kv_width());
+        window_v.resize(held - skip + n_new, c.kv_width());
+        window_k.topRows(held - skip) = old_k.bottomRows(held - skip);
+        window_v.topRows(held - skip) = old_v.bottomRows(held - skip);
+        window_k.bottomRows(n_new) = k;
+        window_v.bottomRows(n_new) = v;
+        window_k_pos0 = first + skip;
+      }
+      cache.append(kl, k, v);
     }
-    cache.append(l, k, v);
-    const Mat<T> att = grouped_query_attention(q, cache.keys(l), cache.values(l), c.n_head, c.n_kv_head,
-                                               c.head_dim, start_pos, c.causal);
+    const Mat<T> att =
+        window > 0 ? sliding_window_attention<T>(q, ConstMatView<T>(window_k.data(), window_k.rows(), window_k.cols()),
+                                                 ConstMatView<T>(window_v.data(), window_v.rows(), window_v.cols()),
+                                                 c.n_head, c.n_kv_head, c.head_dim, start_pos, window_k_pos0, window)
+                   : grouped_query_attention(q, cache.keys(kl), cache.values(kl), c.n_head, c.n_kv_head, c.head_dim,
+                                             start_pos, c.causal);
     x += linear(att, b.w_o, b.b_o);
     Mat<T> m = linear(layer_norm(x, b.ln2_gain, b.ln2_bias), b.w_fc, b.b_fc);
     gelu_inplace(m);
@@ -93,7 +125,7 @@ Mat<T> MiniGPT<T>::forward(std::span<const int> tokens, int start_pos, KVCache<T
 
 template <class T>
 std::unique_ptr<KVCache<T>> MiniGPT<T>::make_cache(CacheKind kind, int max_len) const {
-  return kvlab::make_cache<T>(kind, config_.n_layer, config_.kv_width(), max_len);
+  return kvlab::make_cache<T>(kind, config_.n_kv_layer(), config_.kv_width(), max_len);
 }
 
 template class MiniGPT<double>;

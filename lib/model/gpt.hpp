@@ -29,7 +29,7 @@ struct BlockWeights {
   Vec<T> ln1_gain, ln1_bias;    // [d]
   Mat<T> w_q;                   // [d, q_w]
   Vec<T> b_q;                   // [q_w]
-  Mat<T> w_k, w_v;              // [d, kv_w]
+  Mat<T> w_k, w_v;              // [d, kv_w]  (CLA: empty in a layer that reads its group's K/V)
   Vec<T> b_k, b_v;              // [kv_w]
   Mat<T> w_o;                   // [q_w, d]
   Vec<T> b_o;                   // [d]
@@ -62,11 +62,17 @@ class MiniGPT {
   /// Logits [tokens.size(), vocab_size] of tokens at positions start_pos, start_pos + 1, ...;
   /// their K and V are appended to `cache` in every layer.
   /// Throws InputError when a token id is outside [0, vocab_size) or, with learned positions,
-  /// start_pos + T exceeds block_size; std::invalid_argument when cache.length(0) != start_pos or
-  /// the cache's shape does not match the model.
+  /// start_pos + T exceeds block_size; std::invalid_argument when the cache does not hold
+  /// exactly the positions before start_pos (cache.first_position(0) + cache.length(0) !=
+  /// start_pos), has dropped positions the attention still needs (any, without a sliding window;
+  /// those from start_pos - W + 1 on, with one), or its shape does not match the model
+  /// (config.n_kv_layer() layers of width kv_width()).
+  /// Sliding window (config.sliding_window = W): query p attends to p - W + 1 .. p, so a
+  /// RollingCache of W positions is enough; a cache that keeps everything gives the same logits.
+  /// CLA (config.cla_share = s): layer l reads and (if l % s == 0) writes cache layer l / s.
   Mat<T> forward(std::span<const int> tokens, int start_pos, KVCache<T>& cache) const;
 
-  /// An empty cache shaped for this model (n_layer layers of width n_kv_head*head_dim).
+  /// An empty cache shaped for this model (n_kv_layer() layers of width n_kv_head*head_dim).
   std::unique_ptr<KVCache<T>> make_cache(CacheKind kind, int max_len) const;
 
   const ModelConfig& config() const { return config_; }

@@ -1,0 +1,330 @@
+// sliding-window — 004 §2.7, §1.6; 003 part 2: a rolling cache of W positions is exact for
+// sliding-window attention, its memory stays at W, and l layers reach l·(W − 1) positions back.
+//
+// Claim (004 §2.7): with sliding-window attention (Mistral) each layer sees only the last W tokens,
+// so the KV cache is capped at W; stacked, layer l still sees l·W back. 004 §1.6: Mistral's rolling
+// cache rests on RoPE, whose positions keep counting while old K stay valid. 003 part 2: tokens
+// outside the window are dropped from the cache, which stays a constant size.
+//
+// What kvlab runs: a mini-GPT with window W (query p sees keys p − W + 1 .. p), RoPE by default,
+// prefills --prefill tokens (more than W) and decodes the rest one at a time through a RollingCache
+// of W positions, which wraps around (N − 1)/W times. Expected:
+//   - logits = an independent full forward with an explicit window mask (j ≤ i, i − j < W), before
+//     the first wrap-around and after it: 0 ± 2·n·u·max|logit| (float rounding, model_setup.hpp);
+//   - positions held per cache layer, measured on the cache after every step: max = min(W, N),
+//     exactly (a full cache would hold N);
+//   - receptive field: change input token s and compare every output bit for bit. Layer 1 at p reads
+//     p − W + 1 .. p, so l layers read p − l·(W − 1) .. p: the outputs that change are exactly
+//     s .. s + l·(W − 1) (capped at N − 1). The reach l·(W − 1) is checked exactly; 004's "l·W" is
+//     carried as the document's figure (an erratum of l positions under this window convention).
+//
+//   kvlab sliding-window [--window 4] [--layers 2] [--tokens 24] [--prefill 6] [--perturb 3]
+//                        [--positional rope|learned]
+#include "checks/sliding_window.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include "attention/gqa.hpp"
+#include "cache/rolling_cache.hpp"
+#include "core/error.hpp"
+#include "model/gpt.hpp"
+#include "model/ops.hpp"
+#include "support/model_setup.hpp"
+#include "support/options.hpp"
+
+namespace kvlab::checks {
+namespace {
+
+// Largest sizes accepted: two decodes of 256 tokens through 8 layers stay well under a second.
+constexpr int kMaxWindow = 64, kMaxLayers = 8, kMaxTokens = 256;
+
+// The reference: one forward over all N tokens with full attention and an explicit window mask
+// (i − W < j ≤ i), written out here so that it shares no attention or cache code with the model.
+template <class T>
+Mat<T> masked_full_forward(const MiniGPT<T>& model, const std::vector<int>& ids, int window) {
+  const ModelConfig& c = model.config();
+  const auto& w = model.weights();
+  const int n = static_cast<int>(ids.size()), hd = c.head_dim, group = c.n_head / c.n_kv_head;
+  Mat<T> x(n, c.d_model);
+  for (int t = 0; t < n; ++t) {
+    x.row(t) = w.wte.row(ids[t]);
+    if (c.positional == Positional::learned) x.row(t) += w.wpe.row(t);
+  }
+  Mat<T> k, v;
+  for (int l = 0; l < c.n_layer; ++l) {
+    const auto& b = w.blocks[l];
+    const Mat<T> h = layer_norm(x, b.ln1_gain, b.ln1_bias);
+    Mat<T> q = linear(h, b.w_q, b.b_q);
+    if (c.positional == Positional::rope) apply_rope(q, c.n_head, hd, 0, c.rope_theta);
+    if (l % c.cla_share == 0) {
+      k = linear(h, b.w_k, b.b_k);
+      v = linear(h, b.w_v, b.b_v);
+      if (c.positional == Positional::rope) apply_rope(k, c.n_kv_head, hd, 0, c.rope_theta);
+    }
+    Mat<T> att = Mat<T>::Zero(n, c.n_head * hd);
+    std::vector<double> p(static_cast<std::size_t>(n));
+    for (int i = 0; i < n; ++i)
+      for (int hh = 0; hh < c.n_head; ++hh) {
+        const int g = hh / group;
+        double m = -std::numeric_limits<double>::infinity(), z = 0;
+        for (int j = 0; j < n; ++j) {
+          const bool visible = j <= i && i - j < window;  // the window mask
+          if (!visible) { p[j] = -std::numeric_limits<double>::infinity(); continue; }
+          T dot = 0;
+          for (int e = 0; e < hd; ++e) dot += q(i, hh * hd + e) * k(j, g * hd + e);
+          p[j] = static_cast<double>(dot / std::sqrt(T(hd)));
+          m = std::max(m, p[j]);
+        }
+        for (int j = 0; j < n; ++j) z += p[j] = std::exp(p[j] - m);  // exp(-inf) = 0 off the window
+        for (int j = 0; j < n; ++j)
+          for (int e = 0; e < hd; ++e) att(i, hh * hd + e) += static_cast<T>(p[j] / z) * v(j, g * hd + e);
+      }
+    x += linear(att, b.w_o, b.b_o);
+    Mat<T> mlp = linear(layer_norm(x, b.ln2_gain, b.ln2_bias), b.w_fc, b.b_fc);
+    gelu_inplace(mlp);
+    x += linear(mlp, b.w_proj, b.b_proj);
+  }
+  return linear(layer_norm(x, w.lnf_gain, w.lnf_bias), w.w_lm, Vec<T>::Zero(c.vocab_size).eval());
+}
+
+// Prefill then decode one token at a time through `cache`; records the positions held per layer.
+template <class T>
+Mat<T> rolling_decode(const MiniGPT<T>& model, const std::vector<int>& ids, int prefill, KVCache<T>& cache,
+                      int* max_held) {
+  const int n = static_cast<int>(ids.size());
+  Mat<T> out(n, model.config().vocab_size);
+  out.topRows(prefill) = model.forward(std::span(ids).first(prefill), 0, cache);
+  auto note_held = [&] {
+    for (int l = 0; l < cache.n_layer(); ++l) *max_held = std::max(*max_held, cache.length(l));
+  };
+  note_held();
+  for (int p = prefill; p < n; ++p) {
+    out.row(p) = model.forward(std::span(ids).subspan(p, 1), p, cache);  // RoPE at the true position p
+    note_held();
+  }
+  return out;
+}
+
+template <class T>
+Result run_impl(const SlidingWindowOptions& o, const RunContext& ctx, const SlidingWindowParts& parts,
+                const WindowCacheMaker<T>& make_cache, const WindowCacheMaker<double>& make_cache64) {
+  const int W = o.window, L = o.layers, N = o.tokens, s = o.perturb;
+  ModelConfig cfg;
+  cfg.n_layer = L;
+  cfg.n_kv_head = 2;
+  cfg.block_size = std::max(64, N);
+  cfg.positional = parse_positional(o.positional);
+  cfg.sliding_window = parts.model_window.value_or(W);
+  const MiniGPT<T> model(cfg, ctx.seed);
+  const auto ids = random_tokens(ctx.seed + 1, N, cfg.vocab_size);
+
+  // 1. Rolling cache vs the masked full forward.
+  auto cache = make_cache(cfg.n_kv_layer(), cfg.kv_width(), W);
+  int max_held = 0;
+  const Mat<T> rolled = rolling_decode(model, ids, o.prefill, *cache, &max_held);
+  const Mat<T> reference = masked_full_forward(model, ids, W);
+  const int before = std::min(W, N);  // positions 0 .. W - 1 come before the first wrap-around
+  const double diff_before =
+      static_cast<double>((rolled.topRows(before) - reference.topRows(before)).cwiseAbs().maxCoeff());
+  const double diff_after = N > W ? static_cast<double>(
+      (rolled.bottomRows(N - W) - reference.bottomRows(N - W)).cwiseAbs().maxCoeff()) : 0.0;
+  const double scale = std::max(1.0, static_cast<double>(reference.cwiseAbs().maxCoeff()));
+  const double bound = rounding_bound(cfg, ctx.dtype, scale);
+  const std::string why_round = fmt::format("rounding: 2·n·u·max|logit|, n = {} summed terms, u = {:.2g} ({})",
+                                            reduction_length(cfg), unit_roundoff(ctx.dtype), dtype_name(ctx.dtype));
+  Result r;
+  r.expect({.quantity = fmt::format("max |Δlogits| rolling cache vs window-masked full attention, positions 0..{} "
+                                    "(before the first wrap-around)", before - 1),
+            .source = "004 §1.6, §2.7",
+            .expected = 0, .tolerance = bound, .why = why_round, .measured = diff_before});
+  const auto wraps = static_cast<std::uint64_t>((N - 1) / W);
+  if (N > W)
+    r.expect({.quantity = fmt::format("max |Δlogits| rolling cache vs window-masked full attention, positions {}..{} "
+                                      "(after {} wrap-arounds, RoPE positions counting on to {})",
+                                      W, N - 1, wraps, N - 1),
+              .source = "004 §1.6, §2.7",
+              .expected = 0, .tolerance = bound, .why = why_round, .measured = diff_after});
+  else
+    r.notes.push_back(fmt::format("--tokens {} <= --window {}: the cache never wraps around; only the first row "
+                                  "compares logits.", N, W));
+
+  // 2. Memory: positions held per cache layer, measured on the cache after every step.
+  const int expected_held = std::min(W, N);
+  Expectation mem{.quantity = fmt::format("positions held per cache layer, max over {} tokens", N),
+                  .source = "004 §2.7; 003 part 2",
+                  .unit = "positions",
+                  .expected = static_cast<double>(expected_held),
+                  .tolerance = 0,
+                  .why = "exact: a count (a full cache would hold N)",
+                  .measured = static_cast<double>(max_held)};
+  mem.document = "缓存大小封顶为 W (004 §2.7)";
+  r.expect(mem);
+  const auto elem = static_cast<std::uint64_t>(sizeof(T));
+  const std::uint64_t held_bytes = checked_mul(
+      checked_mul(static_cast<std::uint64_t>(cfg.n_kv_layer()) * 2, static_cast<std::uint64_t>(max_held), "bytes"),
+      checked_mul(static_cast<std::uint64_t>(cfg.kv_width()), elem, "bytes"), "bytes");
+  const std::uint64_t full_bytes = checked_mul(
+      checked_mul(static_cast<std::uint64_t>(cfg.n_kv_layer()) * 2, static_cast<std::uint64_t>(N), "bytes"),
+      checked_mul(static_cast<std::uint64_t>(cfg.kv_width()), elem, "bytes"), "bytes");
+
+  // 3. Receptive field: change token s, see which outputs move (any bit).
+  // Run in float64 whatever --dtype is: an influence smaller than float32's spacing (1e-7 at
+  // 8 layers × 15 positions) would round away, and the claim is about which outputs can move.
+  auto perturbed = ids;
+  perturbed[s] = (ids[s] + 1) % cfg.vocab_size;
+  const MiniGPT<double> model64(cfg, ctx.seed);
+  int unused = 0;
+  auto cache_a = make_cache64(cfg.n_kv_layer(), cfg.kv_width(), W);
+  auto cache_b = make_cache64(cfg.n_kv_layer(), cfg.kv_width(), W);
+  const Mat<double> base = rolling_decode(model64, ids, o.prefill, *cache_a, &unused);
+  const Mat<double> moved = rolling_decode(model64, perturbed, o.prefill, *cache_b, &unused);
+  const int reach_expected = std::min(L * (W - 1), N - 1 - s);
+  int reach = -1, disagree = 0;
+  Table field{fmt::format("receptive field: outputs changed by input token {}", s),
+              {"position", "offset from s", "expected to change", "changed", "max |Δlogits|"}, {}};
+  for (int p = 0; p < N; ++p) {
+    const double d = (moved.row(p) - base.row(p)).cwiseAbs().maxCoeff();
+    const bool changed = d != 0.0, expect_change = p >= s && p - s <= L * (W - 1);
+    if (changed) reach = p - s;
+    if (changed != expect_change) ++disagree;
+    if (p >= s - 1 && p <= s + reach_expected + 2)
+      field.rows.push_back({std::int64_t{p}, std::int64_t{p - s}, std::string(expect_change ? "yes" : "no"),
+                            std::string(changed ? "yes" : "no"), d});
+  }
+  Expectation er{.quantity = fmt::format("reach: farthest output changed by input token {}, minus {} ({} layers, W = {})",
+                                         s, s, L, W),
+                 .source = "004 §2.7",
+                 .unit = "positions",
+                 .expected = static_cast<double>(reach_expected),
+                 .tolerance = 0,
+                 .why = "exact: l·(W − 1) (capped at N − 1 − s); an output outside the reach shares no "
+                        "computation with token s, so it is bit-identical (probe in f64)",
+                 .measured = static_cast<double>(reach)};
+  if (reach_expected == L * (W - 1))
+    er.stated = Stated{fmt::format("l·W = {}·{} (第 l 层能间接看到 l·W 远)", L, W), static_cast<double>(L * W), 0.5};
+  er.arithmetic = fmt::format("each layer reaches W − 1 = {} positions back (it sees p − W + 1 .. p), so {} layers "
+                              "reach {}·{} = {}, not l·W = {} (l·W counts W previous tokens per layer, Mistral's "
+                              "mask; Mistral 7B: 32·4095 = 131,040 vs 32·4096 = 131,072)",
+                              W - 1, L, L, W - 1, L * (W - 1), L * W);
+  r.expect(er);
+  r.expect({.quantity = "outputs whose change disagrees with the window rule (changed ⇔ s ≤ p ≤ s + l·(W − 1))",
+            .source = "004 §2.7",
+            .unit = "positions",
+            .expected = 0,
+            .tolerance = 0,
+            .why = "exact: a count; causality and the window fix which outputs can move (probe in f64, "
+                   "where every influence inside the reach is far above the rounding)",
+            .measured = static_cast<double>(disagree)});
+
+  r.metric("max_abs_diff_before_wrap", diff_before);
+  r.metric("max_abs_diff_after_wrap", diff_after);
+  r.metric("rounding_bound", bound);
+  r.metric_exact("wrap_arounds", wraps);
+  r.metric_exact("cache_positions_held_max", static_cast<std::uint64_t>(max_held));
+  r.metric_exact("cache_bytes_held_max", held_bytes);
+  r.metric_exact("full_cache_bytes", full_bytes);
+  r.metric("reach_positions", reach);
+  r.metric("reach_expected", reach_expected);
+
+  Table mem_table{"cache memory after N tokens", {"cache", "positions per layer", "layers", "bytes"}, {}};
+  mem_table.rows.push_back({fmt::format("rolling, W = {} (measured)", W), std::int64_t{max_held},
+                            std::int64_t{cfg.n_kv_layer()}, static_cast<std::int64_t>(held_bytes)});
+  mem_table.rows.push_back({std::string("full (would hold)"), std::int64_t{N}, std::int64_t{cfg.n_kv_layer()},
+                            static_cast<std::int64_t>(full_bytes)});
+  if (const auto* rc = dynamic_cast<const RollingCache<T>*>(cache.get()))
+    mem_table.rows.push_back({std::string("rolling ring buffers allocated"), std::int64_t{rc->window()},
+                              std::int64_t{cfg.n_kv_layer()}, static_cast<std::int64_t>(rc->bytes_allocated())});
+  r.tables.push_back(std::move(mem_table));
+  r.tables.push_back(std::move(field));
+  r.notes.push_back(fmt::format("mini-GPT: {} layers, d_model 64, 8 query heads, 2 KV heads, window {}, {} positions, "
+                                "{} on {}, seed {}; prefill {} tokens then decode one at a time",
+                                L, W, o.positional, dtype_name(ctx.dtype), device_name(ctx.device), ctx.seed, o.prefill));
+  r.notes.push_back("The receptive-field probe runs in f64 whatever --dtype is: it asks which outputs can move, "
+                    "and in f32 an influence below the float spacing would round away.");
+  return r;
+}
+
+}  // namespace
+
+Result run_sliding_window(const SlidingWindowOptions& o, const RunContext& ctx, const SlidingWindowParts& parts) {
+  require_range("--window", o.window, 1, kMaxWindow);
+  require_range("--layers", o.layers, 1, kMaxLayers);
+  require_range("--tokens", o.tokens, 2, kMaxTokens);
+  if (o.prefill < 1 || o.prefill > o.tokens)
+    throw InputError(fmt::format("--prefill: must be in [1, --tokens = {}] (got {})", o.tokens, o.prefill));
+  if (o.perturb < 0 || o.perturb >= o.tokens)
+    throw InputError(fmt::format("--perturb: must be in [0, --tokens - 1 = {}] (got {})", o.tokens - 1, o.perturb));
+  if (o.positional != "rope" && o.positional != "learned")
+    throw InputError("--positional: must be rope or learned (got '" + o.positional + "')");
+  WindowCacheMaker<double> maker64 = parts.cache_f64;
+  if (!maker64)
+    maker64 = [](int n_layer, int width, int window) { return std::make_unique<RollingCache<double>>(n_layer, width, window); };
+  Result r = with_dtype(ctx.dtype, [&]<class T>() {
+    WindowCacheMaker<T> maker;
+    if constexpr (std::is_same_v<T, double>) maker = maker64;
+    else maker = parts.cache_f32;
+    if (!maker) maker = [](int n_layer, int width, int window) { return std::make_unique<RollingCache<T>>(n_layer, width, window); };
+    return run_impl<T>(o, ctx, parts, maker, maker64);
+  });
+  r.check = "sliding-window";
+  r.source = "004 §2.7, §1.6; 003 part 2";
+  r.claim = fmt::format("A rolling cache of W = {} positions gives the logits of full attention with a window mask, "
+                        "before and after wrap-arounds ({} positions); its memory stays at W; {} layers reach "
+                        "{}·(W − 1) = {} positions back.",
+                        o.window, o.positional, o.layers, o.layers, o.layers * (o.window - 1));
+  return r;
+}
+
+namespace {
+
+class SlidingWindow final : public Check {
+ public:
+  std::string name() const override { return "sliding-window"; }
+  std::string source() const override { return "004 §2.7, §1.6; 003 part 2"; }
+  std::string summary() const override {
+    return "rolling cache of W = window-masked attention; memory W; reach l·(W − 1)";
+  }
+  std::string description() const override {
+    return "Decodes a sliding-window mini-GPT (RoPE) through a rolling cache of W positions that\n"
+           "wraps around several times and compares every logit with one full forward under an\n"
+           "explicit window mask; measures the positions the cache holds; changes one input token\n"
+           "and lists which outputs move (exactly those within l·(W − 1) after it).";
+  }
+  std::string derivation() const override {
+    return "Window W: the query at p attends to keys p − W + 1 .. p (W keys, itself included).\n"
+           "So the K/V of positions < p − W + 1 are never read again: a ring of W slots (position\n"
+           "p in slot p mod W) holds all a decode step needs, and memory stays W, not N.\n"
+           "RoPE puts the position into q·k as a relative angle, so K written at p stays valid and\n"
+           "positions keep counting past W; learned absolute positions would stop at block_size.\n"
+           "Reach: layer 1 at p reads inputs p − (W − 1) .. p; by induction l layers read\n"
+           "p − l·(W − 1) .. p. 004 writes l·W (W previous tokens per layer, Mistral's own mask);\n"
+           "with W keys including the query it is l·(W − 1): Mistral 7B 32·4095 = 131,040.\n"
+           "Source: 004 §2.7, §1.6; 003 part 2.\n";
+  }
+  void bind(CLI::App& sub) override {
+    sub.add_option("--window", opts_.window, "W: keys p - W + 1 .. p")->check(IntRange(1, kMaxWindow));
+    sub.add_option("--layers", opts_.layers, "Layers of the mini-GPT")->check(IntRange(1, kMaxLayers));
+    sub.add_option("--tokens", opts_.tokens, "Sequence length N")->check(IntRange(2, kMaxTokens));
+    sub.add_option("--prefill", opts_.prefill, "Prompt tokens in one forward (<= --tokens)")
+        ->check(IntRange(1, kMaxTokens));
+    sub.add_option("--perturb", opts_.perturb, "Input position changed for the receptive field (< --tokens)")
+        ->check(IntRange(0, kMaxTokens - 1));
+    sub.add_option("--positional", opts_.positional, "rope (default) or learned")
+        ->check(CLI::IsMember({"rope", "learned"}));
+  }
+  bool uses_dtype() const override { return true; }
+  Result run(const RunContext& ctx) override { return run_sliding_window(opts_, ctx); }
+
+ private:
+  SlidingWindowOptions opts_;
+};
+
+KVLAB_REGISTER_CHECK(150, SlidingWindow);
+
+}  // namespace
+}  // namespace kvlab::checks

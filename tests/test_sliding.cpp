@@ -1,0 +1,281 @@
+// Unit tests of issue 5 (sliding window, CLA, incremental-vs-full on RoPE and MLA): the rolling cache
+// and window attention, and the checks sliding-window, cla and incremental-vs-full shown to fail on
+// deliberately broken parts.
+#include <doctest/doctest.h>
+
+#include <memory>
+#include <vector>
+
+#include "cache/rolling_cache.hpp"
+#include "attention/gqa.hpp"
+#include "checks/cla.hpp"
+#include "checks/incremental_vs_full.hpp"
+#include "checks/sliding_window.hpp"
+#include "core/error.hpp"
+#include "model/gpt.hpp"
+
+using namespace kvlab;
+
+namespace {
+
+// A ring that forgets to straighten: reads return the slots as stored (slot = position mod W), so
+// after a wrap-around row 0 is no longer the oldest position.
+class UnrotatedRing final : public KVCache<double> {
+ public:
+  UnrotatedRing(int n_layer, int width, int window)
+      : KVCache<double>(n_layer, width), w_(window), n_(n_layer, 0) {
+    for (int l = 0; l < n_layer; ++l) {
+      k_.emplace_back(Mat<double>::Zero(window, width));
+      v_.emplace_back(Mat<double>::Zero(window, width));
+    }
+  }
+  void append(int l, const Mat<double>& k, const Mat<double>& v) override {
+    for (Eigen::Index r = 0; r < k.rows(); ++r, ++n_[l]) {
+      k_[l].row(n_[l] % w_) = k.row(r);
+      v_[l].row(n_[l] % w_) = v.row(r);
+    }
+  }
+  ConstMatView<double> keys(int l) const override { return {k_[l].data(), length(l), width_}; }
+  ConstMatView<double> values(int l) const override { return {v_[l].data(), length(l), width_}; }
+  int length(int l) const override { return std::min(n_[l], w_); }
+  int first_position(int l) const override { return n_[l] - length(l); }
+  void truncate(int) override {}
+
+ private:
+  int w_;
+  std::vector<int> n_;
+  std::vector<Mat<double>> k_, v_;
+};
+
+}  // namespace
+
+TEST_CASE("RollingCache keeps the last W positions in logical order across wrap-arounds") {
+  RollingCache<double> c(1, 2, 3);
+  for (int p = 0; p < 8; ++p) {
+    Mat<double> k(1, 2), v(1, 2);
+    k << p, -p;
+    v << 10 * p, 0;
+    c.append(0, k, v);
+    const int held = std::min(p + 1, 3);
+    REQUIRE(c.length(0) == held);
+    REQUIRE(c.first_position(0) == p + 1 - held);
+    for (int r = 0; r < held; ++r) {  // row r is position first + r
+      CHECK(c.keys(0)(r, 0) == c.first_position(0) + r);
+      CHECK(c.values(0)(r, 0) == 10 * (c.first_position(0) + r));
+    }
+  }
+  CHECK(c.wraps(0) == 2);  // 8 positions in 3 slots: slot 0 rewritten at positions 3 and 6
+  CHECK(c.bytes_allocated() == 1 * 2 * 3 * 2 * sizeof(double));
+  Mat<double> four = Mat<double>::Ones(4, 2);  // a chunk longer than the window keeps its last 3
+  c.append(0, four, four);
+  CHECK(c.length(0) == 3);
+  CHECK(c.first_position(0) == 9);
+}
+
+TEST_CASE("ModelConfig: sliding_window and cla_share are validated") {
+  ModelConfig c;
+  c.sliding_window = -1;
+  CHECK_THROWS_AS(c.validate(), InputError);
+  c.sliding_window = 4;
+  c.causal = false;
+  CHECK_THROWS_AS(c.validate(), InputError);
+  c.causal = true;
+  c.cla_share = 0;
+  CHECK_THROWS_AS(c.validate(), InputError);
+  c.cla_share = c.n_layer + 1;
+  CHECK_THROWS_AS(c.validate(), InputError);
+  c.cla_share = 2;
+  CHECK_NOTHROW(c.validate());
+}
+
+TEST_CASE("windowed forward: a rolling cache refuses to stand in for full attention") {
+  ModelConfig cfg;  // no window: a cache that has dropped positions is refused
+  cfg.positional = Positional::rope;
+  const MiniGPT<double> model(cfg, 5);
+  RollingCache<double> ring(cfg.n_kv_layer(), cfg.kv_width(), 2);
+  const std::vector<int> ids{1, 2, 3};
+  CHECK_THROWS_AS(model.forward(ids, 0, ring), std::invalid_argument);
+}
+
+TEST_CASE("sliding-window passes with the rolling cache and fails with a window off by one") {
+  checks::RunContext ctx;
+  checks::SlidingWindowOptions o;
+  const Result good = checks::run_sliding_window(o, ctx);
+  CHECK(good.passed());
+  CHECK(good.metric_value("cache_positions_held_max") == o.window);
+  CHECK(good.metric_value("reach_positions") == o.layers * (o.window - 1));
+  CHECK(good.errata().size() == 1);  // 004's l·W
+  ctx.dtype = Dtype::f32;
+  CHECK(checks::run_sliding_window(o, ctx).passed());
+  ctx.dtype = Dtype::f64;
+
+  for (int off : {-1, +1}) {  // the model's window one too small or one too large
+    checks::SlidingWindowParts p;
+    p.model_window = o.window + off;
+    const Result bad = checks::run_sliding_window(o, ctx, p);
+    CHECK_FALSE(bad.passed());
+    CHECK(bad.metric_value("max_abs_diff_after_wrap") > bad.metric_value("rounding_bound"));
+    CHECK(bad.metric_value("reach_positions") == o.layers * (o.window + off - 1));
+  }
+
+  checks::SlidingWindowParts unrotated;  // the ring read in slot order after a wrap-around
+  unrotated.cache_f64 = [](int n, int w, int win) { return std::make_unique<UnrotatedRing>(n, w, win); };
+  const Result bad = checks::run_sliding_window(o, ctx, unrotated);
+  CHECK_FALSE(bad.passed());
+  CHECK(bad.metric_value("max_abs_diff_before_wrap") == 0);  // right until the first wrap-around
+  CHECK(bad.metric_value("max_abs_diff_after_wrap") > bad.metric_value("rounding_bound"));
+
+  checks::SlidingWindowParts full_cache;  // memory: a cache that keeps everything holds N, not W
+  full_cache.cache_f64 = [](int n, int w, int) { return make_cache<double>(CacheKind::prealloc, n, w, 64); };
+  const Result full = checks::run_sliding_window(o, ctx, full_cache);
+  CHECK_FALSE(full.passed());
+  CHECK(full.metric_value("max_abs_diff_after_wrap") <= full.metric_value("rounding_bound"));
+  CHECK(full.metric_value("cache_positions_held_max") == o.tokens);
+}
+
+TEST_CASE("sliding-window: bad options are InputErrors naming the option") {
+  checks::RunContext ctx;
+  checks::SlidingWindowOptions o;
+  o.window = 0;
+  CHECK_THROWS_WITH_AS(checks::run_sliding_window(o, ctx), doctest::Contains("--window"), InputError);
+  o = {};
+  o.prefill = 25;
+  CHECK_THROWS_WITH_AS(checks::run_sliding_window(o, ctx), doctest::Contains("--prefill"), InputError);
+  o = {};
+  o.perturb = 24;
+  CHECK_THROWS_WITH_AS(checks::run_sliding_window(o, ctx), doctest::Contains("--perturb"), InputError);
+}
+
+namespace {
+
+// A CLA cache that reads the wrong layer: keys(l) and values(l) return layer (l + 1) mod n.
+class WrongLayerCache final : public KVCache<double> {
+ public:
+  WrongLayerCache(int n_layer, int width, int max_len)
+      : KVCache<double>(n_layer, width), inner_(n_layer, width, max_len) {}
+  void append(int l, const Mat<double>& k, const Mat<double>& v) override {
+    inner_.append(l, k, v);
+    stats_ = inner_.stats();
+  }
+  ConstMatView<double> keys(int l) const override { return inner_.keys(source(l)); }
+  ConstMatView<double> values(int l) const override { return inner_.values(source(l)); }
+  int length(int l) const override { return inner_.length(l); }
+  void truncate(int len) override { inner_.truncate(len); }
+
+ private:
+  // The neighbouring layer, whenever it already holds as many positions (else the right one, so
+  // that shapes still agree): cache layer 1 is read from layer 0's K/V.
+  int source(int l) const {
+    const int m = (l + 1) % n_layer_;
+    return inner_.length(m) == inner_.length(l) ? m : l;
+  }
+  PreallocCache<double> inner_;
+};
+
+// A CLA cache that stores per model layer anyway: every append is written twice (one copy for
+// each layer of the pair), though reads are right.
+class PerLayerAnywayCache final : public KVCache<double> {
+ public:
+  PerLayerAnywayCache(int n_layer, int width, int max_len)
+      : KVCache<double>(n_layer, width), inner_(2 * n_layer, width, max_len) {}
+  void append(int l, const Mat<double>& k, const Mat<double>& v) override {
+    inner_.append(2 * l, k, v);
+    inner_.append(2 * l + 1, k, v);
+    stats_ = inner_.stats();
+  }
+  ConstMatView<double> keys(int l) const override { return inner_.keys(2 * l); }
+  ConstMatView<double> values(int l) const override { return inner_.values(2 * l); }
+  int length(int l) const override { return inner_.length(2 * l); }
+  void truncate(int len) override { inner_.truncate(len); }
+
+ private:
+  PreallocCache<double> inner_;
+};
+
+}  // namespace
+
+TEST_CASE("cla passes with a shared cache and fails on a wrong-layer read or a per-layer cache") {
+  checks::RunContext ctx;
+  checks::ClaOptions o;
+  const Result good = checks::run_cla(o, ctx);
+  CHECK(good.passed());
+  CHECK(good.metric_value("cache_bytes_cla") * 2 == good.metric_value("cache_bytes_baseline"));
+  CHECK(good.metric_value("kv_params_cla") * 2 == good.metric_value("kv_params_baseline"));
+  ctx.dtype = Dtype::f32;
+  CHECK(checks::run_cla(o, ctx).passed());
+  ctx.dtype = Dtype::f64;
+
+  checks::ClaParts wrong;
+  wrong.cache_f64 = [](int n, int w, int len) { return std::make_unique<WrongLayerCache>(n, w, len); };
+  const Result bad = checks::run_cla(o, ctx, wrong);
+  CHECK_FALSE(bad.passed());
+  CHECK(bad.metric_value("max_abs_diff") > bad.metric_value("rounding_bound"));
+
+  checks::ClaParts per_layer;
+  per_layer.cache_f64 = [](int n, int w, int len) { return std::make_unique<PerLayerAnywayCache>(n, w, len); };
+  const Result dup = checks::run_cla(o, ctx, per_layer);
+  CHECK_FALSE(dup.passed());
+  CHECK(dup.metric_value("max_abs_diff") <= dup.metric_value("rounding_bound"));  // logits right, memory not
+  CHECK(dup.metric_value("cache_positions_cla") == 2 * 2 * 20);
+
+  o.share = 5;
+  CHECK_THROWS_WITH_AS(checks::run_cla(o, ctx), doctest::Contains("--share"), InputError);
+}
+
+TEST_CASE("CLA model: share 1 is the ordinary model, share 2 owns half the K/V weights") {
+  ModelConfig c;
+  c.n_layer = 4;
+  const MiniGPT<double> plain(c, 3);
+  c.cla_share = 2;
+  const MiniGPT<double> cla(c, 3);
+  CHECK(cla.weights().blocks[1].w_k.size() == 0);
+  CHECK(cla.weights().blocks[2].w_k.size() == plain.weights().blocks[2].w_k.size());
+  CHECK(cla.make_cache(CacheKind::prealloc, 8)->n_layer() == 2);
+  auto wrong_shape = plain.make_cache(CacheKind::prealloc, 8);  // 4 cache layers for a 2-layer CLA cache
+  const std::vector<int> ids{1, 2};
+  CHECK_THROWS_AS(cla.forward(ids, 0, *wrong_shape), std::invalid_argument);
+}
+
+namespace {
+
+// Keys decoded one at a time are rotated once more by one position: RoPE at p + 1 on decode, at p
+// on prefill (a decode path that counts positions from the cache length plus one).
+class RopeOffByOneOnDecode final : public KVCache<double> {
+ public:
+  RopeOffByOneOnDecode(int n_layer, int width, int max_len)
+      : KVCache<double>(n_layer, width), inner_(n_layer, width, max_len) {}
+  void append(int l, const Mat<double>& k, const Mat<double>& v) override {
+    Mat<double> k2 = k;
+    if (k.rows() == 1) apply_rope(k2, width_ / 8, 8, 1, 10000.0);  // R(p)·R(1) = R(p + 1)
+    inner_.append(l, k2, v);
+  }
+  ConstMatView<double> keys(int l) const override { return inner_.keys(l); }
+  ConstMatView<double> values(int l) const override { return inner_.values(l); }
+  int length(int l) const override { return inner_.length(l); }
+  void truncate(int len) override { inner_.truncate(len); }
+
+ private:
+  PreallocCache<double> inner_;
+};
+
+}  // namespace
+
+TEST_CASE("incremental-vs-full covers RoPE and MLA, and fails with RoPE at the wrong position on decode") {
+  checks::RunContext ctx;
+  checks::IncrementalOptions o;
+  const Result good = checks::run_incremental_vs_full(o, ctx);
+  CHECK(good.passed());
+  for (const char* key : {"max_abs_diff_mha", "max_abs_diff_gqa", "max_abs_diff_mqa", "max_abs_diff_chunked",
+                          "max_abs_diff_rope", "max_abs_diff_mla_naive", "max_abs_diff_mla_absorbed"})
+    CHECK(good.metric_value(key) <= 1e-12);  // every key of the contract, plus the new rows
+  ctx.dtype = Dtype::f32;
+  CHECK(checks::run_incremental_vs_full(o, ctx).passed());
+  ctx.dtype = Dtype::f64;
+
+  checks::IncrementalParts off;
+  off.cache_f64 = [](int n, int w, int len) { return std::make_unique<RopeOffByOneOnDecode>(n, w, len); };
+  const Result bad = checks::run_incremental_vs_full(o, ctx, off);
+  CHECK_FALSE(bad.passed());
+  CHECK(bad.metric_value("max_abs_diff_rope") > 1e-6);
+  CHECK(bad.metric_value("max_abs_diff_mla_absorbed") == 0);  // its own latent cache, untouched
+}
