@@ -5,7 +5,9 @@
 #include <cmath>
 
 #include "attention/causal_mask.hpp"
+#include "attention/kv_layout.hpp"
 #include "checks/causal_mask.hpp"
+#include "checks/gqa_layout.hpp"
 #include "core/error.hpp"
 
 using namespace kvlab;
@@ -36,4 +38,33 @@ TEST_CASE("causal-mask passes, and fails with a top-left mask or a forgotten que
   CHECK(r.metric_value("decode_keys_seen_lower_right") == 1.0);
   o.queries = 8;
   CHECK_THROWS_AS(checks::run_causal_mask(o, ctx), InputError);
+}
+
+TEST_CASE("gqa-layout: 4 query heads over 2 KV heads holding constants 1 and 2: query head 1 reads 1 (grouped)") {
+  // Failing input kept from issue 4: under repeat (tiled) query head 1 would read K/V head 1 (constant 2).
+  const auto grouped = checks::heads_read(4, 2, {}, 1);
+  CHECK(grouped == std::vector<int>{0, 0, 1, 1});
+  CHECK(grouped[1] + 1 == 1);  // the constant query head 1 reads
+  CHECK(checks::heads_read(4, 2, repeat_interleave_kv<double>, 1) == std::vector<int>{0, 0, 1, 1});
+  CHECK(checks::heads_read(4, 2, expand_reshape_kv<double>, 1) == std::vector<int>{0, 0, 1, 1});
+  CHECK(checks::heads_read(4, 2, repeat_kv<double>, 1) == std::vector<int>{0, 1, 0, 1});
+  CHECK(kv_head_for_query(1, 4, 2, KvLayout::grouped) == 0);
+  CHECK(kv_head_for_query(1, 4, 2, KvLayout::tiled) == 1);
+  CHECK_THROWS_AS(kv_head_for_query(4, 4, 2, KvLayout::grouped), std::invalid_argument);
+}
+
+TEST_CASE("gqa-layout passes, and fails when repeat_interleave is really a tiled repeat") {
+  checks::RunContext ctx;
+  checks::GqaLayoutOptions o;
+  CHECK(checks::run_gqa_layout(o, ctx).passed());
+  o.heads = 8;
+  o.kv_heads = 2;
+  CHECK(checks::run_gqa_layout(o, ctx).passed());
+  checks::GqaLayoutParts wrong;
+  wrong.interleave = repeat_kv<double>;  // the wrong grouping
+  const Result r = checks::run_gqa_layout(o, ctx, wrong);
+  CHECK_FALSE(r.passed());
+  CHECK(r.metric_value("heads_misread_interleave") > 0);
+  o.kv_heads = 3;
+  CHECK_THROWS_AS(checks::run_gqa_layout(o, ctx), InputError);
 }
