@@ -7,6 +7,7 @@
 #include "attention/causal_mask.hpp"
 #include "attention/gqa.hpp"
 #include "attention/kv_layout.hpp"
+#include "checks/bidirectional.hpp"
 #include "checks/causal_mask.hpp"
 #include "checks/gqa_equals_mha.hpp"
 #include "checks/gqa_layout.hpp"
@@ -92,4 +93,20 @@ TEST_CASE("gqa-equals-mha passes (f64, f32), and fails when query head j reads K
   const Result r = checks::run_gqa_equals_mha(o, ctx, wrong);
   CHECK_FALSE(r.passed());
   CHECK(r.metric_value("max_abs_diff") > 0.1);
+}
+
+TEST_CASE("bidirectional passes (f64, f32, 2 layers), and fails when its mask is causal after all") {
+  checks::RunContext ctx;
+  checks::BidirectionalOptions o;
+  CHECK(checks::run_bidirectional(o, ctx).passed());
+  o.layers = 2;
+  ctx.dtype = Dtype::f32;
+  CHECK(checks::run_bidirectional(o, ctx).passed());
+  checks::BidirectionalParts wrong;
+  wrong.bidirectional_is_causal = true;  // a wrong mask
+  const Result r = checks::run_bidirectional(o, ctx, wrong);
+  CHECK_FALSE(r.passed());
+  CHECK(r.metric_value("max_abs_diff_bidirectional") == 0.0);
+  o.layers = 1;
+  CHECK_THROWS_AS(checks::run_bidirectional(o, ctx), InputError);
 }
