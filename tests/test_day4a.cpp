@@ -11,6 +11,7 @@
 #include "checks/causal_mask.hpp"
 #include "checks/gqa_equals_mha.hpp"
 #include "checks/gqa_layout.hpp"
+#include "checks/position_offset.hpp"
 #include "checks/query_not_cached.hpp"
 #include "core/error.hpp"
 
@@ -131,4 +132,19 @@ TEST_CASE("query-not-cached passes, and fails when a query mixes in the earlier 
   CHECK(r.metric_value("max_abs_diff_earlier_queries") > 0.0);
   o.tokens = 1;
   CHECK_THROWS_AS(checks::run_query_not_cached(o, ctx), InputError);
+}
+
+TEST_CASE("position-offset passes, and fails when the right-start path forgets the offset too") {
+  checks::RunContext ctx;
+  checks::PositionOffsetOptions o;
+  const Result ok = checks::run_position_offset(o, ctx);
+  CHECK(ok.passed());
+  CHECK(ok.metric_value("max_abs_diff_forgotten_start") > 1e-6);
+  ctx.dtype = Dtype::f32;
+  CHECK(checks::run_position_offset(o, ctx).passed());
+  checks::PositionOffsetParts forgotten;
+  forgotten.right = [](int, int t) { return t; };  // a forgotten offset
+  CHECK_FALSE(checks::run_position_offset(o, ctx, forgotten).passed());
+  o.decode = 0;
+  CHECK_THROWS_AS(checks::run_position_offset(o, ctx), InputError);
 }
