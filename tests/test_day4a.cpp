@@ -7,6 +7,7 @@
 #include "attention/causal_mask.hpp"
 #include "attention/gqa.hpp"
 #include "attention/kv_layout.hpp"
+#include "checks/abs_pos_window.hpp"
 #include "checks/bidirectional.hpp"
 #include "checks/causal_mask.hpp"
 #include "checks/gqa_equals_mha.hpp"
@@ -147,4 +148,19 @@ TEST_CASE("position-offset passes, and fails when the right-start path forgets t
   CHECK_FALSE(checks::run_position_offset(o, ctx, forgotten).passed());
   o.decode = 0;
   CHECK_THROWS_AS(checks::run_position_offset(o, ctx), InputError);
+}
+
+TEST_CASE("abs-pos-window passes, and fails when the RoPE model forgets to count the next position on") {
+  checks::RunContext ctx;
+  checks::AbsPosWindowOptions o;
+  const Result ok = checks::run_abs_pos_window(o, ctx);
+  CHECK(ok.passed());
+  CHECK(ok.metric_value("max_abs_diff_k_learned_layer1") > 1e-3);
+  ctx.dtype = Dtype::f32;
+  CHECK(checks::run_abs_pos_window(o, ctx).passed());
+  checks::AbsPosWindowParts renumbered;
+  renumbered.rope_next_position = [](int window) { return window - 1; };  // a forgotten offset
+  CHECK_FALSE(checks::run_abs_pos_window(o, ctx, renumbered).passed());
+  o.window = 1;
+  CHECK_THROWS_AS(checks::run_abs_pos_window(o, ctx), InputError);
 }
