@@ -9,6 +9,7 @@
 #include "attention/kv_layout.hpp"
 #include "checks/abs_pos_window.hpp"
 #include "checks/bidirectional.hpp"
+#include "checks/cache_flops.hpp"
 #include "checks/causal_mask.hpp"
 #include "checks/gqa_equals_mha.hpp"
 #include "checks/gqa_layout.hpp"
@@ -16,6 +17,9 @@
 #include "checks/position_offset.hpp"
 #include "checks/query_not_cached.hpp"
 #include "core/error.hpp"
+#include "core/op_count.hpp"
+#include "cost/generation_flops.hpp"
+#include "model/ops.hpp"
 #include "model/gqa_convert.hpp"
 
 using namespace kvlab;
@@ -196,4 +200,41 @@ TEST_CASE("gqa-meanpool passes, and fails when the pooled groups are the tiled o
   const MiniGPT<double> m(c, 3);
   CHECK_THROWS_AS(mean_pool_kv_heads<double>(m, 3), InputError);
   CHECK(mean_pool_kv_heads<double>(m, 2).config().n_kv_head == 2);
+}
+
+TEST_CASE("CountMacs counts what linear() and grouped_query_attention() do, and nests") {
+  const Mat<double> x = Mat<double>::Ones(3, 4), W = Mat<double>::Ones(4, 5);
+  const Vec<double> b = Vec<double>::Zero(5);
+  CHECK(active_mac_count() == nullptr);
+  CountMacs outer;
+  linear(x, W, b);
+  {
+    CountMacs inner;
+    linear(x, W, b);
+    const Mat<double> q = Mat<double>::Zero(2, 8), k = Mat<double>::Zero(5, 4);
+    grouped_query_attention<double>(q, ConstMatView<double>(k.data(), 5, 4), ConstMatView<double>(k.data(), 5, 4), 2, 1,
+                                    4, 3, true);  // queries see 4 and 5 keys
+    CHECK(inner.count().linear == 60);
+    CHECK(inner.count().attention == 2u * (4 + 5) * 4 * 2);
+  }
+  CHECK(outer.count().linear == 60);
+  CHECK(naive_generation_flops(1, 10) == cached_generation_flops(1, 10));
+  CHECK(naive_generation_flops(2, 1) == 12 * 6 + 2 * 24 / 3);
+  CHECK_THROWS_AS(naive_generation_flops(1ull << 40, 1ull << 20), InputError);
+}
+
+TEST_CASE("cache-flops passes, and fails with the non-causal attention count (4t²d per step)") {
+  checks::RunContext ctx;
+  checks::CacheFlopsOptions o;
+  const Result ok = checks::run_cache_flops(o, ctx);
+  CHECK(ok.passed());
+  CHECK(ok.plots.size() == 1);
+  CHECK(ok.metric_value("ratio_naive_over_cached_d4096_t2048") > 1000);
+  checks::CacheFlopsParts full_square;
+  full_square.naive = [](std::uint64_t T, std::uint64_t d) {  // Σ_t (24td² + 4t²d): no causal mask
+    return 12 * T * (T + 1) * d * d + 4 * (T * (T + 1) * (2 * T + 1) / 6) * d;
+  };
+  CHECK_FALSE(checks::run_cache_flops(o, ctx, full_square).passed());
+  o.count_tokens = 3;
+  CHECK_THROWS_AS(checks::run_cache_flops(o, ctx), InputError);
 }
