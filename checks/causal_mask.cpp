@@ -1,4 +1,4 @@
-// causal-mask — 004 §3.3 (003; 000 §6.3): the three mask cases of a KV cache, and the is_causal pitfall.
+// causal-mask — 004 §3.3 (000 §6.3): the three mask cases of a KV cache, and the is_causal pitfall.
 //
 // Claim: with a cache, T new queries meet S keys. New query i sits at absolute position S − T + i
 // and may see keys 0 .. S − T + i, so the allowed matrix is torch.ones(T, S).tril(diagonal = S − T):
@@ -87,7 +87,7 @@ Result run_causal_mask(const CausalMaskOptions& o, const RunContext& ctx, const 
   r.expect(count_row(fmt::format("keys the decode query sees in grouped_query_attention, 1 × {}", S), "004 §3.3",
                      S, decode_kernel.visible(0), "", "keys"));
   r.expect(count_row(fmt::format("keys the decode query sees under is_causal (tril(0)), 1 × {}", S),
-                     "004 §3.3; 003", 1, decode_left.visible(0), "只允许看第一个 key (key 0 only)", "keys"));
+                     "004 §3.3", 1, decode_left.visible(0), "只允许看第一个 key (key 0 only)", "keys"));
   const AttentionMask chunk_right = lower_right(o.queries, S), chunk_left = tril_mask(o.queries, S, 0);
   r.expect(count_row(fmt::format("cells where is_causal differs from lower-right, chunk T = {}, S = {}", o.queries, S),
                      "004 §3.3", static_cast<double>(o.queries) * (S - o.queries),
@@ -108,7 +108,7 @@ Result run_causal_mask(const CausalMaskOptions& o, const RunContext& ctx, const 
   r.notes.push_back("The kernel's mask is read off grouped_query_attention itself: q = 0 makes every score equal and "
                     "V = identity makes output (i, j) = 1/n_i on the keys query i sees, exactly 0 on the others.");
   r.check = "causal-mask";
-  r.source = "004 §3.3; 003; 000 §6.3";
+  r.source = "004 §3.3; 000 §6.3";
   r.claim = fmt::format("The causal mask of T new queries over S keys is ones(T, S).tril(S − T), from absolute "
                         "positions; is_causal's top-left triangle lets 1 query over {} keys see only key 0.", S);
   return r;
@@ -119,7 +119,7 @@ namespace {
 class CausalMask final : public Check {
  public:
   std::string name() const override { return "causal-mask"; }
-  std::string source() const override { return "004 §3.3; 003; 000 §6.3"; }
+  std::string source() const override { return "004 §3.3; 000 §6.3"; }
   std::string summary() const override { return "mask for T queries over S keys = tril(S − T); is_causal sees key 0 only"; }
   std::string description() const override {
     return "Builds the causal mask from absolute positions for prefill (T = S), decode (T = 1) and\n"
@@ -133,7 +133,7 @@ class CausalMask final : public Check {
            "T = S: the lower triangle. T = 1: diagonal S − 1, the full row (all S keys).\n"
            "is_causal=True uses tril(0), aligned top-left: for T = 1 it allows j <= 0, key 0 only;\n"
            "for a chunk it hides S − T allowed keys from each of the T queries: T(S − T) cells.\n"
-           "Source: 004 §3.3 (and 003; 000 §6.3 tril(diagonal = L_total − L_new)).";
+           "Source: 004 §3.3 (000 §6.3: tril(diagonal = L_total − L_new)).";
   }
   void bind(CLI::App& sub) override {
     sub.add_option("--keys", opts_.keys, "S, keys (cached + new positions)")->check(IntRange(2, kMaxKeys));

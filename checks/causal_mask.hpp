@@ -1,4 +1,4 @@
-// causal-mask (004 §3.3; 003; 000 §6.3): options and the testable entry point. See causal_mask.cpp.
+// causal-mask (004 §3.3; 000 §6.3): options and the testable entry point. See causal_mask.cpp.
 #pragma once
 
 #include <functional>
