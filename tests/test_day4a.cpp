@@ -3,6 +3,9 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <set>
+#include <sstream>
+#include <string>
 
 #include "attention/causal_mask.hpp"
 #include "attention/gqa.hpp"
@@ -10,6 +13,7 @@
 #include "checks/abs_pos_window.hpp"
 #include "checks/bidirectional.hpp"
 #include "checks/cache_flops.hpp"
+#include "support/check.hpp"
 #include "checks/causal_mask.hpp"
 #include "checks/gqa_equals_mha.hpp"
 #include "checks/gqa_layout.hpp"
@@ -237,4 +241,24 @@ TEST_CASE("cache-flops passes, and fails with the non-causal attention count (4t
   CHECK_FALSE(checks::run_cache_flops(o, ctx, full_square).passed());
   o.count_tokens = 3;
   CHECK_THROWS_AS(checks::run_cache_flops(o, ctx), InputError);
+}
+
+TEST_CASE("the Day-4 checks have a derivation ending with its source, lines under 100 columns") {
+  const std::set<std::string> mine{"cache-flops", "bidirectional", "query-not-cached", "abs-pos-window", "gqa-equals-mha",
+                                   "gqa-meanpool", "position-offset", "causal-mask", "gqa-layout"};
+  std::set<std::string> seen;
+  for (const auto& check : checks::make_all_checks()) {
+    if (!mine.count(check->name())) continue;
+    seen.insert(check->name());
+    const std::string d = check->derivation();
+    CAPTURE(check->name());
+    CHECK(d.find("Source: ") != std::string::npos);
+    std::istringstream lines(d);
+    for (std::string line; std::getline(lines, line);) {
+      std::size_t columns = 0;  // UTF-8 code points
+      for (unsigned char ch : line) columns += (ch & 0xC0) != 0x80 ? 1 : 0;
+      CHECK(columns < 100);
+    }
+  }
+  CHECK(seen == mine);
 }
