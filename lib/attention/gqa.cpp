@@ -8,6 +8,8 @@
 
 #include <fmt/format.h>
 
+#include "core/op_count.hpp"
+
 namespace kvlab {
 
 template <class T>
@@ -30,6 +32,8 @@ Mat<T> grouped_query_attention(const Mat<T>& q, const ConstMatView<T>& k, const 
 
   for (int i = 0; i < n_new; ++i) {
     const int n_visible = causal ? q_pos0 + i + 1 : n_ctx;  // keys 0 .. n_visible - 1
+    if (MacCount* count = active_mac_count())  // q·k and weights·V below, every head
+      count->attention += 2ull * n_visible * head_dim * n_head;
     for (int h = 0; h < n_head; ++h) {
       const int g = h / group;  // the K/V head this query head reads (repeat_interleave)
       const T* qh = q.data() + static_cast<std::ptrdiff_t>(i) * q.cols() + h * head_dim;

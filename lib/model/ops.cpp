@@ -2,6 +2,8 @@
 
 #include <cmath>
 
+#include "core/op_count.hpp"
+
 namespace kvlab {
 
 template <class T>
@@ -17,6 +19,8 @@ Mat<T> linear(const Mat<T>& x, const Mat<T>& W, const Vec<T>& b) {
       for (Eigen::Index j = 0; j < n_out; ++j) yt[j] += xi * wi[j];
     }
   }
+  if (MacCount* count = active_mac_count())  // the loops above: rows × n_in × n_out
+    count->linear += static_cast<std::uint64_t>(x.rows()) * n_in * n_out;
   return y;
 }
 

@@ -1,0 +1,159 @@
+// bidirectional — 004 §1.2: why BERT has no KV cache.
+//
+// Claim: the induction of 004 §1.2 needs the causal mask. Under a bidirectional mask every position
+// attends to every other, so appending a token changes the representation of every earlier
+// position from the first attention onward, and with it their K and V in layers 2, 3, ...: a cache
+// of old K/V would be stale. kvlab runs an n- and an (n + 1)-token prefix of one sequence through
+// two mini-GPTs with the same weights, one causal and one bidirectional, and compares the cached
+// K/V of the first n positions layer by layer.
+// Expected: causal: max |ΔK|, |ΔV| exactly 0 in every layer (fixed summation order); bidirectional:
+// exactly 0 in layer 1 (its K/V are computed from the embeddings, before any attention) and above a
+// rounding threshold in every layer >= 2 (a count, exact). The threshold 2·n·u·max(1, max|K|) is
+// the most that rounding could move two equal computations (support/model_setup.hpp), so rounding
+// alone cannot pass it.
+//
+//   kvlab bidirectional [--tokens 12] [--layers 3] [--dtype f64|f32]
+#include <algorithm>
+#include <cmath>
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include "checks/bidirectional.hpp"
+#include "core/error.hpp"
+#include "model/gpt.hpp"
+#include "support/model_setup.hpp"
+#include "support/options.hpp"
+
+namespace kvlab::checks {
+namespace {
+
+// Largest sizes accepted: four forwards of up to 513 tokens through 12 layers, under a second.
+constexpr int kMaxTokens = 512;
+constexpr int kMaxLayers = 12;
+
+struct LayerDiff {
+  double dk = 0, dv = 0, max_k = 0;
+};
+
+/// max |ΔK|, |ΔV| of the first n positions, per layer, between prefixes of n and n + 1 tokens.
+template <class T>
+std::vector<LayerDiff> prefix_diffs(const ModelConfig& cfg, const RunContext& ctx, const std::vector<int>& ids, int n) {
+  const MiniGPT<T> model(cfg, ctx.seed);
+  auto short_cache = model.make_cache(CacheKind::prealloc, n);
+  auto long_cache = model.make_cache(CacheKind::prealloc, n + 1);
+  model.forward(std::span(ids).first(n), 0, *short_cache);
+  model.forward(std::span(ids), 0, *long_cache);
+  std::vector<LayerDiff> out;
+  for (int l = 0; l < cfg.n_layer; ++l) {
+    const auto ks = short_cache->keys(l), vs = short_cache->values(l);
+    const auto kl = long_cache->keys(l).topRows(n), vl = long_cache->values(l).topRows(n);
+    out.push_back({static_cast<double>((ks - kl).cwiseAbs().maxCoeff()), static_cast<double>((vs - vl).cwiseAbs().maxCoeff()),
+                   static_cast<double>(std::max(ks.cwiseAbs().maxCoeff(), vs.cwiseAbs().maxCoeff()))});
+  }
+  return out;
+}
+
+template <class T>
+Result run_impl(const BidirectionalOptions& o, const RunContext& ctx, const BidirectionalParts& parts) {
+  ModelConfig cfg;
+  cfg.n_layer = o.layers;
+  cfg.block_size = std::max(64, o.tokens + 1);
+  const auto ids = random_tokens(ctx.seed + 1, o.tokens + 1, cfg.vocab_size);
+  cfg.causal = true;
+  const auto causal = prefix_diffs<T>(cfg, ctx, ids, o.tokens);
+  cfg.causal = parts.bidirectional_is_causal;
+  const auto bidir = prefix_diffs<T>(cfg, ctx, ids, o.tokens);
+
+  Result r;
+  Table per_layer{fmt::format("K/V of positions 0..{}: prefix of {} vs {} tokens", o.tokens - 1, o.tokens, o.tokens + 1),
+                  {"layer", "causal max |ΔK|", "causal max |ΔV|", "bidirectional max |ΔK|", "bidirectional max |ΔV|",
+                   "rounding threshold"}, {}};
+  double causal_max = 0, bidir_first = 0, bidir_min_later = INFINITY, bidir_max = 0;
+  int changed_k = 0, changed_v = 0;
+  for (int l = 0; l < cfg.n_layer; ++l) {
+    const double threshold = rounding_bound(cfg, ctx.dtype, std::max(1.0, bidir[l].max_k));
+    causal_max = std::max({causal_max, causal[l].dk, causal[l].dv});
+    bidir_max = std::max({bidir_max, bidir[l].dk, bidir[l].dv});
+    if (l == 0) bidir_first = std::max(bidir[l].dk, bidir[l].dv);
+    else {
+      bidir_min_later = std::min(bidir_min_later, bidir[l].dk);
+      changed_k += bidir[l].dk > threshold ? 1 : 0;
+      changed_v += bidir[l].dv > threshold ? 1 : 0;
+    }
+    per_layer.rows.push_back({std::int64_t{l + 1}, causal[l].dk, causal[l].dv, bidir[l].dk, bidir[l].dv, threshold});
+  }
+  r.expect({.quantity = fmt::format("causal: max |ΔK|, |ΔV| over {} layers, first {} positions", cfg.n_layer, o.tokens),
+            .source = "004 §1.2", .unit = "", .expected = 0, .tolerance = 0,
+            .why = "exactly equal: fixed summation order per position (design.md numerics)", .measured = causal_max});
+  r.expect({.quantity = "bidirectional: max |ΔK|, |ΔV| in layer 1 (computed before any attention)",
+            .source = "004 §1.2", .unit = "", .expected = 0, .tolerance = 0,
+            .why = "layer 1's K/V depend on the token and position only; same order: same bits",
+            .measured = bidir_first});
+  const std::string why = "a count; threshold per layer 2·n·u·max(1, max|K/V|), the most rounding can move equal values";
+  r.expect({.quantity = fmt::format("bidirectional: layers 2..{} whose old K changed beyond rounding", cfg.n_layer),
+            .source = "004 §1.2", .unit = "layers", .expected = static_cast<double>(cfg.n_layer - 1), .tolerance = 0,
+            .why = why, .measured = static_cast<double>(changed_k), .document = "新 token 会改变所有旧 token 的表示"});
+  r.expect({.quantity = fmt::format("bidirectional: layers 2..{} whose old V changed beyond rounding", cfg.n_layer),
+            .source = "004 §1.2", .unit = "layers", .expected = static_cast<double>(cfg.n_layer - 1), .tolerance = 0,
+            .why = why, .measured = static_cast<double>(changed_v)});
+  r.metric("max_abs_diff_causal", causal_max);
+  r.metric("max_abs_diff_bidirectional", bidir_max);
+  r.metric("min_abs_diff_k_bidirectional_layers_2_up", bidir_min_later);
+  r.tables.push_back(std::move(per_layer));
+  r.notes.push_back(fmt::format("mini-GPT: {} layers, d_model {}, {} heads, learned positions, same weights for both masks, "
+                                "{}, seed {}", cfg.n_layer, cfg.d_model, cfg.n_head, dtype_name(ctx.dtype), ctx.seed));
+  r.notes.push_back("The step of the induction that fails: with a bidirectional mask, position j's attention output "
+                    "sums over i <= n, including the new token, so h_j of layer 1 already depends on it.");
+  return r;
+}
+
+}  // namespace
+
+Result run_bidirectional(const BidirectionalOptions& o, const RunContext& ctx, const BidirectionalParts& parts) {
+  require_range("--tokens", o.tokens, 1, kMaxTokens);
+  require_range("--layers", o.layers, 2, kMaxLayers);
+  Result r = with_dtype(ctx.dtype, [&]<class T>() { return run_impl<T>(o, ctx, parts); });
+  r.check = "bidirectional";
+  r.source = "004 §1.2";
+  r.claim = fmt::format("With a bidirectional (BERT) mask, appending token {} changes the K and V of positions 0..{} "
+                        "in every layer from the second on; under the causal mask they stay exactly equal.",
+                        o.tokens, o.tokens - 1);
+  return r;
+}
+
+namespace {
+
+class Bidirectional final : public Check {
+ public:
+  std::string name() const override { return "bidirectional"; }
+  std::string source() const override { return "004 §1.2"; }
+  std::string summary() const override { return "bidirectional mask: an appended token changes old K/V (no KV cache for BERT)"; }
+  std::string description() const override {
+    return "Compares the K/V of the first n positions for prefixes of n and n + 1 tokens, in a causal\n"
+           "and a bidirectional mini-GPT with the same weights: the causal ones are identical, the\n"
+           "bidirectional ones change in every layer from the second on.";
+  }
+  std::string derivation() const override {
+    return "Causal induction (004 §1.2): h_j^(0) = wte[x_j] + wpe[j]; if h_i^(l) depends on x_<=i only,\n"
+           "attention gives h_j^(l+1) from k_i, v_i with i <= j, so it depends on x_<=j: old K/V are fixed.\n"
+           "Bidirectional: h_j^(l+1) = sum over all i <= n of A_ji v_i, so it depends on the appended\n"
+           "x_n from the first attention on. Layer 1's K/V = W·LN(h^(0)) do not (no attention yet); every\n"
+           "later layer's do. So a cache of old K/V is stale: BERT recomputes everything.\n"
+           "Source: 004 §1.2.";
+  }
+  void bind(CLI::App& sub) override {
+    sub.add_option("--tokens", opts_.tokens, "Shorter prefix length n (the other is n + 1)")->check(IntRange(1, kMaxTokens));
+    sub.add_option("--layers", opts_.layers, "Layers (>= 2)")->check(IntRange(2, kMaxLayers));
+  }
+  bool uses_dtype() const override { return true; }
+  Result run(const RunContext& ctx) override { return run_bidirectional(opts_, ctx); }
+
+ private:
+  BidirectionalOptions opts_;
+};
+
+KVLAB_REGISTER_CHECK(305, Bidirectional);
+
+}  // namespace
+}  // namespace kvlab::checks

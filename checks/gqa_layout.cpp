@@ -1,0 +1,219 @@
+// gqa-layout — 004 §3.4 (000 §4.2; 003 Q6): repeat_interleave groups heads, repeat tiles them.
+//
+// Claim: to share G K/V heads among h query heads, repeat_interleave(h/G) gives the grouped layout
+// (query head j reads K/V head ⌊j/(h/G)⌋, the GQA paper's and SDPA enable_gqa's); expand + reshape
+// gives the same; repeat(h/G) gives a tiled one (j reads j mod G): no error, but a different model.
+// kvlab gives K/V head g the constant g + 1 and reads back which one each query head sees (4 query
+// heads, 2 K/V heads: grouped [0, 0, 1, 1], tiled [0, 1, 0, 1]); then, on random data, compares
+// each writing with the native grouped kernel (grouped_query_attention, no copies).
+// Expected: head maps exactly as above (counts, tolerance 0); repeat_interleave and expand + reshape
+// equal the native kernel bit for bit (same values, same summation order: tolerance 0); repeat
+// differs, beyond a rounding threshold, in exactly the heads whose map differs.
+//
+//   kvlab gqa-layout [--heads 4] [--kv-heads 2] [--tokens 5] [--head-dim 4]
+#include <algorithm>
+#include <cmath>
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include "attention/gqa.hpp"
+#include "attention/kv_layout.hpp"
+#include "checks/gqa_layout.hpp"
+#include "core/error.hpp"
+#include "core/rng.hpp"
+#include "support/options.hpp"
+
+namespace kvlab::checks {
+namespace {
+
+// Largest sizes accepted: attention costs tokens² · heads · head_dim multiply-adds per writing
+// (64² · 64 · 128 · 4 writings ≈ 0.13 G, well under a second).
+constexpr int kMaxHeads = 64;
+constexpr int kMaxTokens = 64;
+constexpr int kMaxHeadDim = 128;
+constexpr double u = 0x1.0p-53;
+
+Mat<double> random_mat(Rng& rng, int rows, int cols) {
+  Mat<double> m(rows, cols);
+  for (Eigen::Index i = 0; i < m.size(); ++i) m.data()[i] = rng.normal();
+  return m;
+}
+
+/// Attention of q [S, h·d] over K/V: expanded to h heads by `expand` and run as MHA, or, when
+/// `expand` is empty, the native grouped kernel over the G heads.
+Mat<double> attend(const Mat<double>& q, const Mat<double>& k, const Mat<double>& v, int h, int G, int d,
+                   const KvExpander& expand) {
+  const int S = static_cast<int>(q.rows());
+  if (!expand)
+    return grouped_query_attention<double>(q, ConstMatView<double>(k.data(), S, k.cols()),
+                                           ConstMatView<double>(v.data(), S, v.cols()), h, G, d, 0, true);
+  const Mat<double> ke = expand(k, G, d, h / G), ve = expand(v, G, d, h / G);
+  return grouped_query_attention<double>(q, ConstMatView<double>(ke.data(), S, ke.cols()),
+                                         ConstMatView<double>(ve.data(), S, ve.cols()), h, h, d, 0, true);
+}
+
+std::string join(const std::vector<int>& v) {
+  std::string s = "[";
+  for (std::size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + std::to_string(v[i]);
+  return s + "]";
+}
+
+int mismatches(const std::vector<int>& a, const std::vector<int>& b) {
+  int n = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) n += a[i] != b[i] ? 1 : 0;
+  return n;
+}
+
+}  // namespace
+
+std::vector<int> heads_read(int n_head, int n_kv_head, const KvExpander& expand, std::uint64_t seed) {
+  const int d = 2, S = 3;
+  Rng rng(seed);
+  const Mat<double> q = random_mat(rng, S, n_head * d), k = random_mat(rng, S, n_kv_head * d);
+  Mat<double> v(S, n_kv_head * d);
+  for (int g = 0; g < n_kv_head; ++g) v.middleCols(g * d, d).setConstant(g + 1.0);  // K/V head g holds g + 1
+  const Mat<double> out = attend(q, k, v, n_head, n_kv_head, d, expand);
+  std::vector<int> read(static_cast<std::size_t>(n_head));
+  for (int j = 0; j < n_head; ++j)  // a convex combination of g + 1: within a few ulps of it
+    read[j] = static_cast<int>(std::lround(out(S - 1, j * d))) - 1;
+  return read;
+}
+
+Result run_gqa_layout(const GqaLayoutOptions& o, const RunContext& ctx, const GqaLayoutParts& parts) {
+  require_range("--heads", o.heads, 3, kMaxHeads);
+  require_range("--kv-heads", o.kv_heads, 2, o.heads - 1);
+  if (o.heads % o.kv_heads != 0)
+    throw InputError(fmt::format("--kv-heads: must divide --heads = {} (got {})", o.heads, o.kv_heads));
+  require_range("--tokens", o.tokens, 1, kMaxTokens);
+  require_range("--head-dim", o.head_dim, 1, kMaxHeadDim);
+  const int h = o.heads, G = o.kv_heads, d = o.head_dim;
+  const KvExpander interleave = parts.interleave ? parts.interleave : KvExpander(repeat_interleave_kv<double>);
+  const KvExpander expand_reshape = parts.expand_reshape ? parts.expand_reshape : KvExpander(expand_reshape_kv<double>);
+  const KvExpander tiled = repeat_kv<double>;
+
+  // The maps of 004 §3.4, written out here independently of kv_layout.
+  std::vector<int> grouped_map(static_cast<std::size_t>(h)), tiled_map(static_cast<std::size_t>(h));
+  for (int j = 0; j < h; ++j) {
+    grouped_map[j] = j / (h / G);
+    tiled_map[j] = j % G;
+  }
+  const int heads_that_differ = mismatches(grouped_map, tiled_map);
+
+  Result r;
+  struct Writing {
+    const char* name;
+    const KvExpander* expand;  // nullptr: native grouped kernel
+    const std::vector<int>* want;
+    const char* source;
+  };
+  const Writing writings[] = {{"repeat_interleave + MHA kernel", &interleave, &grouped_map, "004 §3.4 writing 1"},
+                              {"expand + reshape + MHA kernel", &expand_reshape, &grouped_map, "004 §3.4 writing 2"},
+                              {"native grouped kernel (enable_gqa)", nullptr, &grouped_map, "004 §3.4 writing 3; §A.3"},
+                              {"repeat (tiled) + MHA kernel", &tiled, &tiled_map, "004 §3.4"}};
+  Table maps{fmt::format("K/V head g holds the constant g + 1: which one each of the {} query heads reads", h),
+             {"writing", "heads read", "expected"}, {}};
+  std::vector<std::vector<int>> read_by;
+  for (const Writing& w : writings) {
+    const std::vector<int> read = heads_read(h, G, w.expand ? *w.expand : KvExpander{}, ctx.seed);
+    read_by.push_back(read);
+    r.expect({.quantity = fmt::format("query heads not reading their expected K/V head: {}, {} heads / {} K/V heads",
+                                      w.name, h, G),
+              .source = w.source, .unit = "heads", .expected = 0, .tolerance = 0, .why = "a count: exact",
+              .measured = static_cast<double>(mismatches(read, *w.want)),
+              .document = w.want == &grouped_map ? "j → ⌊j/(h/G)⌋" : "j → j mod G"});
+    maps.rows.push_back({std::string(w.name), join(read), join(*w.want)});
+  }
+
+  // Random data: each writing's output against the native kernel's.
+  Rng rng(ctx.seed + 1);
+  const int S = o.tokens;
+  const Mat<double> q = random_mat(rng, S, h * d), k = random_mat(rng, S, G * d), v = random_mat(rng, S, G * d);
+  const Mat<double> native = attend(q, k, v, h, G, d, {});
+  // Two exact-arithmetic-equal attentions differ by at most 2·n·u·max|v| with n = d + 2S summed
+  // terms (dot product, softmax denominator, weighted sum; Higham §3.1, first order).
+  const double threshold = 2.0 * (d + 2.0 * S) * u * std::max(1.0, v.cwiseAbs().maxCoeff());
+  Table diffs{"random q, K, V: max |output − native grouped kernel| per writing",
+              {"writing", "max |Δ|", "query heads differing beyond rounding", "rounding threshold"}, {}};
+  for (std::size_t w = 0; w + 1 < std::size(writings); ++w) {
+    const Mat<double> out = attend(q, k, v, h, G, d, writings[w].expand ? *writings[w].expand : KvExpander{});
+    double diff = 0;
+    int differing = 0;
+    for (int j = 0; j < h; ++j) {
+      const double dj = (out.middleCols(j * d, d) - native.middleCols(j * d, d)).cwiseAbs().maxCoeff();
+      diff = std::max(diff, dj);
+      differing += dj > threshold ? 1 : 0;
+    }
+    if (writings[w].expand != nullptr)  // the native kernel against itself is not a row
+      r.expect({.quantity = fmt::format("max |{} − native grouped kernel|, random data", writings[w].name),
+                .source = writings[w].source, .unit = "", .expected = 0, .tolerance = 0,
+                .why = "same values, same summation order per head: the same bits", .measured = diff});
+    diffs.rows.push_back({std::string(writings[w].name), diff, std::int64_t{differing}, threshold});
+  }
+  const Mat<double> out_tiled = attend(q, k, v, h, G, d, tiled);
+  double diff_tiled = 0;
+  int differing = 0;
+  for (int j = 0; j < h; ++j) {
+    const double dj = (out_tiled.middleCols(j * d, d) - native.middleCols(j * d, d)).cwiseAbs().maxCoeff();
+    diff_tiled = std::max(diff_tiled, dj);
+    differing += dj > threshold ? 1 : 0;
+  }
+  r.expect({.quantity = "query heads where repeat (tiled) differs from the native kernel beyond rounding",
+            .source = "004 §3.4", .unit = "heads", .expected = static_cast<double>(heads_that_differ), .tolerance = 0,
+            .why = fmt::format("a count; rounding threshold 2(d + 2S)u·max|v| = {:.3g}", threshold),
+            .measured = static_cast<double>(differing), .document = "不报错，但和别人的权重对不上"});
+  diffs.rows.push_back({std::string(writings[3].name), diff_tiled, std::int64_t{differing}, threshold});
+
+  r.metric("heads_misread_grouped", mismatches(read_by[2], grouped_map));
+  r.metric("heads_misread_interleave", mismatches(read_by[0], grouped_map));
+  r.metric("max_abs_diff_tiled", diff_tiled);
+  r.tables.push_back(std::move(maps));
+  r.tables.push_back(std::move(diffs));
+  r.notes.push_back(fmt::format("h = {} query heads, G = {} K/V heads, head_dim {}, {} tokens, causal, float64, seed {}",
+                                h, G, d, S, ctx.seed));
+  r.notes.push_back("The native kernel is kvlab's grouped_query_attention: it reads K/V head ⌊j/(h/G)⌋ in place, as "
+                    "SDPA enable_gqa does (004 §A.3), so the cache holds only the G heads.");
+  r.check = "gqa-layout";
+  r.source = "004 §3.4; 000 §4.2; 003 Q6";
+  r.claim = fmt::format("repeat_interleave, expand + reshape and the native grouped kernel all give query head j K/V "
+                        "head ⌊j/(h/G)⌋ ({} for h = {}, G = {}); repeat tiles them (j mod G: {}).",
+                        join(grouped_map), h, G, join(tiled_map));
+  return r;
+}
+
+namespace {
+
+class GqaLayout final : public Check {
+ public:
+  std::string name() const override { return "gqa-layout"; }
+  std::string source() const override { return "004 §3.4; 000 §4.2; 003 Q6"; }
+  std::string summary() const override { return "repeat_interleave = expand+reshape = grouped kernel [0,0,1,1]; repeat tiles [0,1,0,1]"; }
+  std::string description() const override {
+    return "Gives each K/V head a distinct constant and reads back which one each query head sees\n"
+           "under repeat_interleave, expand + reshape, the native grouped kernel and repeat; then\n"
+           "compares their outputs on random data with the native kernel.";
+  }
+  std::string derivation() const override {
+    return "With h query heads and G K/V heads, each K/V head serves n_rep = h/G query heads.\n"
+           "repeat_interleave copies head g to positions g·n_rep .. (g+1)·n_rep − 1: head j reads\n"
+           "⌊j/n_rep⌋. expand gives a view [G, n_rep] with stride 0 over n_rep; the row-major reshape\n"
+           "numbers (g, r) as g·n_rep + r, so again j reads ⌊j/n_rep⌋. repeat copies the block of G\n"
+           "heads n_rep times: j reads j mod G. h = 4, G = 2: grouped [0, 0, 1, 1], tiled [0, 1, 0, 1];\n"
+           "heads 1 and 2 swap their K/V, silently. Source: 004 §3.4 (000 §4.2; 003 Q6).";
+  }
+  void bind(CLI::App& sub) override {
+    sub.add_option("--heads", opts_.heads, "h, query heads")->check(IntRange(3, kMaxHeads));
+    sub.add_option("--kv-heads", opts_.kv_heads, "G, K/V heads (1 < G < h, divides h)")->check(IntRange(2, kMaxHeads - 1));
+    sub.add_option("--tokens", opts_.tokens, "Positions of the random-data comparison")->check(IntRange(1, kMaxTokens));
+    sub.add_option("--head-dim", opts_.head_dim, "Head dimension")->check(IntRange(1, kMaxHeadDim));
+  }
+  Result run(const RunContext& ctx) override { return run_gqa_layout(opts_, ctx); }
+
+ private:
+  GqaLayoutOptions opts_;
+};
+
+KVLAB_REGISTER_CHECK(340, GqaLayout);
+
+}  // namespace
+}  // namespace kvlab::checks

@@ -1,0 +1,36 @@
+// gqa-layout (004 §3.4; 000 §4.2; 003 Q6): options and the testable entry point. See gqa_layout.cpp.
+#pragma once
+
+#include <functional>
+
+#include "core/tensor.hpp"
+#include "support/check.hpp"
+
+namespace kvlab::checks {
+
+struct GqaLayoutOptions {
+  int heads = 4;     ///< h, query heads
+  int kv_heads = 2;  ///< G, K/V heads: 1 < G < h, G divides h (where the two layouts differ)
+  int tokens = 5;    ///< positions of the random-data comparison
+  int head_dim = 4;
+};
+
+/// Broadcasts x [S, G * head_dim] to [S, h * head_dim] (as repeat_interleave_kv).
+using KvExpander = std::function<Mat<double>(const Mat<double>& x, int n_kv_head, int head_dim, int n_rep)>;
+
+/// Injectable parts; empty: the library's repeat_interleave_kv and expand_reshape_kv. Unit tests
+/// pass the tiled repeat_kv as "repeat_interleave" to show the check fails.
+struct GqaLayoutParts {
+  KvExpander interleave;
+  KvExpander expand_reshape;
+};
+
+/// Runs the check. Throws InputError on out-of-range options.
+Result run_gqa_layout(const GqaLayoutOptions& o, const RunContext& ctx, const GqaLayoutParts& parts = {});
+
+/// The K/V head each query head reads when K/V head g holds the constant g + 1 everywhere: the
+/// attention output of head j is a softmax-weighted mean of g + 1, read back as round(out) − 1.
+/// `expand` empty: the native grouped kernel (grouped_query_attention with n_kv_head heads).
+std::vector<int> heads_read(int n_head, int n_kv_head, const KvExpander& expand, std::uint64_t seed);
+
+}  // namespace kvlab::checks

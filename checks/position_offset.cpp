@@ -1,0 +1,164 @@
+// position-offset — 004 §3.2: a decoded token's position is its index in the sequence, not 0.
+//
+// Claim: in incremental decoding the new token's learned position embedding is wpe[pos], pos its
+// index in the whole sequence. Forgetting the start (wpe[0] for every new token) raises no error;
+// the logits are simply different. Comparing with one full forward catches it at once.
+// kvlab prefills 8 tokens and decodes 12 one at a time through the KV cache, twice: with the right
+// start and with the start forgotten (every decoded token gets wpe[0]: the forward's position
+// table is remapped, so the bug runs through the library's own forward). Both are compared with
+// one full forward over the 20 tokens.
+// Expected: right start: max |Δlogits| = 0 within the rounding bound 2·n·u·max|logit|
+// (support/model_setup.hpp); forgotten start: every decoded step's logits differ beyond that same
+// bound (a count, exact), so rounding alone cannot pass it.
+//
+//   kvlab position-offset [--prefill 8] [--decode 12] [--dtype f64|f32]
+#include <algorithm>
+#include <cmath>
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include "checks/position_offset.hpp"
+#include "core/error.hpp"
+#include "model/gpt.hpp"
+#include "support/model_setup.hpp"
+#include "support/options.hpp"
+
+namespace kvlab::checks {
+namespace {
+
+// Largest sizes accepted: three passes over at most 512 positions of the default mini-GPT.
+constexpr int kMaxTokens = 256;
+
+/// Logits of prefill-then-decode where token t of a call starting at s gets wpe[embed(s, t)]. The
+/// bug is injected by remapping the position table of a copy of the model: row p (decoded alone,
+/// s = p, t = 0) becomes wpe[embed(p, 0)]; the prefill (s = 0) keeps wpe[embed(0, t)].
+template <class T>
+Mat<T> decode_with(const MiniGPT<T>& model, const std::vector<int>& ids, int prefill, const EmbedPosition& embed) {
+  MiniGPT<T> remapped = model;
+  const Mat<T>& wpe = model.weights().wpe;
+  Mat<T>& table = remapped.weights().wpe;
+  const int total = static_cast<int>(ids.size());
+  for (int t = 0; t < prefill; ++t) table.row(t) = wpe.row(embed(0, t));
+  for (int p = prefill; p < total; ++p) table.row(p) = wpe.row(embed(p, 0));
+  auto cache = remapped.make_cache(CacheKind::prealloc, total);
+  Mat<T> logits(total, model.config().vocab_size);
+  logits.topRows(prefill) = remapped.forward(std::span(ids).first(prefill), 0, *cache);
+  for (int p = prefill; p < total; ++p) logits.row(p) = remapped.forward(std::span(ids).subspan(p, 1), p, *cache);
+  return logits;
+}
+
+template <class T>
+Result run_impl(const PositionOffsetOptions& o, const RunContext& ctx, const EmbedPosition& right) {
+  const int total = o.prefill + o.decode;
+  ModelConfig cfg;
+  cfg.block_size = std::max(64, total);
+  const MiniGPT<T> model(cfg, ctx.seed);
+  const auto ids = random_tokens(ctx.seed + 1, total, cfg.vocab_size);
+  auto full_cache = model.make_cache(CacheKind::prealloc, total);
+  const Mat<T> full = model.forward(ids, 0, *full_cache);
+  const double scale = std::max(1.0, static_cast<double>(full.cwiseAbs().maxCoeff()));
+  const double bound = rounding_bound(cfg, ctx.dtype, scale);
+
+  const Mat<T> good = decode_with(model, ids, o.prefill, right);
+  int errors_raised = 0;
+  Mat<T> forgot;
+  try {
+    forgot = decode_with(model, ids, o.prefill, [](int, int t) { return t; });
+  } catch (const std::exception&) {
+    ++errors_raised;
+  }
+  Result r;
+  Table steps{"decoded steps: max |Δlogits| against one full forward",
+              {"position", "right start", "start forgotten (wpe[0])", "argmax changed"}, {}};
+  double good_diff = static_cast<double>((good - full).cwiseAbs().maxCoeff());
+  double forgot_max = 0, forgot_min = INFINITY;
+  int differs = 0, argmax_changed = 0;
+  for (int p = o.prefill; p < total && errors_raised == 0; ++p) {
+    const double g = static_cast<double>((good.row(p) - full.row(p)).cwiseAbs().maxCoeff());
+    const double f = static_cast<double>((forgot.row(p) - full.row(p)).cwiseAbs().maxCoeff());
+    Eigen::Index a = 0, b = 0;
+    full.row(p).maxCoeff(&a);
+    forgot.row(p).maxCoeff(&b);
+    forgot_max = std::max(forgot_max, f);
+    forgot_min = std::min(forgot_min, f);
+    differs += f > bound ? 1 : 0;
+    argmax_changed += a != b ? 1 : 0;
+    steps.rows.push_back({std::int64_t{p}, g, f, std::string(a != b ? "yes" : "no")});
+  }
+  const std::string why = fmt::format("rounding: 2·n·u·max|logit|, n = {} summed terms, u = {:.2g} ({})",
+                                      reduction_length(cfg), unit_roundoff(ctx.dtype), dtype_name(ctx.dtype));
+  r.expect({.quantity = fmt::format("right start: max |Δlogits|, prefill {} + decode {} vs full forward", o.prefill, o.decode),
+            .source = "004 §3.2", .unit = "", .expected = 0, .tolerance = bound, .why = why, .measured = good_diff,
+            .document = "与全量前向逐位比对"});
+  r.expect({.quantity = fmt::format("start forgotten: decoded steps whose logits differ beyond rounding (of {})", o.decode),
+            .source = "004 §3.2", .unit = "steps", .expected = static_cast<double>(o.decode), .tolerance = 0,
+            .why = fmt::format("a count; differs means beyond the bound above, {:.3g}", bound),
+            .measured = static_cast<double>(differs), .document = "不报错，生成质量却会明显变差"});
+  r.expect({.quantity = "start forgotten: errors raised by the forward", .source = "004 §3.2", .unit = "errors",
+            .expected = 0, .tolerance = 0, .why = "a count: exact", .measured = static_cast<double>(errors_raised),
+            .document = "不报错"});
+  r.metric("max_abs_diff_right_start", good_diff);
+  r.metric("max_abs_diff_forgotten_start", forgot_max);
+  r.metric("min_abs_diff_forgotten_start", forgot_min);
+  r.metric("argmax_changed_forgotten_start", argmax_changed);
+  r.metric("errors_raised_forgotten_start", errors_raised);
+  r.tables.push_back(std::move(steps));
+  r.notes.push_back(fmt::format("mini-GPT: 2 layers, d_model 64, 8 heads, learned positions, {}, seed {}",
+                                dtype_name(ctx.dtype), ctx.seed));
+  r.notes.push_back(fmt::format("The forgotten start raised {} errors: the shapes are all valid, only the numbers are "
+                                "wrong; {} of {} decoded steps changed their most likely next token.",
+                                errors_raised, argmax_changed, o.decode));
+  r.notes.push_back("The bug is injected by remapping a copy of the model's position table (row p := wpe[0] for the "
+                    "decoded positions), so it runs through the library's own forward and cache.");
+  return r;
+}
+
+}  // namespace
+
+Result run_position_offset(const PositionOffsetOptions& o, const RunContext& ctx, const PositionOffsetParts& parts) {
+  require_range("--prefill", o.prefill, 1, kMaxTokens);
+  require_range("--decode", o.decode, 1, kMaxTokens);
+  const EmbedPosition right = parts.right ? parts.right : EmbedPosition([](int s, int t) { return s + t; });
+  Result r = with_dtype(ctx.dtype, [&]<class T>() { return run_impl<T>(o, ctx, right); });
+  r.check = "position-offset";
+  r.source = "004 §3.2";
+  r.claim = "Decoding with the start position forgotten (wpe[0] for every new token) raises no error but gives "
+            "different logits; with the right start the cached decode equals the full forward up to rounding.";
+  return r;
+}
+
+namespace {
+
+class PositionOffset final : public Check {
+ public:
+  std::string name() const override { return "position-offset"; }
+  std::string source() const override { return "004 §3.2"; }
+  std::string summary() const override { return "forgetting the start position: no error, different logits"; }
+  std::string description() const override {
+    return "Prefills a prompt and decodes through the KV cache with the right start position and\n"
+           "with it forgotten (each new token at position 0), and compares both with one full\n"
+           "forward: the right start agrees up to rounding, the forgotten one differs every step.";
+  }
+  std::string derivation() const override {
+    return "The full forward embeds token p as wte[x_p] + wpe[p]. A decode step processes one token,\n"
+           "so arange(0, T) = [0]: without the start offset it embeds wte[x_p] + wpe[0]. Every shape\n"
+           "is still valid (no error), but the input differs by wpe[p] − wpe[0] ≠ 0, and so do the\n"
+           "logits; with arange(start, start + T) the step computes exactly the full forward's row p.\n"
+           "Source: 004 §3.2 (and §A.1: pass position_ids / cache_position).";
+  }
+  void bind(CLI::App& sub) override {
+    sub.add_option("--prefill", opts_.prefill, "Prompt tokens")->check(IntRange(1, kMaxTokens));
+    sub.add_option("--decode", opts_.decode, "Tokens decoded one at a time")->check(IntRange(1, kMaxTokens));
+  }
+  bool uses_dtype() const override { return true; }
+  Result run(const RunContext& ctx) override { return run_position_offset(opts_, ctx); }
+
+ private:
+  PositionOffsetOptions opts_;
+};
+
+KVLAB_REGISTER_CHECK(330, PositionOffset);
+
+}  // namespace
+}  // namespace kvlab::checks

@@ -1,0 +1,264 @@
+// Unit tests of the Day-4 checks of issue 4 (part a): each passes with the library's parts and
+// fails with a deliberately broken one (a wrong mask, a wrong grouping, a forgotten offset...).
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <set>
+#include <sstream>
+#include <string>
+
+#include "attention/causal_mask.hpp"
+#include "attention/gqa.hpp"
+#include "attention/kv_layout.hpp"
+#include "checks/abs_pos_window.hpp"
+#include "checks/bidirectional.hpp"
+#include "checks/cache_flops.hpp"
+#include "support/check.hpp"
+#include "checks/causal_mask.hpp"
+#include "checks/gqa_equals_mha.hpp"
+#include "checks/gqa_layout.hpp"
+#include "checks/gqa_meanpool.hpp"
+#include "checks/position_offset.hpp"
+#include "checks/query_not_cached.hpp"
+#include "core/error.hpp"
+#include "core/op_count.hpp"
+#include "cost/generation_flops.hpp"
+#include "model/ops.hpp"
+#include "model/gqa_convert.hpp"
+
+using namespace kvlab;
+
+TEST_CASE("causal-mask: 1 query against 8 cached keys: the correct mask lets it see all 8 keys") {
+  // Failing input kept from issue 4: decode with an is_causal (top-left) mask sees key 0 only.
+  const AttentionMask right = causal_mask_from_positions(1, 8);
+  CHECK(right.visible(0) == 8);
+  CHECK(checks::kernel_mask(1, 8, 7).visible(0) == 8);
+  CHECK(tril_mask(1, 8, 0).visible(0) == 1);
+  CHECK(checks::kernel_mask(1, 8, 0).visible(0) == 1);  // the forgotten offset
+  CHECK(right.mismatches(tril_mask(1, 8, 7)) == 0);
+  CHECK(causal_mask_from_positions(3, 8).mismatches(tril_mask(3, 8, 5)) == 0);
+  CHECK_THROWS_AS(causal_mask_from_positions(9, 8), std::invalid_argument);
+}
+
+TEST_CASE("causal-mask passes, and fails with a top-left mask or a forgotten query offset") {
+  checks::RunContext ctx;
+  checks::CausalMaskOptions o;
+  CHECK(checks::run_causal_mask(o, ctx).passed());
+  checks::CausalMaskParts top_left;
+  top_left.lower_right = [](int t, int s) { return tril_mask(t, s, 0); };
+  CHECK_FALSE(checks::run_causal_mask(o, ctx, top_left).passed());
+  checks::CausalMaskParts forgotten;
+  forgotten.query_offset = [](int, int) { return 0; };
+  const Result r = checks::run_causal_mask(o, ctx, forgotten);
+  CHECK_FALSE(r.passed());
+  CHECK(r.metric_value("decode_keys_seen_lower_right") == 1.0);
+  o.queries = 8;
+  CHECK_THROWS_AS(checks::run_causal_mask(o, ctx), InputError);
+}
+
+TEST_CASE("gqa-layout: 4 query heads over 2 KV heads holding constants 1 and 2: query head 1 reads 1 (grouped)") {
+  // Failing input kept from issue 4: under repeat (tiled) query head 1 would read K/V head 1 (constant 2).
+  const auto grouped = checks::heads_read(4, 2, {}, 1);
+  CHECK(grouped == std::vector<int>{0, 0, 1, 1});
+  CHECK(grouped[1] + 1 == 1);  // the constant query head 1 reads
+  CHECK(checks::heads_read(4, 2, repeat_interleave_kv<double>, 1) == std::vector<int>{0, 0, 1, 1});
+  CHECK(checks::heads_read(4, 2, expand_reshape_kv<double>, 1) == std::vector<int>{0, 0, 1, 1});
+  CHECK(checks::heads_read(4, 2, repeat_kv<double>, 1) == std::vector<int>{0, 1, 0, 1});
+  CHECK(kv_head_for_query(1, 4, 2, KvLayout::grouped) == 0);
+  CHECK(kv_head_for_query(1, 4, 2, KvLayout::tiled) == 1);
+  CHECK_THROWS_AS(kv_head_for_query(4, 4, 2, KvLayout::grouped), std::invalid_argument);
+}
+
+TEST_CASE("gqa-layout passes, and fails when repeat_interleave is really a tiled repeat") {
+  checks::RunContext ctx;
+  checks::GqaLayoutOptions o;
+  CHECK(checks::run_gqa_layout(o, ctx).passed());
+  o.heads = 8;
+  o.kv_heads = 2;
+  CHECK(checks::run_gqa_layout(o, ctx).passed());
+  checks::GqaLayoutParts wrong;
+  wrong.interleave = repeat_kv<double>;  // the wrong grouping
+  const Result r = checks::run_gqa_layout(o, ctx, wrong);
+  CHECK_FALSE(r.passed());
+  CHECK(r.metric_value("heads_misread_interleave") > 0);
+  o.kv_heads = 3;
+  CHECK_THROWS_AS(checks::run_gqa_layout(o, ctx), InputError);
+}
+
+TEST_CASE("gqa-equals-mha passes (f64, f32), and fails when query head j reads K/V head j + 1") {
+  checks::RunContext ctx;
+  checks::GqaEqualsMhaOptions o;
+  CHECK(checks::run_gqa_equals_mha(o, ctx).passed());
+  ctx.dtype = Dtype::f32;
+  CHECK(checks::run_gqa_equals_mha(o, ctx).passed());
+  ctx.dtype = Dtype::f64;
+  checks::GqaEqualsMhaParts wrong;
+  wrong.gqa_f64 = [](const Mat<double>& q, const Mat<double>& k, const Mat<double>& v, int h, int, int d, int p0) {
+    // a wrong grouping: K/V heads rotated by one, so query head j reads K/V head j + 1 (mod h)
+    Mat<double> kr(k.rows(), k.cols()), vr(v.rows(), v.cols());
+    for (int j = 0; j < h; ++j) {
+      kr.middleCols(j * d, d) = k.middleCols(((j + 1) % h) * d, d);
+      vr.middleCols(j * d, d) = v.middleCols(((j + 1) % h) * d, d);
+    }
+    return grouped_query_attention<double>(q, ConstMatView<double>(kr.data(), kr.rows(), kr.cols()),
+                                           ConstMatView<double>(vr.data(), vr.rows(), vr.cols()), h, h, d, p0, true);
+  };
+  const Result r = checks::run_gqa_equals_mha(o, ctx, wrong);
+  CHECK_FALSE(r.passed());
+  CHECK(r.metric_value("max_abs_diff") > 0.1);
+}
+
+TEST_CASE("bidirectional passes (f64, f32, 2 layers), and fails when its mask is causal after all") {
+  checks::RunContext ctx;
+  checks::BidirectionalOptions o;
+  CHECK(checks::run_bidirectional(o, ctx).passed());
+  o.layers = 2;
+  ctx.dtype = Dtype::f32;
+  CHECK(checks::run_bidirectional(o, ctx).passed());
+  checks::BidirectionalParts wrong;
+  wrong.bidirectional_is_causal = true;  // a wrong mask
+  const Result r = checks::run_bidirectional(o, ctx, wrong);
+  CHECK_FALSE(r.passed());
+  CHECK(r.metric_value("max_abs_diff_bidirectional") == 0.0);
+  o.layers = 1;
+  CHECK_THROWS_AS(checks::run_bidirectional(o, ctx), InputError);
+}
+
+TEST_CASE("query-not-cached passes, and fails when a query mixes in the earlier queries") {
+  checks::RunContext ctx;
+  checks::QueryNotCachedOptions o;
+  CHECK(checks::run_query_not_cached(o, ctx).passed());
+  ctx.dtype = Dtype::f32;
+  o.kv_heads = 8;
+  CHECK(checks::run_query_not_cached(o, ctx).passed());
+  checks::QueryNotCachedParts wrong;
+  wrong.attention = [](const Mat<double>& q, const Mat<double>& k, const Mat<double>& v, int h, int g, int d, int p0) {
+    Mat<double> mixed = q;  // each query replaced by the running mean of the queries up to it
+    for (Eigen::Index i = 1; i < q.rows(); ++i) mixed.row(i) = (mixed.row(i - 1) * double(i) + q.row(i)) / double(i + 1);
+    return grouped_query_attention<double>(mixed, ConstMatView<double>(k.data(), k.rows(), k.cols()),
+                                           ConstMatView<double>(v.data(), v.rows(), v.cols()), h, g, d, p0, true);
+  };
+  const Result r = checks::run_query_not_cached(o, ctx, wrong);
+  CHECK_FALSE(r.passed());
+  CHECK(r.metric_value("max_abs_diff_earlier_queries") > 0.0);
+  o.tokens = 1;
+  CHECK_THROWS_AS(checks::run_query_not_cached(o, ctx), InputError);
+}
+
+TEST_CASE("position-offset passes, and fails when the right-start path forgets the offset too") {
+  checks::RunContext ctx;
+  checks::PositionOffsetOptions o;
+  const Result ok = checks::run_position_offset(o, ctx);
+  CHECK(ok.passed());
+  CHECK(ok.metric_value("max_abs_diff_forgotten_start") > 1e-6);
+  ctx.dtype = Dtype::f32;
+  CHECK(checks::run_position_offset(o, ctx).passed());
+  checks::PositionOffsetParts forgotten;
+  forgotten.right = [](int, int t) { return t; };  // a forgotten offset
+  CHECK_FALSE(checks::run_position_offset(o, ctx, forgotten).passed());
+  o.decode = 0;
+  CHECK_THROWS_AS(checks::run_position_offset(o, ctx), InputError);
+}
+
+TEST_CASE("abs-pos-window passes, and fails when the RoPE model forgets to count the next position on") {
+  checks::RunContext ctx;
+  checks::AbsPosWindowOptions o;
+  const Result ok = checks::run_abs_pos_window(o, ctx);
+  CHECK(ok.passed());
+  CHECK(ok.metric_value("max_abs_diff_k_learned_layer1") > 1e-3);
+  ctx.dtype = Dtype::f32;
+  CHECK(checks::run_abs_pos_window(o, ctx).passed());
+  checks::AbsPosWindowParts renumbered;
+  renumbered.rope_next_position = [](int window) { return window - 1; };  // a forgotten offset
+  CHECK_FALSE(checks::run_abs_pos_window(o, ctx, renumbered).passed());
+  o.window = 1;
+  CHECK_THROWS_AS(checks::run_abs_pos_window(o, ctx), InputError);
+}
+
+TEST_CASE("gqa-meanpool passes, and fails when the pooled groups are the tiled ones") {
+  checks::RunContext ctx;
+  checks::GqaMeanpoolOptions o;
+  const Result ok = checks::run_gqa_meanpool(o, ctx);
+  CHECK(ok.passed());
+  CHECK(ok.metric_value("relative_error_random_g2") > 10 * ok.metric_value("relative_error_eps_0_01_g2"));
+  ctx.dtype = Dtype::f32;
+  CHECK(checks::run_gqa_meanpool(o, ctx).passed());
+  ctx.dtype = Dtype::f64;
+  checks::GqaMeanpoolParts tiled;
+  tiled.pool_f64 = [](const MiniGPT<double>& mha, int G) {
+    // a wrong grouping: K/V head g averages heads g, g + G, g + 2G, ... (repeat's tiling)
+    MiniGPT<double> permuted = mha;
+    const int hd = mha.config().head_dim, n = mha.config().n_kv_head, r = n / G;
+    for (auto& b : permuted.weights().blocks) {
+      const Mat<double> wk = b.w_k, wv = b.w_v;
+      for (int g = 0; g < G; ++g)
+        for (int i = 0; i < r; ++i) {  // slot g·r + i takes head g + i·G
+          b.w_k.middleCols((g * r + i) * hd, hd) = wk.middleCols((g + i * G) * hd, hd);
+          b.w_v.middleCols((g * r + i) * hd, hd) = wv.middleCols((g + i * G) * hd, hd);
+        }
+    }
+    return mean_pool_kv_heads<double>(permuted, G);
+  };
+  CHECK_FALSE(checks::run_gqa_meanpool(o, ctx, tiled).passed());
+  ModelConfig c;
+  const MiniGPT<double> m(c, 3);
+  CHECK_THROWS_AS(mean_pool_kv_heads<double>(m, 3), InputError);
+  CHECK(mean_pool_kv_heads<double>(m, 2).config().n_kv_head == 2);
+}
+
+TEST_CASE("CountMacs counts what linear() and grouped_query_attention() do, and nests") {
+  const Mat<double> x = Mat<double>::Ones(3, 4), W = Mat<double>::Ones(4, 5);
+  const Vec<double> b = Vec<double>::Zero(5);
+  CHECK(active_mac_count() == nullptr);
+  CountMacs outer;
+  linear(x, W, b);
+  {
+    CountMacs inner;
+    linear(x, W, b);
+    const Mat<double> q = Mat<double>::Zero(2, 8), k = Mat<double>::Zero(5, 4);
+    grouped_query_attention<double>(q, ConstMatView<double>(k.data(), 5, 4), ConstMatView<double>(k.data(), 5, 4), 2, 1,
+                                    4, 3, true);  // queries see 4 and 5 keys
+    CHECK(inner.count().linear == 60);
+    CHECK(inner.count().attention == 2u * (4 + 5) * 4 * 2);
+  }
+  CHECK(outer.count().linear == 60);
+  CHECK(naive_generation_flops(1, 10) == cached_generation_flops(1, 10));
+  CHECK(naive_generation_flops(2, 1) == 12 * 6 + 2 * 24 / 3);
+  CHECK_THROWS_AS(naive_generation_flops(1ull << 40, 1ull << 20), InputError);
+}
+
+TEST_CASE("cache-flops passes, and fails with the non-causal attention count (4t²d per step)") {
+  checks::RunContext ctx;
+  checks::CacheFlopsOptions o;
+  const Result ok = checks::run_cache_flops(o, ctx);
+  CHECK(ok.passed());
+  CHECK(ok.plots.size() == 1);
+  CHECK(ok.metric_value("ratio_naive_over_cached_d4096_t2048") > 1000);
+  checks::CacheFlopsParts full_square;
+  full_square.naive = [](std::uint64_t T, std::uint64_t d) {  // Σ_t (24td² + 4t²d): no causal mask
+    return 12 * T * (T + 1) * d * d + 4 * (T * (T + 1) * (2 * T + 1) / 6) * d;
+  };
+  CHECK_FALSE(checks::run_cache_flops(o, ctx, full_square).passed());
+  o.count_tokens = 3;
+  CHECK_THROWS_AS(checks::run_cache_flops(o, ctx), InputError);
+}
+
+TEST_CASE("the Day-4 checks have a derivation ending with its source, lines under 100 columns") {
+  const std::set<std::string> mine{"cache-flops", "bidirectional", "query-not-cached", "abs-pos-window", "gqa-equals-mha",
+                                   "gqa-meanpool", "position-offset", "causal-mask", "gqa-layout"};
+  std::set<std::string> seen;
+  for (const auto& check : checks::make_all_checks()) {
+    if (!mine.count(check->name())) continue;
+    seen.insert(check->name());
+    const std::string d = check->derivation();
+    CAPTURE(check->name());
+    CHECK(d.find("Source: ") != std::string::npos);
+    std::istringstream lines(d);
+    for (std::string line; std::getline(lines, line);) {
+      std::size_t columns = 0;  // UTF-8 code points
+      for (unsigned char ch : line) columns += (ch & 0xC0) != 0x80 ? 1 : 0;
+      CHECK(columns < 100);
+    }
+  }
+  CHECK(seen == mine);
+}
