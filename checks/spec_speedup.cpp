@@ -17,7 +17,9 @@
 //     martingale difference in [−K, K] with its variance known from the same probabilities. The
 //     i.i.d. formula with the observed α is shown beside it, not judged: real per-position α
 //     varies with the context (table "per-position α"), which is the document's i.i.d. caveat;
-//   - the document's formula equals the per-position sum at a constant α (float64 rounding).
+//   - the document's formula equals the per-position sum at a constant α (float64 rounding);
+//   - forward counts (exact): one target forward per step verifies K + 1 tokens (000 §1.1); the
+//     draft runs K forwards per step plus one after a bonus.
 // Shown, not judged (wall-clock on a shared CPU): c = one draft forward / one target decode
 // forward, the verify cost of K + 1 tokens in target decode forwards, predicted speedup
 // E[τ]/(1 + K·c) and the measured one, the best K of each; --plot draws them over K.
@@ -217,6 +219,19 @@ Result run_impl(const SpecSpeedupOptions& o, const RunContext& ctx, const SpecSp
                           freedman_grid_points(k, max_var_m), pk.steps),
               pk.tokens_per_step(), std::nullopt, ""});
   }
+  // Forward counts (000 §1.1, §7.4's cost model): one target forward verifies all K + 1 positions
+  // of a step; the draft runs K forwards per step, plus one to feed d_K after a bonus.
+  std::int64_t target_extra = 0, draft_extra = 0;
+  for (const auto& pk : ks) {
+    target_extra += pk.target_forwards - pk.steps;
+    draft_extra += pk.draft_forwards - (pk.k * pk.steps + pk.bonus);
+  }
+  r.expect({"target forwards − steps, K = 1..8 (one forward verifies K + 1 tokens)", "000 §1.1, §7.4",
+            "forwards", 0.0, 0.0, "exact: counts", static_cast<double>(target_extra), std::nullopt,
+            ""});
+  r.expect({"draft forwards − (K·steps + bonus steps), K = 1..8", "000 §7.4, §7.6", "forwards", 0.0,
+            0.0, "exact: counts (K drafts per step; d_K fed to the draft after a bonus)",
+            static_cast<double>(draft_extra), std::nullopt, ""});
   // The document's closed form against the per-position sum at one α (rounding only).
   const double u = unit_roundoff(Dtype::f64);
   double worst = 0.0;
