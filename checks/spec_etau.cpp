@@ -427,6 +427,22 @@ Result run_spec_etau(const SpecEtauOptions& o, const RunContext& ctx, const Spec
     }
     r.tables.push_back(std::move(grid_table));
     r.tables.push_back(std::move(sims));
+    // The plot (--plot): E[τ] against K, the formula for each α of the table (lines) and the
+    // simulated means (points); the same numbers as the two tables above.
+    Plot plot{"spec-etau: E[τ] against K, formula (lines) vs simulation (points)",
+              "K (draft tokens per step)", "E[τ] (tokens per step)", false, false, {}};
+    PlotSeries simulated{"simulated (every α)", {}, {}, "points"};
+    for (std::size_t i = 0; i < kGridAlpha.size(); ++i) {
+      PlotSeries formula{fmt::format("α = {:g}", kGridAlpha[i]), {}, {}, "lines"};
+      for (std::size_t j = 0; j < kGridK.size(); ++j) {
+        const auto& c = grid[i * kGridK.size() + j];
+        formula.x.push_back(c.k), formula.y.push_back(c.theory);
+        simulated.x.push_back(c.k), simulated.y.push_back(c.mc);
+      }
+      plot.series.push_back(std::move(formula));
+    }
+    plot.series.push_back(std::move(simulated));
+    r.plots.push_back(std::move(plot));
   } else {
     r.tables.push_back({"E[τ]: formula vs simulation",
                         {"α", "K", "E[τ] formula", "E[τ] simulated", "SE", "sample SD",
@@ -434,6 +450,11 @@ Result run_spec_etau(const SpecEtauOptions& o, const RunContext& ctx, const Spec
                         {{head.alpha, std::int64_t{head.k}, head.theory, head.mc, head.se,
                           head.sample_sd, head.radius,
                           spec::speedup(head.alpha, head.k, o.cost_ratio)}}});
+    r.plots.push_back({fmt::format("spec-etau: E[τ] at α = {:g}, K = {}, formula vs simulation",
+                                   head.alpha, head.k),
+                       "K (draft tokens per step)", "E[τ] (tokens per step)", false, false,
+                       {{"formula", {static_cast<double>(head.k)}, {head.theory}, "points"},
+                        {"simulated", {static_cast<double>(head.k)}, {head.mc}, "points"}}});
   }
 
   r.metric("expected_tokens_theory", head.theory);
@@ -489,6 +510,15 @@ class SpecEtauCheck final : public Check {
            "closed form against its defining sum, the limits α = 0 and α = 1, a table over α × K\n"
            "with the speedup E[τ]/(1 + K·c), and the course's 'α ≈ 0.6–0.7, K = 4 → E[τ] ≈ 2.7'\n"
            "in context. With --alpha and/or --k: that one case (defaults α = 0.6, K = 4).";
+  }
+  bool has_plot() const override { return true; }
+  std::string derivation() const override {
+    return "A step emits j + 1 tokens when drafts 1..j are accepted and draft j + 1 is rejected\n"
+           "(probability α^j (1 − α), j < K), and K + 1 when all K are (α^K, the bonus token):\n"
+           "E[τ] = Σ_{j<K} α^j (1 − α)(j + 1) + α^K (K + 1); the sum telescopes to\n"
+           "1 + α + … + α^K = (1 − α^(K+1))/(1 − α); α = 1 gives K + 1, α = 0 gives 1.\n"
+           "Speedup: one target forward + K draft forwards of c each: E[τ]/(1 + K·c).\n"
+           "Source: 000 §7.4.";
   }
   void bind(CLI::App& sub) override {
     alpha_ = sub.add_option("--alpha", alpha_value_, "Acceptance rate α in [0, 1]: run one case")

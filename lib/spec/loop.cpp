@@ -168,13 +168,19 @@ SpecRun speculative_decode(const MiniGPT<T>& target, const MiniGPT<T>& draft,
     // 3. Verify.
     std::vector<Dist> pv(ps.begin(), ps.end()), qv(qs.begin(), qs.end());
     const StepOutcome out = detail::verify_draft(pv, qv, drafts, rng, exact_accept_probability);
+    if (config.on_step) config.on_step(StepTrace{ps, qs, drafts, out.accepted, out.bonus});
     for (std::size_t i = 0; i < out.accepted; ++i) seq.push_back(static_cast<int>(drafts[i]));
-    seq.push_back(static_cast<int>(out.next));
+    const bool dropped = out.bonus && faults.drop_bonus;
+    if (!dropped) seq.push_back(static_cast<int>(out.next));
     ++st.steps;
     st.drafted += k;
     st.accepted += static_cast<std::int64_t>(out.accepted);
     st.evaluated += static_cast<std::int64_t>(out.accepted) + (out.bonus ? 0 : 1);
-    st.emitted += static_cast<std::int64_t>(out.emitted());
+    st.emitted += static_cast<std::int64_t>(out.emitted()) - (dropped ? 1 : 0);
+    if (dropped) {  // d_K is now the last token: it leaves the target cache, the draft never had it
+      tc->truncate(base + k);
+      continue;
+    }
     // 4. Roll back to the accepted prefix: keep last + the accepted drafts; `next` is not cached.
     const int keep = base + 1 + static_cast<int>(out.accepted);
     if (out.bonus) {

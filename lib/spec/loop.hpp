@@ -14,6 +14,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <stdexcept>
 #include <string>
@@ -46,11 +47,24 @@ class InvariantError : public std::logic_error {
   using std::logic_error::logic_error;
 };
 
+/// What one step saw, for observers (SpecConfig::on_step): the processed distributions the
+/// verifier used and its outcome. Spans valid only during the call.
+struct StepTrace {
+  std::span<const std::vector<double>> target;  ///< p̃ rows, shape [K + 1][V]
+  std::span<const std::vector<double>> draft;   ///< q̃ rows given to the verifier, shape [K][V]
+  std::span<const std::size_t> drafts;          ///< d_1 .. d_K, shape [K]
+  std::size_t accepted = 0;                     ///< drafts accepted (0 .. K)
+  bool bonus = false;                           ///< all K accepted and a bonus token emitted
+};
+
 struct SpecConfig {
   int k = 4;                 ///< draft tokens per step, >= 1
   int max_new_tokens = 16;   ///< tokens to emit (overshoot of the last step is cut)
   SamplerConfig target_sampler;
   SamplerConfig draft_sampler;
+  /// Called after each step's verification (spec-speedup and spec-sampler read the per-position
+  /// acceptance probabilities from it); empty = not called. Must not throw.
+  std::function<void(const StepTrace&)> on_step;
 };
 
 /// Deliberate bugs, for the unit tests that show the checks catch them. All off by default.
@@ -62,6 +76,9 @@ struct SpecFaults {
   /// Propose greedily (argmax) but give the verifier the draft's temperature-1 softmax as q
   /// (issue 7's biased sampler); the correct q of a greedy draft is its one-hot.
   bool soft_q_for_greedy_draft = false;
+  /// When all K drafts are accepted, emit only them and drop the bonus token (the caches are rolled
+  /// back to match): a step then emits at most K tokens, E[τ] = (1 − α^K)/(1 − α).
+  bool drop_bonus = false;
 };
 
 /// Per-run statistics.
