@@ -497,6 +497,7 @@ class SpecEtauCheck final : public Check {
            "Example: α = 0.7, K = 4: (1 - 0.16807) / 0.3 = 2.7731 tokens per target forward.\n"
            "The check compares the formula with the mean τ of simulated steps, with a bound from the sample\n"
            "size (Bernstein's inequality; τ is bounded in [1, K + 1]).\n"
+           "Speedup: one target forward + K draft forwards costing c each: E[τ] / (1 + K·c).\n"
            "Source: 000 §7.4.\n";
   }
   std::string description() const override {
@@ -512,14 +513,6 @@ class SpecEtauCheck final : public Check {
            "in context. With --alpha and/or --k: that one case (defaults α = 0.6, K = 4).";
   }
   bool has_plot() const override { return true; }
-  std::string derivation() const override {
-    return "A step emits j + 1 tokens when drafts 1..j are accepted and draft j + 1 is rejected\n"
-           "(probability α^j (1 − α), j < K), and K + 1 when all K are (α^K, the bonus token):\n"
-           "E[τ] = Σ_{j<K} α^j (1 − α)(j + 1) + α^K (K + 1); the sum telescopes to\n"
-           "1 + α + … + α^K = (1 − α^(K+1))/(1 − α); α = 1 gives K + 1, α = 0 gives 1.\n"
-           "Speedup: one target forward + K draft forwards of c each: E[τ]/(1 + K·c).\n"
-           "Source: 000 §7.4.";
-  }
   void bind(CLI::App& sub) override {
     alpha_ = sub.add_option("--alpha", alpha_value_, "Acceptance rate α in [0, 1]: run one case")
                  ->check(FiniteRange(0.0, 1.0));
