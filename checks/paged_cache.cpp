@@ -244,7 +244,7 @@ Result run_paged_cache(const PagedCacheOptions& o, const RunContext& ctx, const 
                                 o.num_blocks, bs, kLayers, kWidth, ctx.seed));
   r.notes.push_back("kvlab's fork shares ⌈n/block size⌉ blocks (a partly filled last block too, copied on the next write, "
                     "as vLLM); 000 §6.2's share_prefix shares ⌊n/page⌋ full pages only, so for n = 40 and pages of 16 "
-                    "the new sequence lacks positions 32..39 and later reads them from an uninitialized page (E-paged-1).");
+                    "the new sequence lacks positions 32..39 and later reads them from an uninitialized page (E34).");
   r.notes.push_back("000 §6.2's append_token pops the free list without the OOM check allocate() has (E27); kvlab's "
                     "pool throws PoolExhausted before changing anything: " + exhausted_msg);
   for (const auto& p : f.first_problems) r.notes.push_back("audit: " + p);
