@@ -43,7 +43,7 @@ test: build
 # The same unit tests, checks and sweeps under AddressSanitizer + UBSan (CUDA left out).
 # Any sanitizer report aborts the process; ctest then fails.
 SAN_ENV := ASAN_OPTIONS=abort_on_error=1:detect_leaks=1:strict_string_checks=1 \
-           UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 KVLAB_SWEEP_SECONDS=10
+           UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 KVLAB_SWEEP_SECONDS=10 KVLAB_SWEEP_QUICK=1
 test-sanitize: deps
 	@cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKVLAB_SANITIZE=ON -DKVLAB_CUDA=OFF | grep -E "^-- kvlab:|Error" || true
 	@cmake --build $(ASAN_BUILD) -j $(JOBS)

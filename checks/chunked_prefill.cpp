@@ -273,7 +273,7 @@ class ChunkedPrefillCheck final : public Check {
            "for N = 7e9, P = 4096 that is 5.7e13 + 4.4e12 FLOPs, 198 ms at an A100's 312 TFLOP/s. Decodes\n"
            "in the same step wait for it: a 100+ ms stall. Chunks of c tokens compute the same pairs,\n"
            "Σ_chunks (c·s + c(c+1)/2) = P(P+1)/2, so the prompt's FLOPs are unchanged, but each step\n"
-           "now lasts about 2·N·c / peak (47 ms at c = 1024) and carries the decodes along.\n"
+           "now lasts about 2·N·c / peak (≈ 46 ms at c = 1024) and carries the decodes along.\n"
            "Source: 000 §3.2; Sarathi-Serve (Agrawal et al., arXiv 2403.02310).";
   }
   void bind(CLI::App& sub) override {

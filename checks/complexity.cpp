@@ -155,7 +155,7 @@ Result complexity_impl(const ComplexityOptions& o, const ComplexityParts& parts)
                  static_cast<double>(layer(2 * x, 0)), f.prefill(x), f.prefill(2 * x),
                  Stated{"O(N²·d): exponent 2", 2.0, 0.5},
                  fmt::format("at N = {} the linear layers' 24·N·d² are {:.1f}% of prefill: the N·d² term dominates while "
-                             "N < 6d = {} (E18)", x, 100 * share, 6 * d));
+                             "N < 12d = {} (E18; 6d for the non-causal count)", x, 100 * share, 12 * d));
   }
   // Whole generations with N = T = x/2, counted at x and 2x.
   for (const std::int64_t x : {d / 8 >= 2 ? d / 8 : std::int64_t{2}, d}) {
@@ -170,7 +170,7 @@ Result complexity_impl(const ComplexityOptions& o, const ComplexityParts& parts)
                  f.cached(h, h), f.cached(2 * h, 2 * h),
                  x == d ? std::optional<Stated>(Stated{"O((N+T)²·d): exponent 2", 2.0, 0.5}) : std::nullopt,
                  fmt::format("at N + T = {} the linear layers, (N + T − 1)·24d², are {:.1f}% of the cached total: "
-                             "it is O((N+T)²·d + (N+T)·d²), linear in N + T while N + T < 6d = {} (E18)", x,
+                             "it is O((N+T)²·d + (N+T)·d²), linear in N + T while N + T < 12d = {} (E18)", x,
                              100 * share, 6 * d));
   }
   r.tables.push_back(std::move(ex));
@@ -211,7 +211,8 @@ class Complexity final : public Check {
   std::string derivation() const override {
     return "Per position a layer's linear maps cost 6d² (QKV) + 2d² (O) + 16d² (MLP) = 24d² FLOPs; each\n"
            "(query, visible key) pair costs 4d (QKᵀ and AV). Prefill of N: 24Nd² + 4d·N(N+1)/2, so\n"
-           "O(N·d² + N²·d): linear in N while N < 6d. A cached step at t: 24d² + 4d(t+1) = O(t·d + d²).\n"
+           "O(N·d² + N²·d): linear in N while N < 12d (causal).\n"
+           "A cached step at t: 24d² + 4d(t+1) = O(t·d + d²).\n"
            "Naive generation recomputes prefill(n) for n = N..N+T−1: Σ O(n·d² + n²·d) ⊆ O((N+T)³·d);\n"
            "cached: prefill + Σ O(t·d + d²) = O((N+T)²·d + T·d²). Source: 003 Q5.";
   }

@@ -394,7 +394,7 @@ class SpecSpeedupCheck final : public Check {
            "wall-clock";
   }
   std::string description() const override {
-    return "Target (4 layers, d_model 64) and draft (1 layer, d_model 16) mini-GPTs, K = 1..8,\n"
+    return "Target (2 layers, d_model 64) and draft (1 layer, d_model 16) mini-GPTs, K = 1..8,\n"
            "--prompts prompts × --new-tokens tokens each: α observed against the exact α of the\n"
            "verified positions, tokens per step against E[τ | drafts] (per-position form of\n"
            "(1 − α^(K+1))/(1 − α)), both within Freedman bounds (family false alarm 1e-4).\n"
