@@ -50,26 +50,9 @@ constexpr std::int64_t kMaxSamples = 2'000'000;
 constexpr std::int64_t kWorkBudget = 3'000'000;
 const std::vector<int> kPrompt{1, 5, 2};
 
-ModelConfig target_config() {
-  ModelConfig c;
-  c.n_layer = 2;
-  c.d_model = 16;
-  c.n_head = 2;
-  c.n_kv_head = 2;
-  c.head_dim = 8;
-  c.vocab_size = kVocab;
-  c.block_size = 16;
-  return c;
-}
+ModelConfig target_config() { return small_spec_target(kVocab); }
 
-ModelConfig draft_config() {
-  ModelConfig c = target_config();
-  c.n_layer = 1;
-  c.d_model = 8;
-  c.n_kv_head = 1;
-  c.head_dim = 4;
-  return c;
-}
+ModelConfig draft_config() { return small_spec_draft(kVocab); }
 
 std::int64_t outcomes(int n) {
   std::int64_t m = 1;

@@ -55,26 +55,9 @@ constexpr int kStatRows = 3 * kDrafts;  // TV, χ², α per draft sampler
 constexpr std::int64_t kMaxSamples = 20'000;  // ~24 µs a sequence: ≤ 2.5 s for the five samplers here
 const std::vector<int> kPrompt{1, 5, 2};
 
-ModelConfig target_config() {
-  ModelConfig c;
-  c.n_layer = 2;
-  c.d_model = 16;
-  c.n_head = 2;
-  c.n_kv_head = 2;
-  c.head_dim = 8;
-  c.vocab_size = kVocab;
-  c.block_size = 16;
-  return c;
-}
+ModelConfig target_config() { return small_spec_target(kVocab); }
 
-ModelConfig draft_config() {
-  ModelConfig c = target_config();
-  c.n_layer = 1;
-  c.d_model = 8;
-  c.n_kv_head = 1;
-  c.head_dim = 4;
-  return c;
-}
+ModelConfig draft_config() { return small_spec_draft(kVocab); }
 
 template <class T>
 std::vector<double> last_logits(const MiniGPT<T>& m, const std::vector<int>& seq) {

@@ -63,27 +63,9 @@ constexpr std::int64_t kMaxSamples = 2'000'000;
 constexpr std::int64_t kWorkBudget = 20'000'000;
 constexpr double u = std::numeric_limits<double>::epsilon() / 2;
 
-ModelConfig target_config(Positional pos) {
-  ModelConfig c;
-  c.n_layer = 2;
-  c.d_model = 16;
-  c.n_head = 2;
-  c.n_kv_head = 2;
-  c.head_dim = 8;
-  c.vocab_size = kVocab;
-  c.block_size = 16;
-  c.positional = pos;
-  return c;
-}
+ModelConfig target_config(Positional pos) { return small_spec_target(kVocab, pos); }
 
-ModelConfig draft_config() {
-  ModelConfig c = target_config(Positional::learned);
-  c.n_layer = 1;
-  c.d_model = 8;
-  c.n_kv_head = 1;
-  c.head_dim = 4;
-  return c;
-}
+ModelConfig draft_config() { return small_spec_draft(kVocab); }
 
 std::int64_t tree_nodes(int k, int n) {
   std::int64_t nodes = 0, level = 1;

@@ -59,26 +59,9 @@ constexpr int kMaxContexts = 16;
 constexpr std::int64_t kWorkBudget = 20'000'000;
 constexpr double u = std::numeric_limits<double>::epsilon() / 2;
 
-ModelConfig target_config() {
-  ModelConfig c;
-  c.n_layer = 2;
-  c.d_model = 16;
-  c.n_head = 2;
-  c.n_kv_head = 2;
-  c.head_dim = 8;
-  c.vocab_size = kVocab;
-  c.block_size = 16;
-  return c;
-}
+ModelConfig target_config() { return small_spec_target(kVocab); }
 
-ModelConfig draft_config() {
-  ModelConfig c = target_config();
-  c.n_layer = 1;
-  c.d_model = 8;
-  c.n_kv_head = 1;
-  c.head_dim = 4;
-  return c;
-}
+ModelConfig draft_config() { return small_spec_draft(kVocab); }
 
 // p̃ of the last row of a full forward over `prompt`, at temperature t (float64).
 template <class T>

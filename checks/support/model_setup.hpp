@@ -24,6 +24,32 @@ auto with_dtype(Dtype dtype, F&& f) {
   return dtype == Dtype::f64 ? f.template operator()<double>() : f.template operator()<float>();
 }
 
+/// The target of the speculative-decoding checks whose output law is enumerated on a small
+/// vocabulary (spec-exact, spec-sampler, typical-acceptance, tree-verify): 2 layers, d_model 16,
+/// 2 heads × head_dim 8 (MHA), block_size 16, `vocab` tokens.
+inline ModelConfig small_spec_target(int vocab, Positional positional = Positional::learned) {
+  ModelConfig c;
+  c.n_layer = 2;
+  c.d_model = 16;
+  c.n_head = 2;
+  c.n_kv_head = 2;
+  c.head_dim = 8;
+  c.vocab_size = vocab;
+  c.block_size = 16;
+  c.positional = positional;
+  return c;
+}
+
+/// Its draft: 1 layer, d_model 8, 2 query heads over one K/V head (MQA) of head_dim 4.
+inline ModelConfig small_spec_draft(int vocab) {
+  ModelConfig c = small_spec_target(vocab);
+  c.n_layer = 1;
+  c.d_model = 8;
+  c.n_kv_head = 1;
+  c.head_dim = 4;
+  return c;
+}
+
 /// Largest reduction a logit of `config` passes through per layer: the MLP's 4*d_model inputs,
 /// plus the attention projections (d_model, n_head*head_dim) and a softmax over up to block_size
 /// keys. Used for the rounding bound of two computations that are equal in exact arithmetic.
