@@ -87,40 +87,6 @@ void exact_law(const MiniGPT<T>& m, const spec::SamplerConfig& sampler, std::vec
   }
 }
 
-struct Fit {
-  double tv = 0.0;
-  double chi2 = 0.0;
-  double df = 0.0;
-  double critical = 0.0;
-};
-
-// TV and Pearson's chi-square of the counts against the law; cells with expected count < 5 pooled
-// (and the pool itself folded into the smallest kept cell if its expected count is still < 5).
-Fit fit(const std::vector<std::int64_t>& counts, const std::vector<double>& law, std::int64_t n,
-        double level) {
-  Fit f;
-  const double nd = static_cast<double>(n);
-  double pool_e = 0.0, pool_o = 0.0;
-  std::vector<std::pair<double, double>> cells;  // (expected, observed)
-  for (std::size_t i = 0; i < law.size(); ++i) {
-    const double o = static_cast<double>(counts[i]);
-    f.tv += 0.5 * std::abs(o / nd - law[i]);
-    const double e = law[i] * nd;
-    if (e < 5.0) pool_e += e, pool_o += o;
-    else cells.emplace_back(e, o);
-  }
-  if (pool_e >= 5.0 || cells.empty()) cells.emplace_back(pool_e, pool_o);
-  else if (pool_e > 0.0 || pool_o > 0.0) {
-    cells.back().first += pool_e;
-    cells.back().second += pool_o;
-  }
-  for (const auto& [e, o] : cells)
-    f.chi2 += e > 0.0 ? (o - e) * (o - e) / e : (o > 0.0 ? INFINITY : 0.0);
-  f.df = std::max(1.0, static_cast<double>(cells.size()) - 1.0);
-  f.critical = chi_square_quantile_upper(level, f.df);
-  return f;
-}
-
 template <class T>
 Result run_impl(const SpecExactOptions& o, const RunContext& ctx, const spec::SpecFaults& faults) {
   const MiniGPT<T> target(target_config(), ctx.seed);
@@ -137,10 +103,9 @@ Result run_impl(const SpecExactOptions& o, const RunContext& ctx, const spec::Sp
 
   const double per = kFalseAlarm / kComparisons;
   const double nd = static_cast<double>(o.samples);
-  // Bretagnolle–Huber–Carol: P(‖p̂ − p‖₁ ≥ ε) ≤ 2^M e^{−nε²/2} with M the outcomes of positive
-  // probability (the others are never drawn by a correct sampler); TV = ‖·‖₁/2.
-  const double tv_bound =
-      0.5 * std::sqrt(2.0 * (static_cast<double>(support) * std::log(2.0) + std::log(1.0 / per)) / nd);
+  // Bretagnolle–Huber–Carol over M = the outcomes of positive probability (the others are never
+  // drawn by a correct sampler).
+  const double tv_bound = tv_bound_bhc(support, o.samples, per);
 
   Result r;
   r.check = "spec-exact";
@@ -193,7 +158,7 @@ Result run_impl(const SpecExactOptions& o, const RunContext& ctx, const spec::Sp
       }
       ++counts[index_of(out)];
     }
-    const Fit f = fit(counts, law, o.samples, per);
+    const LawFit f = fit_to_law(counts, law, o.samples, per);
     r.expect({"TV(empirical, exact target law): " + s.name, kSource, "", 0.0, tv_bound,
               fmt::format("Bretagnolle–Huber–Carol, any n: P(TV ≥ t) ≤ 2^M e^(−2nt²), M = {} "
                           "outcomes, n = {}, false alarm {:g}/{}",

@@ -84,39 +84,6 @@ std::vector<double> exact_law(const MiniGPT<T>& m, const spec::SamplerConfig& s)
   return law;
 }
 
-struct Fit {
-  double tv = 0.0, chi2 = 0.0, df = 0.0, critical = 0.0;
-};
-
-// TV and Pearson's χ² of counts against a law; cells with expected count < 5 pooled (as spec-exact).
-Fit fit(const std::vector<std::int64_t>& counts, const std::vector<double>& law, std::int64_t n,
-        double level) {
-  Fit f;
-  const double nd = static_cast<double>(n);
-  double pool_e = 0.0, pool_o = 0.0;
-  std::vector<std::pair<double, double>> cells;  // (expected, observed)
-  for (std::size_t i = 0; i < law.size(); ++i) {
-    const double o = static_cast<double>(counts[i]);
-    f.tv += 0.5 * std::abs(o / nd - law[i]);
-    const double e = law[i] * nd;
-    if (e < 5.0) pool_e += e, pool_o += o;
-    else cells.emplace_back(e, o);
-  }
-  if (pool_e >= 5.0 || cells.empty()) cells.emplace_back(pool_e, pool_o);
-  else if (pool_e > 0.0 || pool_o > 0.0) cells.back().first += pool_e, cells.back().second += pool_o;
-  for (const auto& [e, o] : cells)
-    f.chi2 += e > 0.0 ? (o - e) * (o - e) / e : (o > 0.0 ? INFINITY : 0.0);
-  f.df = std::max(1.0, static_cast<double>(cells.size()) - 1.0);
-  f.critical = chi_square_quantile_upper(level, f.df);
-  return f;
-}
-
-double tv_bound(std::int64_t support, std::int64_t n, double per) {
-  // Bretagnolle–Huber–Carol: P(‖p̂ − p‖₁ ≥ ε) ≤ 2^M e^{−nε²/2}, TV = ‖·‖₁/2.
-  return 0.5 * std::sqrt(2.0 * (static_cast<double>(support) * std::log(2.0) + std::log(1.0 / per)) /
-                         static_cast<double>(n));
-}
-
 template <class T>
 Result run_impl(const SpecSamplerOptions& o, const RunContext& ctx, const SpecSamplerParts& parts) {
   const MiniGPT<T> target(target_config(), ctx.seed);
@@ -197,7 +164,7 @@ Result run_impl(const SpecSamplerOptions& o, const RunContext& ctx, const SpecSa
   std::int64_t support = 0;
   for (double p : law) support += p > 0.0 ? 1 : 0;
   const double per = kFalseAlarm / kStatRows;
-  const double tvb = tv_bound(support, o.samples, per);
+  const double tvb = tv_bound_bhc(support, o.samples, per);
   Table loop{"the loop (K = 2, 2 tokens) against the exact law under p̃",
              {"draft sampler", "TV", "TV bound", "χ²", "df", "χ² critical", "α observed",
               "α exact (verified)", "α bound", "tokens/step"},
@@ -227,7 +194,7 @@ Result run_impl(const SpecSamplerOptions& o, const RunContext& ctx, const SpecSa
       accepted += run.stats.accepted, evaluated += run.stats.evaluated, steps += run.stats.steps,
           emitted += run.stats.emitted;
     }
-    const Fit f = fit(counts, law, o.samples, per);
+    const LawFit f = fit_to_law(counts, law, o.samples, per);
     r.expect({"TV(empirical, exact law under p̃): draft " + d.name, kSource, "", 0.0, tvb,
               fmt::format("Bretagnolle–Huber–Carol, any n: P(TV ≥ t) ≤ 2^M e^(−2nt²), M = {} "
                           "sequences, n = {}, false alarm {:g}/{}",
@@ -288,7 +255,7 @@ Result run_spec_sampler(const SpecSamplerOptions& o, const RunContext& ctx,
   require_finite_range("--top-p", o.top_p, 0.01, 1.0);
   // The TV bound must be below 1 for the comparison to be able to fail; the support is at most V².
   const double per = kFalseAlarm / kStatRows;
-  if (tv_bound(kVocab * kVocab, o.samples, per) >= 1.0) {
+  if (tv_bound_bhc(kVocab * kVocab, o.samples, per) >= 1.0) {
     const double l = kVocab * kVocab * std::log(2.0) + std::log(1.0 / per);
     const auto min_n = static_cast<std::int64_t>(std::floor(l / 2.0)) + 1;
     throw InputError(fmt::format(

@@ -42,6 +42,7 @@
 
 #include "core/error.hpp"
 #include "core/rng.hpp"
+#include "core/stats.hpp"
 #include "model/gpt.hpp"
 #include "model/masked_forward.hpp"
 #include "spec/loop.hpp"
@@ -318,9 +319,7 @@ Result run_impl(const TreeVerifyOptions& o, const RunContext& ctx, const TreeVer
   // Monte Carlo: draw the tree, verify it, continue with the target to depth + 1 tokens.
   std::int64_t support = 0;
   for (double x : law_target) support += x > 0.0 ? 1 : 0;
-  const double beta = 0.5 * std::sqrt(2.0 * (static_cast<double>(support) * std::log(2.0) +
-                                             std::log(1.0 / kFalseAlarm)) /
-                                      static_cast<double>(o.samples));
+  const double beta = tv_bound_bhc(support, o.samples, kFalseAlarm);
   std::vector<std::int64_t> counts(law_target.size(), 0);
   std::int64_t emitted_total = 0, accepted_total = 0;
   {

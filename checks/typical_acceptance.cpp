@@ -36,6 +36,7 @@
 
 #include "core/dtype.hpp"
 #include "core/error.hpp"
+#include "core/stats.hpp"
 #include "core/rng.hpp"
 #include "model/gpt.hpp"
 #include "spec/acceptance.hpp"
@@ -81,12 +82,6 @@ double tv(const std::vector<double>& a, const std::vector<double>& b) {
   return 0.5 * s;
 }
 
-// Bretagnolle–Huber–Carol: P(TV(empirical of n, law) ≥ t) ≤ 2^M e^(−2nt²); the t at `level`.
-double bhc_bound(int outcomes, std::int64_t n, double level) {
-  return 0.5 * std::sqrt(2.0 * (outcomes * std::log(2.0) + std::log(1.0 / level)) /
-                         static_cast<double>(n));
-}
-
 std::vector<double> empirical(const std::vector<std::int64_t>& counts, std::int64_t n) {
   std::vector<double> e(counts.size());
   for (std::size_t i = 0; i < counts.size(); ++i)
@@ -112,7 +107,7 @@ Result run_impl(const TypicalAcceptanceOptions& o, const RunContext& ctx,
 
   const int comparisons = 3 * o.contexts;
   const double per = kFalseAlarm / comparisons;
-  const double beta = bhc_bound(kVocab, o.samples, per);
+  const double beta = tv_bound_bhc(kVocab, o.samples, per);
 
   Result r;
   r.check = "typical-acceptance";

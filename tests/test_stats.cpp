@@ -207,3 +207,16 @@ TEST_CASE("Bernstein bound: closed form, minimum n, and the exact false alarm of
   CHECK(rate(z * std::sqrt(var / n)) > 30 * level);
   CHECK(rate(kvlab::bernstein_radius(var, alpha, n, level)) <= level);
 }
+
+TEST_CASE("stats: Bretagnolle–Huber–Carol TV bound and the pooled fit to an exact law") {
+  // ½·√(2(2·ln 2 + ln 100)/1000) for 2 outcomes, n = 1000, α = 0.01
+  CHECK(kvlab::tv_bound_bhc(2, 1000, 0.01) ==
+        doctest::Approx(0.5 * std::sqrt(2.0 * (2.0 * std::log(2.0) + std::log(100.0)) / 1000.0)));
+  // 100 draws: cells expected 60, 38, 1, 1 → the last two (2 < 5) pool into the kept cell 38.
+  const kvlab::LawFit f = kvlab::fit_to_law({60, 38, 2, 0}, {0.6, 0.38, 0.01, 0.01}, 100, 0.05);
+  CHECK(f.tv == doctest::Approx(0.01));
+  CHECK(f.df == 1.0);
+  CHECK(f.chi2 == doctest::Approx(0.0));
+  // Draws on an outcome of probability 0 are pooled away from χ², but TV sees them.
+  CHECK(kvlab::fit_to_law({0, 100}, {1.0, 0.0}, 100, 0.05).tv == doctest::Approx(1.0));
+}

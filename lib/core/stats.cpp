@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <numbers>
+#include <utility>
 #include <stdexcept>
 
 namespace kvlab {
@@ -214,6 +215,33 @@ double chi_square_quantile_upper(double level, double df) {
     (chi_square_sf(mid, df) > level ? lo : hi) = mid;
   }
   return hi;
+}
+
+double tv_bound_bhc(std::int64_t support, std::int64_t n, double false_alarm) {
+  return 0.5 * std::sqrt(2.0 * (static_cast<double>(support) * std::log(2.0) + std::log(1.0 / false_alarm)) /
+                         static_cast<double>(n));
+}
+
+LawFit fit_to_law(const std::vector<std::int64_t>& counts, const std::vector<double>& law, std::int64_t n,
+                  double level) {
+  LawFit f;
+  const double nd = static_cast<double>(n);
+  double pool_e = 0.0, pool_o = 0.0;
+  std::vector<std::pair<double, double>> cells;  // (expected, observed)
+  for (std::size_t i = 0; i < law.size(); ++i) {
+    const double o = static_cast<double>(counts[i]);
+    f.tv += 0.5 * std::abs(o / nd - law[i]);
+    const double e = law[i] * nd;
+    if (e < 5.0) pool_e += e, pool_o += o;
+    else cells.emplace_back(e, o);
+  }
+  if (pool_e >= 5.0 || cells.empty()) cells.emplace_back(pool_e, pool_o);
+  else if (pool_e > 0.0 || pool_o > 0.0) cells.back().first += pool_e, cells.back().second += pool_o;
+  for (const auto& [e, o] : cells)
+    f.chi2 += e > 0.0 ? (o - e) * (o - e) / e : (o > 0.0 ? INFINITY : 0.0);
+  f.df = std::max(1.0, static_cast<double>(cells.size()) - 1.0);
+  f.critical = chi_square_quantile_upper(level, f.df);
+  return f;
 }
 
 }  // namespace kvlab

@@ -22,6 +22,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <vector>
 
 namespace kvlab {
 
@@ -90,5 +91,26 @@ double chi_square_sf(double x, double df);
 /// The x with chi_square_sf(x, df) = level, level in (0, 1) (bisection to ~1e-12 relative).
 /// Throws std::invalid_argument for df < 1 or level outside (0, 1).
 double chi_square_quantile_upper(double level, double df);
+
+/// The TV distance t that the empirical law of n draws over `support` outcomes exceeds with
+/// probability at most `false_alarm`, whatever the law and n: Bretagnolle–Huber–Carol,
+/// P(‖p̂ − p‖₁ ≥ ε) ≤ 2^support e^(−nε²/2), TV = ‖·‖₁/2, so t = ½·√(2(support·ln 2 + ln(1/α))/n).
+/// Used by the checks that compare a sampler with an exact law (spec-exact, spec-sampler,
+/// typical-acceptance, tree-verify).
+double tv_bound_bhc(std::int64_t support, std::int64_t n, double false_alarm);
+
+/// Observed counts (n draws in all) against an exact law over the same cells.
+struct LawFit {
+  double tv = 0.0;        ///< total-variation distance of the empirical law from `law`
+  double chi2 = 0.0;      ///< Pearson's statistic over the pooled cells
+  double df = 0.0;        ///< pooled cells − 1 (at least 1)
+  double critical = 0.0;  ///< chi-square upper quantile at `level` for df
+};
+
+/// TV and Pearson's chi-square of `counts` against `law` (same length, n = Σ counts): cells with
+/// expected count < 5 are pooled, and the pool is folded into the last kept cell when its own
+/// expected count is below 5 (so draws on outcomes of probability 0 reach TV, not χ²).
+LawFit fit_to_law(const std::vector<std::int64_t>& counts, const std::vector<double>& law, std::int64_t n,
+                  double level);
 
 }  // namespace kvlab
