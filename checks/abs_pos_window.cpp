@@ -17,7 +17,6 @@
 #include <algorithm>
 #include <cmath>
 
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
 #include "attention/gqa.hpp"
@@ -169,7 +168,7 @@ class AbsPosWindow final : public Check {
            "new token at B gives the same s − t as renumbering everything from 0: the cached K stay valid.\n"
            "Source: 004 §1.6 (group 7); 000 §4.4.1.";
   }
-  void bind(CLI::App& sub) override {
+  void bind(OptionSet& sub) override {
     sub.add_option("--window", opts_.window, "block_size, the sliding window")->check(IntRange(2, kMaxWindow));
     sub.add_option("--layers", opts_.layers, "Layers")->check(IntRange(1, kMaxLayers));
   }

@@ -18,7 +18,6 @@
 #include <algorithm>
 #include <chrono>
 
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
 #include "core/error.hpp"
@@ -202,7 +201,7 @@ class BenchGenerate final : public Check {
            "total is O(n²d² + n³d), the cached O(nd² + n²d) (004 §1.1), so the per-token time of the\n"
            "naive generator grows with n and the cached one stays nearly flat. Source: 004 §B.5, §1.1.";
   }
-  void bind(CLI::App& sub) override {
+  void bind(OptionSet& sub) override {
     sub.add_flag("--long", opts_.long_sweep, "004 §B.5's lengths 64, 128, 255 in a sweep 16 .. 255");
     sub.add_option("--repeats", opts_.repeats, "Timing runs per cell (median)")->check(IntRange(1, kMaxRepeats));
   }

@@ -16,7 +16,6 @@
 #include <algorithm>
 #include <cmath>
 
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
 #include "checks/bidirectional.hpp"
@@ -142,7 +141,7 @@ class Bidirectional final : public Check {
            "later layer's do. So a cache of old K/V is stale: BERT recomputes everything.\n"
            "Source: 004 §1.2.";
   }
-  void bind(CLI::App& sub) override {
+  void bind(OptionSet& sub) override {
     sub.add_option("--tokens", opts_.tokens, "Shorter prefix length n (the other is n + 1)")->check(IntRange(1, kMaxTokens));
     sub.add_option("--layers", opts_.layers, "Layers (>= 2)")->check(IntRange(2, kMaxLayers));
   }

@@ -17,7 +17,6 @@
 #include <algorithm>
 #include <cmath>
 
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
 #include "checks/cache_flops.hpp"
@@ -184,7 +183,7 @@ class CacheFlops final : public Check {
            "cached 24Td² + 2T(T + 1)d = O(Td² + T²d). Ratio ≈ T/2 for T ≪ d: ~1000 at T ≈ 2000.\n"
            "Source: 004 §1.1 (group 3), §0.1; \"three orders of magnitude\": 004 §1.5.";
   }
-  void bind(CLI::App& sub) override {
+  void bind(OptionSet& sub) override {
     sub.add_option("--d", opts_.d, "Width d of the table")->check(IntRange(1, kMaxWidth));
     sub.add_option("--max-tokens", opts_.max_tokens, "Largest T of the table (powers of two up to it)")
         ->check(IntRange(1, kMaxTableTokens));

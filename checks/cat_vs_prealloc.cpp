@@ -13,7 +13,6 @@
 #include <limits>
 #include <vector>
 
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
 #include "checks/cat_vs_prealloc.hpp"
@@ -156,7 +155,7 @@ class CatVsPrealloc final : public Check {
            "torch.cat) and PreallocCache (one buffer, in-place writes) and compares their counters\n"
            "with n(n+1)/2 and n. Times both as well (reported, not judged).";
   }
-  void bind(CLI::App& sub) override {
+  void bind(OptionSet& sub) override {
     sub.add_option("--tokens", opts_.tokens, "Tokens generated")->check(IntRange(1, 65536));
     sub.add_option("--kv-heads", opts_.kv_heads, "K/V heads per position (timing only)")->check(IntRange(1, 64));
     sub.add_option("--head-dim", opts_.head_dim, "head_dim (timing only)")->check(IntRange(1, 256));

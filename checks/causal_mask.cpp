@@ -11,7 +11,6 @@
 // seen by the decode query, 1 under is_causal; T·(S − T) cells wrong for a top-left chunk.
 //
 //   kvlab causal-mask [--keys 8] [--queries 3]
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
 #include "attention/gqa.hpp"
@@ -135,7 +134,7 @@ class CausalMask final : public Check {
            "for a chunk it hides S − T allowed keys from each of the T queries: T(S − T) cells.\n"
            "Source: 004 §3.3 (000 §6.3: tril(diagonal = L_total − L_new)).";
   }
-  void bind(CLI::App& sub) override {
+  void bind(OptionSet& sub) override {
     sub.add_option("--keys", opts_.keys, "S, keys (cached + new positions)")->check(IntRange(2, kMaxKeys));
     sub.add_option("--queries", opts_.queries, "T of the chunk case (1 <= T < S)")->check(IntRange(1, kMaxKeys - 1));
   }

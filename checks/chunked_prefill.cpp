@@ -26,7 +26,6 @@
 #include <algorithm>
 #include <cmath>
 
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
 #include "core/error.hpp"
@@ -276,7 +275,7 @@ class ChunkedPrefillCheck final : public Check {
            "now lasts about 2·N·c / peak (≈ 46 ms at c = 1024) and carries the decodes along.\n"
            "Source: 000 §3.2; Sarathi-Serve (Agrawal et al., arXiv 2403.02310).";
   }
-  void bind(CLI::App& sub) override {
+  void bind(OptionSet& sub) override {
     sub.add_option("--long-prompt", o_.long_prompt, "Prompt that arrives mid-decode (default 4096)")->check(IntRange(1, 32768));
     sub.add_option("--chunk", o_.chunk, "Prompt tokens per step when chunking (default 1024)")->check(IntRange(1, 32768));
     sub.add_option("--decoders", o_.decoders, "Requests decoding when it arrives (default 16)")->check(IntRange(1, 256));

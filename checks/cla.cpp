@@ -20,7 +20,6 @@
 
 #include <algorithm>
 
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
 #include "core/error.hpp"
@@ -196,7 +195,7 @@ class Cla final : public Check {
            "in 004 §1.2, so decode = full forward up to rounding.\n"
            "Source: 003 part 2, Q3 (weights shared too); 004 §2.7.\n";
   }
-  void bind(CLI::App& sub) override {
+  void bind(OptionSet& sub) override {
     sub.add_option("--layers", opts_.layers, "Layers of the mini-GPT")->check(IntRange(1, kMaxLayers));
     sub.add_option("--share", opts_.share, "Adjacent layers per K/V (<= --layers)")->check(IntRange(1, kMaxLayers));
     sub.add_option("--prefill", opts_.prefill, "Prompt tokens")->check(IntRange(1, kMaxTokens));

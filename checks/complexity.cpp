@@ -23,7 +23,6 @@
 #include <cmath>
 #include <limits>
 
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
 #include "core/error.hpp"
@@ -216,7 +215,7 @@ class Complexity final : public Check {
            "Naive generation recomputes prefill(n) for n = N..N+T−1: Σ O(n·d² + n²·d) ⊆ O((N+T)³·d);\n"
            "cached: prefill + Σ O(t·d + d²) = O((N+T)²·d + T·d²). Source: 003 Q5.";
   }
-  void bind(CLI::App& sub) override {
+  void bind(OptionSet& sub) override {
     sub.add_option("--d-model", opts_.d_model, "Model width d")->check(IntRange(8, kMaxD));
     sub.add_option("--new-tokens", opts_.new_tokens, "Tokens T generated after each prompt")->check(IntRange(2, kMaxNew));
   }

@@ -28,7 +28,6 @@
 #include <cmath>
 #include <numeric>
 
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
 #include "core/error.hpp"
@@ -243,7 +242,7 @@ class ContinuousBatchingCheck final : public Check {
            "keeping the batch full of live requests raises tokens per step and lowers the wait.\n"
            "Source: 000 §0 item 4, §3.3; 003 part 6; Orca (Yu et al., OSDI'22).";
   }
-  void bind(CLI::App& sub) override {
+  void bind(OptionSet& sub) override {
     sub.add_option("--requests", o_.requests, "Requests in the trace (default 200; --long 2000)")
         ->check(IntRange(1, kMaxRequests));
     sub.add_option("--rate", o_.rate, "Poisson arrival rate, requests/s (default 2)")->check(FiniteRange(0.01, 1000.0));

@@ -32,7 +32,6 @@
 #include <array>
 #include <cmath>
 
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
 #include "core/error.hpp"
@@ -310,7 +309,7 @@ class FragmentationCheck final : public Check {
            "batch that fits in M slots is M / L_max against about M / (mean n rounded up to b).\n"
            "Source: 000 §5.1–5.2, §2.3; 003 part 6; vLLM (arXiv 2309.06180 §1, §4).";
   }
-  void bind(CLI::App& sub) override {
+  void bind(OptionSet& sub) override {
     sub.add_option("--requests", o_.requests, "Requests in the trace (default 200; --long 2000)")->check(IntRange(1, kMaxRequests));
     sub.add_option("--kv-tokens", o_.kv_tokens, "KV memory in token slots (default 32768)")->check(IntRange(2048, 4'000'000));
     sub.add_option("--block", o_.block, "Paged block size in tokens, up to 512 (default 16)")->check(IntRange(1, kMaxBlock));

@@ -14,7 +14,6 @@
 #include <limits>
 #include <vector>
 
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
 #include "attention/gqa.hpp"
@@ -150,7 +149,7 @@ class GqaEqualsMha final : public Check {
            "the same summation order bit for bit. G = 1 is MQA, 1 < G < h interpolates.\n"
            "Source: 004 §2.3 (group 6).";
   }
-  void bind(CLI::App& sub) override {
+  void bind(OptionSet& sub) override {
     sub.add_option("--heads", opts_.heads, "h = G, heads")->check(IntRange(1, kMaxHeads));
     sub.add_option("--tokens", opts_.tokens, "S, positions")->check(IntRange(1, kMaxTokens));
     sub.add_option("--head-dim", opts_.head_dim, "Head dimension")->check(IntRange(1, kMaxHeadDim));

@@ -14,7 +14,6 @@
 #include <algorithm>
 #include <cmath>
 
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
 #include "attention/gqa.hpp"
@@ -201,7 +200,7 @@ class GqaLayout final : public Check {
            "heads n_rep times: j reads j mod G. h = 4, G = 2: grouped [0, 0, 1, 1], tiled [0, 1, 0, 1];\n"
            "heads 1 and 2 swap their K/V, silently. Source: 004 §3.4 (000 §4.2; 003 Q6).";
   }
-  void bind(CLI::App& sub) override {
+  void bind(OptionSet& sub) override {
     sub.add_option("--heads", opts_.heads, "h, query heads")->check(IntRange(3, kMaxHeads));
     sub.add_option("--kv-heads", opts_.kv_heads, "G, K/V heads (1 < G < h, divides h)")->check(IntRange(2, kMaxHeads - 1));
     sub.add_option("--tokens", opts_.tokens, "Positions of the random-data comparison")->check(IntRange(1, kMaxTokens));

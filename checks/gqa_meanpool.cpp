@@ -17,7 +17,6 @@
 #include <algorithm>
 #include <cmath>
 
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
 #include "attention/gqa.hpp"
@@ -175,7 +174,7 @@ class GqaMeanpool final : public Check {
            "with unrelated D_i: large loss. Trained models have many redundant heads (small ε), hence\n"
            "a small loss that ~5% uptraining recovers. Source: 004 §2.4 (group 6); GQA paper §2.1.";
   }
-  void bind(CLI::App& sub) override {
+  void bind(OptionSet& sub) override {
     sub.add_option("--tokens", opts_.tokens, "Positions compared")->check(IntRange(1, kMaxTokens));
   }
   bool uses_dtype() const override { return true; }

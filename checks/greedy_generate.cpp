@@ -18,7 +18,6 @@
 #include <cmath>
 #include <limits>
 
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
 #include "core/error.hpp"
@@ -193,7 +192,7 @@ class GreedyGenerate final : public Check {
            "cache must be rebuilt: re-prefilling the window gives again exactly the naive logits.\n"
            "Source: 004 §3.5 test 2, §1.6.";
   }
-  void bind(CLI::App& sub) override {
+  void bind(OptionSet& sub) override {
     sub.add_option("--prompt", opts_.prompt, "Prompt tokens")->check(IntRange(1, kMaxPrompt));
     sub.add_option("--new-tokens", opts_.new_tokens, "Tokens generated")->check(IntRange(1, kMaxNew));
     sub.add_option("--block-size", opts_.block_size, "Window of learned positions")->check(IntRange(1, kMaxBlock));

@@ -14,7 +14,6 @@
 #include <algorithm>
 #include <cmath>
 
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
 #include "checks/incremental_vs_full.hpp"
@@ -202,12 +201,12 @@ class IncrementalVsFull final : public Check {
            "the prompt prefilled in chunks, for a RoPE model, and for the MLA model whose cache\n"
            "holds only c_KV and k_R. The tolerance is a float rounding bound, stated.";
   }
-  void bind(CLI::App& sub) override {
+  void bind(OptionSet& sub) override {
     sub.add_option("--prefill", opts_.prefill, "Prompt tokens")->check(IntRange(1, kMaxTokens));
     sub.add_option("--decode", opts_.decode, "Tokens decoded one at a time")->check(IntRange(0, kMaxTokens));
     sub.add_option("--chunk", opts_.chunk, "Chunk size of the chunked prefill (<= --prefill; default min(3, --prefill))")
         ->check(IntRange(1, kMaxTokens));
-    sub.add_option("--cache", opts_.cache, "prealloc (default) or concat")->check(CLI::IsMember({"prealloc", "concat"}));
+    sub.add_option("--cache", opts_.cache, "prealloc (default) or concat")->check(IsMember({"prealloc", "concat"}));
   }
   bool uses_dtype() const override { return true; }
   Result run(const RunContext& ctx) override { return run_incremental_vs_full(opts_, ctx); }

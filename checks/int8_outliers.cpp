@@ -28,7 +28,6 @@
 #include <limits>
 #include <numeric>
 
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
 #include "core/error.hpp"
@@ -281,7 +280,7 @@ class Int8Outliers final : public Check {
            "≈ 2^-11 relative) and the rest keep their small s_x.\n"
            "Source: 003 part 4 (LLM.int8()), Q7; Dettmers et al. arXiv 2208.07339 §3.";
   }
-  void bind(CLI::App& sub) override {
+  void bind(OptionSet& sub) override {
     sub.add_option("--tokens", opts_.tokens, "Rows of X")->check(IntRange(1, kMaxTokens));
     sub.add_option("--features", opts_.features, "Columns of X = rows of W")->check(IntRange(8, kMaxFeatures));
     sub.add_option("--outputs", opts_.outputs, "Columns of W")->check(IntRange(1, kMaxOutputs));

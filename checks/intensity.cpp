@@ -20,7 +20,6 @@
 #include <cmath>
 #include <limits>
 
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
 #include "core/error.hpp"
@@ -253,7 +252,7 @@ class Intensity final : public Check {
            "1 for MHA, whatever B is. Prefill: B = 1 but S rows: intensity ≈ S. A100-80GB ridge:\n"
            "312e12 / 2.039e12 = 153 FLOP/B. Source: 003 part 1, Q3; 000 §3.1.";
   }
-  void bind(CLI::App& sub) override {
+  void bind(OptionSet& sub) override {
     sub.add_option("--d-model", opts_.d_model, "Model width D")->check(IntRange(8, 65536));
     sub.add_option("--heads", opts_.heads, "Query heads (divide D)")->check(IntRange(1, 1024));
     sub.add_option("--kv-heads", opts_.kv_heads, "K/V heads (divide --heads; default MHA)")->check(IntRange(1, 1024));

@@ -21,7 +21,6 @@
 
 #include <fmt/format.h>
 
-#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <string>
 #include <vector>
@@ -197,7 +196,7 @@ class JacobiCheck final : public Check {
            "forwards. — 000 §8.4; Santilli et al. arXiv 2305.10427 §3";
   }
   bool uses_dtype() const override { return true; }
-  void bind(CLI::App& sub) override {
+  void bind(OptionSet& sub) override {
     sub.add_option("--prompts", opts_.prompts, "Seeded prompts, 1-32 (default 4)")
         ->check(IntRange(1, kMaxPrompts));
     sub.add_option("--block", opts_.block, "Largest block size n, 1-59 (default 16)")

@@ -10,7 +10,6 @@
 #include <algorithm>
 #include <cmath>
 
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
 #include "checks/kv_invariance.hpp"
@@ -121,14 +120,14 @@ class KvInvariance final : public Check {
            "compares the cached K and V of the first n positions in every layer. The course's\n"
            "induction proof says they are equal; kvlab expects exactly 0, not 'small'.";
   }
-  void bind(CLI::App& sub) override {
+  void bind(OptionSet& sub) override {
     sub.add_option("--tokens", opts_.tokens, "Shorter prefix length n (the other is n + 1)")
         ->check(IntRange(1, kMaxTokens));
     sub.add_option("--layers", opts_.layers, "Number of layers")->check(IntRange(1, kMaxLayers));
     sub.add_option("--kv-heads", opts_.kv_heads, "K/V heads (divisor of 8: 8 MHA, 2 GQA, 1 MQA)")
         ->check(IntRange(1, 8));
     sub.add_option("--positional", opts_.positional, "learned (default) or rope")
-        ->check(CLI::IsMember({"learned", "rope"}));
+        ->check(IsMember({"learned", "rope"}));
   }
   bool uses_dtype() const override { return true; }
   Result run(const RunContext& ctx) override { return run_kv_invariance(opts_, ctx); }

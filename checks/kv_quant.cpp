@@ -38,7 +38,6 @@
 #include <tuple>
 #include <utility>
 
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
 #include "attention/gqa.hpp"
@@ -496,7 +495,7 @@ class KvQuant final : public Check {
            "sets the step of every channel in the group; per channel, each keeps its own small range.\n"
            "Source: 000 §4.5 (KIVI / KVQuant / FP8); 003 part 4 (量化: 翻倍 / 翻四倍).";
   }
-  void bind(CLI::App& sub) override {
+  void bind(OptionSet& sub) override {
     sub.add_option("--tokens", opts_.tokens, "Positions written to each cache")->check(IntRange(16, kMaxTokens));
     sub.add_option("--kv-heads", opts_.kv_heads, "K/V heads (= query heads)")->check(IntRange(1, kMaxHeads));
     sub.add_option("--head-dim", opts_.head_dim, "Head dimension (even, >= 8)")->check(IntRange(8, kMaxHeadDim));

@@ -20,7 +20,6 @@
 #include <cmath>
 #include <limits>
 
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
 #include "report/writers.hpp"
@@ -499,7 +498,7 @@ class KvSizeCheck final : public Check {
            "4096) in --kv-dtype (default bf16); --kv-heads replaces the K/V head count (MHA = the "
            "query heads, MQA = 1; it must divide them; not for MLA models).";
   }
-  void bind(CLI::App& sub) override {
+  void bind(OptionSet& sub) override {
     model_opt_ = sub.add_option("--model", model_, "Catalogue model, e.g. llama-2-70b (data/models)");
     config_opt_ = sub.add_option("--config", config_, "A Hugging Face config.json instead of --model")
                       ->type_name("FILE");
@@ -508,26 +507,26 @@ class KvSizeCheck final : public Check {
     batch_opt_ = sub.add_option("--batch", batch_, "Sequences in the batch (default 1)")->check(positive);
     ctx_opt_ = sub.add_option("--ctx", ctx_, "Cached positions per sequence (default 4096)")->check(positive);
     dtype_opt_ = sub.add_option("--kv-dtype", kv_dtype_, "Cache element type (default bf16)")
-                     ->check(CLI::IsMember({"fp32", "fp16", "bf16", "fp8", "int8", "int4"}));
+                     ->check(IsMember({"fp32", "fp16", "bf16", "fp8", "int8", "int4"}));
     heads_opt_ = sub.add_option("--kv-heads", kv_heads_,
                                 "Override the K/V heads (must divide the query heads; not for MLA)")
                      ->check(positive);
   }
   Result run(const RunContext& ctx) override {
     KvSizeOptions o;
-    if (model_opt_ && model_opt_->count()) o.model = model_;
-    if (config_opt_ && config_opt_->count()) o.config = config_;
-    if (batch_opt_ && batch_opt_->count()) o.batch = batch_;
-    if (ctx_opt_ && ctx_opt_->count()) o.ctx = ctx_;
-    if (dtype_opt_ && dtype_opt_->count()) o.kv_dtype = kv_dtype_;
-    if (heads_opt_ && heads_opt_->count()) o.kv_heads = kv_heads_;
+    if (model_opt_ && model_opt_->given()) o.model = model_;
+    if (config_opt_ && config_opt_->given()) o.config = config_;
+    if (batch_opt_ && batch_opt_->given()) o.batch = batch_;
+    if (ctx_opt_ && ctx_opt_->given()) o.ctx = ctx_;
+    if (dtype_opt_ && dtype_opt_->given()) o.kv_dtype = kv_dtype_;
+    if (heads_opt_ && heads_opt_->given()) o.kv_heads = kv_heads_;
     return run_kv_size(o, ctx);
   }
 
  private:
   std::string model_, config_, kv_dtype_;
   std::int64_t batch_ = 1, ctx_ = 4096, kv_heads_ = 1;
-  CLI::Option *model_opt_ = nullptr, *config_opt_ = nullptr, *batch_opt_ = nullptr,
+  Option *model_opt_ = nullptr, *config_opt_ = nullptr, *batch_opt_ = nullptr,
               *ctx_opt_ = nullptr, *dtype_opt_ = nullptr, *heads_opt_ = nullptr;
 };
 

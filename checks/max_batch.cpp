@@ -18,7 +18,6 @@
 #include <cmath>
 #include <limits>
 
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
 #include "core/error.hpp"
@@ -189,13 +188,13 @@ class MaxBatch final : public Check {
            "its 320 = 400 / 1.25 divides GB by GiB (E4). MHA (64 K/V heads) would fit 37.\n"
            "Source: 000 §2.3.";
   }
-  void bind(CLI::App& sub) override {
+  void bind(OptionSet& sub) override {
     model_ = sub.add_option("--model", model_v_, "Catalogue model (default llama-3-70b)");
     gpu_ = sub.add_option("--gpu", gpu_v_, "Catalogue GPU (default a100-80gb)");
     gpus_ = sub.add_option("--gpus", gpus_v_, "GPUs the weights are sharded across (default 8)")->check(IntRange(1, 4096));
     ctx_ = sub.add_option("--ctx", ctx_v_, "Tokens per sequence (default 4096)")->check(IntRange(1, std::int64_t{1} << 32));
     dtype_ = sub.add_option("--kv-dtype", dtype_v_, "Cache element type (default fp16)")
-                 ->check(CLI::IsMember({"fp32", "fp16", "bf16", "fp8", "int8", "int4"}));
+                 ->check(IsMember({"fp32", "fp16", "bf16", "fp8", "int8", "int4"}));
     params_ = sub.add_option("--params", params_v_, "Parameters N (default the model's num_parameters)")
                   ->check(FiniteRange(1.0, 1e15));
     wbytes_ = sub.add_option("--weight-bytes", wbytes_v_, "Bytes per parameter (default 2)")->check(FiniteRange(1.0 / 64, 64.0));
@@ -205,14 +204,14 @@ class MaxBatch final : public Check {
   }
   Result run(const RunContext& ctx) override {
     MaxBatchOptions o;
-    if (model_ && model_->count()) o.model = model_v_;
-    if (gpu_ && gpu_->count()) o.gpu = gpu_v_;
-    if (gpus_ && gpus_->count()) o.gpus = gpus_v_;
-    if (ctx_ && ctx_->count()) o.ctx = ctx_v_;
-    if (dtype_ && dtype_->count()) o.kv_dtype = dtype_v_;
-    if (params_ && params_->count()) o.params = params_v_;
-    if (wbytes_ && wbytes_->count()) o.weight_bytes = wbytes_v_;
-    if (budget_ && budget_->count()) o.kv_budget_gb = budget_v_;
+    if (model_ && model_->given()) o.model = model_v_;
+    if (gpu_ && gpu_->given()) o.gpu = gpu_v_;
+    if (gpus_ && gpus_->given()) o.gpus = gpus_v_;
+    if (ctx_ && ctx_->given()) o.ctx = ctx_v_;
+    if (dtype_ && dtype_->given()) o.kv_dtype = dtype_v_;
+    if (params_ && params_->given()) o.params = params_v_;
+    if (wbytes_ && wbytes_->given()) o.weight_bytes = wbytes_v_;
+    if (budget_ && budget_->given()) o.kv_budget_gb = budget_v_;
     return run_max_batch(o, ctx);
   }
 
@@ -220,7 +219,7 @@ class MaxBatch final : public Check {
   std::string model_v_, gpu_v_, dtype_v_;
   std::int64_t gpus_v_ = 8, ctx_v_ = 4096;
   double params_v_ = 0, wbytes_v_ = 2, budget_v_ = 400;
-  CLI::Option *model_ = nullptr, *gpu_ = nullptr, *gpus_ = nullptr, *ctx_ = nullptr, *dtype_ = nullptr,
+  Option *model_ = nullptr, *gpu_ = nullptr, *gpus_ = nullptr, *ctx_ = nullptr, *dtype_ = nullptr,
               *params_ = nullptr, *wbytes_ = nullptr, *budget_ = nullptr;
 };
 

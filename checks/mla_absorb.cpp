@@ -14,7 +14,6 @@
 #include <algorithm>
 #include <cmath>
 
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
 #include "checks/mla_absorb.hpp"
@@ -241,7 +240,7 @@ class MlaAbsorb final : public Check {
            "decode, and compares every logit within a float rounding bound; counts FLOPs and elements\n"
            "read per decode step in the code path, and evaluates the same formula for a real model.";
   }
-  void bind(CLI::App& sub) override {
+  void bind(OptionSet& sub) override {
     sub.add_option("--prefill", opts_.prefill, "Prompt tokens")->check(IntRange(1, kMaxTokens));
     sub.add_option("--decode", opts_.decode, "Tokens decoded one at a time")->check(IntRange(0, kMaxTokens));
     sub.add_option("--layers", opts_.layers, "Layers")->check(IntRange(1, kMaxLayers));

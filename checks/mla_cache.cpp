@@ -14,7 +14,6 @@
 //                   [--kv-lora-rank 32] [--rope-head-dim 4]
 #include <vector>
 
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
 #include "checks/mla_cache.hpp"
@@ -231,7 +230,7 @@ class MlaCache final : public Check {
            "with the document's ≈ figures, and runs a mini-GPT with MLA through its real latent\n"
            "cache, counting what it stores.";
   }
-  void bind(CLI::App& sub) override {
+  void bind(OptionSet& sub) override {
     sub.add_option("--mla-model", opts_.mla_model, "MLA model: catalogue name or config.json");
     sub.add_option("--gqa-model", opts_.gqa_model, "GQA/MHA model to compare with: catalogue name or config.json");
     sub.add_option("--tokens", opts_.tokens, "Mini-GPT: tokens through the MLA cache")->check(IntRange(1, kMaxTokens));

@@ -14,7 +14,6 @@
 #include <algorithm>
 #include <cmath>
 
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
 #include "attention/gqa.hpp"
@@ -146,7 +145,7 @@ class MlaDecoupled final : public Check {
            "[q_C; q_R]·[k_C; k_R] = c_Q W̃_QK c_KVᵀ + q_R·k_R, that absorbed cached decode equals one\n"
            "full naive forward, and that the cache holds d_c + d_r per token per layer.";
   }
-  void bind(CLI::App& sub) override {
+  void bind(OptionSet& sub) override {
     sub.add_option("--prefill", opts_.prefill, "Prompt tokens")->check(IntRange(1, kMaxTokens));
     sub.add_option("--decode", opts_.decode, "Tokens decoded one at a time")->check(IntRange(0, kMaxTokens));
     sub.add_option("--pairs", opts_.pairs, "Random draws for the score split")->check(IntRange(1, kMaxPairs));

@@ -22,7 +22,6 @@
 #include <limits>
 #include <numeric>
 
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -273,7 +272,7 @@ class PagedCache final : public Check {
            "sequence is freed the free list holds all num_blocks blocks.\n"
            "Source: 000 §5.3, §6.2, §A.2 [f].";
   }
-  void bind(CLI::App& sub) override {
+  void bind(OptionSet& sub) override {
     sub.add_option("--block-size", opts_.block_size, "Positions per block (default 16)")->check(IntRange(1, kMaxBlockSize));
     sub.add_option("--num-blocks", opts_.num_blocks, "Blocks in the pool (>= 35; default 64)")->check(IntRange(35, kMaxBlocks));
   }

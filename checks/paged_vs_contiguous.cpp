@@ -15,7 +15,6 @@
 #include <algorithm>
 #include <cmath>
 
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
 #include "checks/paged_vs_contiguous.hpp"
@@ -154,7 +153,7 @@ class PagedVsContiguous final : public Check {
            "most B − 1 slots unused.\n"
            "Source: 000 §5.2 (block table, gather); vLLM, arXiv 2309.06180 §4.";
   }
-  void bind(CLI::App& sub) override {
+  void bind(OptionSet& sub) override {
     sub.add_option("--prefill", opts_.prefill, "Prompt tokens per sequence")->check(IntRange(1, kMaxTokens));
     sub.add_option("--decode", opts_.decode, "Tokens decoded one at a time")->check(IntRange(0, kMaxTokens));
     sub.add_option("--block-size", opts_.block_size, "The middle block size (default 16)")->check(IntRange(1, kMaxBlockSize));

@@ -18,7 +18,6 @@
 #include <algorithm>
 #include <cmath>
 
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
 #include "checks/parallel_sampling.hpp"
@@ -198,7 +197,7 @@ class ParallelSampling final : public Check {
            "n·⌈(P+G)/B⌉ for n copies: (n − 1)·F blocks saved.\n"
            "Source: 000 §5.2; vLLM, arXiv 2309.06180 §4.4.";
   }
-  void bind(CLI::App& sub) override {
+  void bind(OptionSet& sub) override {
     sub.add_option("--samples", opts_.samples, "Samples of the prompt (n >= 2)")->check(IntRange(2, kMaxSamples));
     sub.add_option("--prompt", opts_.prompt, "Prompt tokens")->check(IntRange(1, kMaxPrompt));
     sub.add_option("--new-tokens", opts_.new_tokens, "Tokens sampled per sample")->check(IntRange(1, kMaxNew));

@@ -15,7 +15,6 @@
 #include <algorithm>
 #include <cmath>
 
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
 #include "checks/position_offset.hpp"
@@ -147,7 +146,7 @@ class PositionOffset final : public Check {
            "logits; with arange(start, start + T) the step computes exactly the full forward's row p.\n"
            "Source: 004 §3.2 (and §A.1: pass position_ids / cache_position).";
   }
-  void bind(CLI::App& sub) override {
+  void bind(OptionSet& sub) override {
     sub.add_option("--prefill", opts_.prefill, "Prompt tokens")->check(IntRange(1, kMaxTokens));
     sub.add_option("--decode", opts_.decode, "Tokens decoded one at a time")->check(IntRange(1, kMaxTokens));
   }

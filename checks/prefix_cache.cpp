@@ -27,7 +27,6 @@
 #include <cmath>
 #include <set>
 
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
 #include "checks/prefix_cache.hpp"
@@ -295,7 +294,7 @@ class PrefixCache final : public Check {
            "a block shared only up to the divergence is copied at the first write (COW).\n"
            "Source: 000 §3.4; 003 part 6; vLLM, arXiv 2309.06180 §4.4.";
   }
-  void bind(CLI::App& sub) override {
+  void bind(OptionSet& sub) override {
     sub.add_option("--requests", opts_.requests, "Requests sharing the system prompt")->check(IntRange(1, kMaxRequests));
     sub.add_option("--system-tokens", opts_.system_tokens, "Tokens of the shared system prompt")->check(IntRange(1, kMaxSystem));
     sub.add_option("--user-tokens", opts_.user_tokens, "Each request's own prompt tokens")->check(IntRange(1, kMaxUser));

@@ -16,7 +16,6 @@
 #include <algorithm>
 #include <cmath>
 
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
 #include "attention/gqa.hpp"
@@ -168,7 +167,7 @@ class QueryNotCached final : public Check {
            "i < n, enters only o_i, which was used when token i + 1 was produced and never again.\n"
            "So K and V of old positions must be kept; their Q can be dropped. Source: 004 §1.2.";
   }
-  void bind(CLI::App& sub) override {
+  void bind(OptionSet& sub) override {
     sub.add_option("--tokens", opts_.tokens, "S, positions")->check(IntRange(2, kMaxTokens));
     sub.add_option("--kv-heads", opts_.kv_heads, "K/V heads (divisor of 8)")->check(IntRange(1, kHeads));
   }

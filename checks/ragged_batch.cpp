@@ -15,7 +15,6 @@
 
 #include <algorithm>
 
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
 #include "core/error.hpp"
@@ -156,7 +155,7 @@ class RaggedBatch final : public Check {
            "tokens would attend to the requests before it. So attention runs per request (its own\n"
            "KV cache), the MLP over the flattened batch. Source: 003 Q10 (answer 10).";
   }
-  void bind(CLI::App& sub) override {
+  void bind(OptionSet& sub) override {
     sub.add_option("--requests", opts_.requests, "Requests in the batch")->check(IntRange(1, kMaxRequests));
     sub.add_option("--max-len", opts_.max_len, "Longest request (lengths drawn in [1, max-len])")->check(IntRange(1, kMaxLen));
   }

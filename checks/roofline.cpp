@@ -25,7 +25,6 @@
 #include <cmath>
 #include <limits>
 
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
 #include "cost/kv_cache.hpp"
@@ -767,7 +766,7 @@ class RooflineCheck final : public Check {
            "--experts-per-token; default num_local_experts, num_experts_per_tok), else the worst "
            "case min(N, B·N_active). The model is at the top of lib/cost/roofline.hpp.";
   }
-  void bind(CLI::App& sub) override {
+  void bind(OptionSet& sub) override {
     model_opt_ = sub.add_option("--model", model_, "Catalogue model, e.g. llama-2-7b (data/models)");
     config_opt_ = sub.add_option("--config", config_, "A Hugging Face config.json instead of --model")
                       ->type_name("FILE");
@@ -791,21 +790,21 @@ class RooflineCheck final : public Check {
     wbytes_opt_ = sub.add_option("--weight-bytes", weight_bytes_, "Bytes per parameter (default 2)")
                       ->check(FiniteRange(1.0 / 64, 64.0));
     dtype_opt_ = sub.add_option("--kv-dtype", kv_dtype_, "Cache element type (default bf16)")
-                     ->check(CLI::IsMember({"fp32", "fp16", "bf16", "fp8", "int8", "int4"}));
+                     ->check(IsMember({"fp32", "fp16", "bf16", "fp8", "int8", "int4"}));
   }
   Result run(const RunContext& ctx) override {
     RooflineOptions o;
-    if (model_opt_ && model_opt_->count()) o.model = model_;
-    if (config_opt_ && config_opt_->count()) o.config = config_;
-    if (gpu_opt_ && gpu_opt_->count()) o.gpu = gpu_;
-    if (batch_opt_ && batch_opt_->count()) o.batch = batch_;
-    if (ctx_opt_ && ctx_opt_->count()) o.ctx = ctx_;
-    if (params_opt_ && params_opt_->count()) o.params = params_;
-    if (active_opt_ && active_opt_->count()) o.active_params = active_params_;
-    if (experts_opt_ && experts_opt_->count()) o.experts = experts_;
-    if (per_token_opt_ && per_token_opt_->count()) o.experts_per_token = experts_per_token_;
-    if (wbytes_opt_ && wbytes_opt_->count()) o.weight_bytes = weight_bytes_;
-    if (dtype_opt_ && dtype_opt_->count()) o.kv_dtype = kv_dtype_;
+    if (model_opt_ && model_opt_->given()) o.model = model_;
+    if (config_opt_ && config_opt_->given()) o.config = config_;
+    if (gpu_opt_ && gpu_opt_->given()) o.gpu = gpu_;
+    if (batch_opt_ && batch_opt_->given()) o.batch = batch_;
+    if (ctx_opt_ && ctx_opt_->given()) o.ctx = ctx_;
+    if (params_opt_ && params_opt_->given()) o.params = params_;
+    if (active_opt_ && active_opt_->given()) o.active_params = active_params_;
+    if (experts_opt_ && experts_opt_->given()) o.experts = experts_;
+    if (per_token_opt_ && per_token_opt_->given()) o.experts_per_token = experts_per_token_;
+    if (wbytes_opt_ && wbytes_opt_->given()) o.weight_bytes = weight_bytes_;
+    if (dtype_opt_ && dtype_opt_->given()) o.kv_dtype = kv_dtype_;
     return run_roofline(o, ctx);
   }
 
@@ -813,7 +812,7 @@ class RooflineCheck final : public Check {
   std::string model_, config_, gpu_, kv_dtype_;
   std::int64_t batch_ = 1, ctx_ = 4096, experts_ = 1, experts_per_token_ = 1;
   double params_ = 0.0, active_params_ = 0.0, weight_bytes_ = 2.0;
-  CLI::Option *model_opt_ = nullptr, *config_opt_ = nullptr, *gpu_opt_ = nullptr, *batch_opt_ = nullptr,
+  Option *model_opt_ = nullptr, *config_opt_ = nullptr, *gpu_opt_ = nullptr, *batch_opt_ = nullptr,
               *ctx_opt_ = nullptr, *params_opt_ = nullptr, *active_opt_ = nullptr,
               *experts_opt_ = nullptr, *per_token_opt_ = nullptr, *wbytes_opt_ = nullptr,
               *dtype_opt_ = nullptr;

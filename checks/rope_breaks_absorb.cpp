@@ -14,7 +14,6 @@
 #include <algorithm>
 #include <cmath>
 
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
 #include "attention/gqa.hpp"
@@ -157,7 +156,7 @@ class RopeBreaksAbsorb final : public Check {
            "mini-GPT's up-projections, then shows that the middle matrix differs from its value at\n"
            "s − t = 0 beyond rounding for every offset up to --max-delta (with the spread per offset).";
   }
-  void bind(CLI::App& sub) override {
+  void bind(OptionSet& sub) override {
     sub.add_option("--max-delta", opts_.max_delta, "Offsets s − t = 1 .. max-delta")->check(IntRange(1, kMaxDelta));
     sub.add_option("--pairs", opts_.pairs, "Random draws for the score identity")->check(IntRange(1, kMaxPairs));
     sub.add_option("--theta", opts_.theta, "RoPE base θ")->check(FiniteRange(2.0, 1e8));

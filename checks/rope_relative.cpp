@@ -15,7 +15,6 @@
 #include <cmath>
 #include <vector>
 
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
 #include "attention/gqa.hpp"
@@ -248,7 +247,7 @@ class RopeRelative final : public Check {
            "after shifting both positions by 1, 10, ... up to --max-offset. Tolerances are float64\n"
            "rounding bounds that grow with the rotation angle (stated in each row).";
   }
-  void bind(CLI::App& sub) override {
+  void bind(OptionSet& sub) override {
     sub.add_option("--pairs", opts_.pairs, "Random (t, s) pairs")->check(IntRange(1, kMaxPairs));
     sub.add_option("--head-dim", opts_.head_dim, "Head dimension d (even)")->check(IntRange(2, kMaxHeadDim));
     sub.add_option("--theta", opts_.theta, "RoPE base θ")->check(FiniteRange(2.0, 1e8));

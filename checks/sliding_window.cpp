@@ -26,7 +26,6 @@
 #include <cmath>
 #include <limits>
 
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
 #include "attention/gqa.hpp"
@@ -306,7 +305,7 @@ class SlidingWindow final : public Check {
            "with W keys including the query it is l·(W − 1): Mistral 7B 32·4095 = 131,040.\n"
            "Source: 004 §2.7, §1.6; 003 part 2.\n";
   }
-  void bind(CLI::App& sub) override {
+  void bind(OptionSet& sub) override {
     sub.add_option("--window", opts_.window, "W: keys p - W + 1 .. p")->check(IntRange(1, kMaxWindow));
     sub.add_option("--layers", opts_.layers, "Layers of the mini-GPT")->check(IntRange(1, kMaxLayers));
     sub.add_option("--tokens", opts_.tokens, "Sequence length N")->check(IntRange(2, kMaxTokens));
@@ -315,7 +314,7 @@ class SlidingWindow final : public Check {
     sub.add_option("--perturb", opts_.perturb, "Input position changed for the receptive field (< --tokens)")
         ->check(IntRange(0, kMaxTokens - 1));
     sub.add_option("--positional", opts_.positional, "rope (default) or learned")
-        ->check(CLI::IsMember({"rope", "learned"}));
+        ->check(IsMember({"rope", "learned"}));
   }
   bool uses_dtype() const override { return true; }
   Result run(const RunContext& ctx) override { return run_sliding_window(opts_, ctx); }

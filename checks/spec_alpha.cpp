@@ -19,7 +19,6 @@
 
 #include <fmt/format.h>
 
-#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cmath>
 #include <string>
@@ -354,7 +353,7 @@ class SpecAlphaCheck final : public Check {
            "misses that 1% on each pair. --samples must be at least 18 (below, a pair near α = 1/2\n"
            "could not fail) and --samples × (--vocab + 32) at most 1e8 (about 2 s).";
   }
-  void bind(CLI::App& sub) override {
+  void bind(OptionSet& sub) override {
     sub.add_option("--samples", opts_.samples, "Rejection-sampling draws per pair (default 100000)")
         ->check(IntRange(1, spec::kMaxSamples));
     sub.add_option("--vocab", opts_.vocab, "Vocabulary size V of the pairs (default 8)")

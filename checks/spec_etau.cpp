@@ -22,7 +22,6 @@
 
 #include <fmt/format.h>
 
-#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -513,7 +512,7 @@ class SpecEtauCheck final : public Check {
            "in context. With --alpha and/or --k: that one case (defaults α = 0.6, K = 4).";
   }
   bool has_plot() const override { return true; }
-  void bind(CLI::App& sub) override {
+  void bind(OptionSet& sub) override {
     alpha_ = sub.add_option("--alpha", alpha_value_, "Acceptance rate α in [0, 1]: run one case")
                  ->check(FiniteRange(0.0, 1.0));
     k_ = sub.add_option("--k", k_value_,
@@ -535,8 +534,8 @@ class SpecEtauCheck final : public Check {
   }
   Result run(const RunContext& ctx) override {
     SpecEtauOptions o = opts_;
-    if (alpha_ && alpha_->count() > 0) o.alpha = alpha_value_;
-    if (k_ && k_->count() > 0) o.k = k_value_;
+    if (alpha_ && alpha_->given()) o.alpha = alpha_value_;
+    if (k_ && k_->given()) o.k = k_value_;
     return run_spec_etau(o, ctx);
   }
 
@@ -544,8 +543,8 @@ class SpecEtauCheck final : public Check {
   SpecEtauOptions opts_;
   double alpha_value_ = kDefaultAlpha;
   int k_value_ = kDefaultK;
-  CLI::Option* alpha_ = nullptr;
-  CLI::Option* k_ = nullptr;
+  Option* alpha_ = nullptr;
+  Option* k_ = nullptr;
 };
 
 }  // namespace

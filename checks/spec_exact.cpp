@@ -22,7 +22,6 @@
 
 #include <fmt/format.h>
 
-#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cmath>
 #include <map>
@@ -255,7 +254,7 @@ class SpecExactCheck final : public Check {
            "--samples × (--new-tokens + --k) at most 3e6.";
   }
   bool uses_dtype() const override { return true; }
-  void bind(CLI::App& sub) override {
+  void bind(OptionSet& sub) override {
     sub.add_option("--samples", opts_.samples, "Sequences per sampler (default 5000)")
         ->check(IntRange(1, kMaxSamples));
     sub.add_option("--new-tokens", opts_.new_tokens, "Tokens per sequence, 1-3 (default 2)")

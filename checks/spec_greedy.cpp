@@ -19,7 +19,6 @@
 
 #include <fmt/format.h>
 
-#include <CLI/CLI.hpp>
 #include <string>
 #include <vector>
 
@@ -196,7 +195,7 @@ class SpecGreedyCheck final : public Check {
            "--k − 1 must fit block_size 64.";
   }
   bool uses_dtype() const override { return true; }
-  void bind(CLI::App& sub) override {
+  void bind(OptionSet& sub) override {
     sub.add_option("--prompts", opts_.prompts, "Seeded prompts (default 4)")->check(IntRange(1, 64));
     sub.add_option("--new-tokens", opts_.new_tokens, "Tokens generated per prompt (default 24)")
         ->check(IntRange(1, kBlock));

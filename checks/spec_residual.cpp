@@ -19,7 +19,6 @@
 
 #include <fmt/format.h>
 
-#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -263,7 +262,7 @@ class SpecResidualCheck final : public Check {
            "(a greedy draft given its soft probabilities as q: law [0.75, 0.25], not [0.6, 0.4]).\n"
            "--pairs × (--vocab + 16) at most 2e7.";
   }
-  void bind(CLI::App& sub) override {
+  void bind(OptionSet& sub) override {
     sub.add_option("--pairs", opts_.pairs, "Random (p, q) pairs besides the edge cases (default 2000)")
         ->check(IntRange(1, kMaxPairs));
     sub.add_option("--vocab", opts_.vocab, "Vocabulary size V (default 8)")

@@ -24,7 +24,6 @@
 
 #include <fmt/format.h>
 
-#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cmath>
 #include <string>
@@ -293,7 +292,7 @@ class SpecSamplerCheck final : public Check {
            "Source: 000 §7.5 (and §7.2–7.3).";
   }
   bool uses_dtype() const override { return true; }
-  void bind(CLI::App& sub) override {
+  void bind(OptionSet& sub) override {
     sub.add_option("--samples", opts_.samples, "Sequences per draft sampler (default 1200)")
         ->check(IntRange(1, kMaxSamples));
     sub.add_option("--temperature", opts_.temperature, "Target's temperature (default 0.1)")

@@ -31,7 +31,6 @@
 
 #include <fmt/format.h>
 
-#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -412,7 +411,7 @@ class SpecSpeedupCheck final : public Check {
   }
   bool uses_dtype() const override { return true; }
   bool has_plot() const override { return true; }
-  void bind(CLI::App& sub) override {
+  void bind(OptionSet& sub) override {
     sub.add_option("--prompts", opts_.prompts, "Seeded prompts per K (default 3)")
         ->check(IntRange(1, kMaxPrompts));
     sub.add_option("--new-tokens", opts_.new_tokens,

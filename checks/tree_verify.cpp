@@ -32,7 +32,6 @@
 
 #include <fmt/format.h>
 
-#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -432,7 +431,7 @@ class TreeVerifyCheck final : public Check {
            "the target's. — 000 §8.2-8.3; SpecInfer arXiv 2305.09781 §4";
   }
   bool uses_dtype() const override { return true; }
-  void bind(CLI::App& sub) override {
+  void bind(OptionSet& sub) override {
     sub.add_option("--heads", opts_.heads, "Medusa heads N (tree depth), 1-4 (default 4)")
         ->check(IntRange(1, kMaxHeads));
     sub.add_option("--top-k", opts_.top_k, "Candidates per head, 1-8 (default 5)")->check(IntRange(1, kVocab));

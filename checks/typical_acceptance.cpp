@@ -27,7 +27,6 @@
 
 #include <fmt/format.h>
 
-#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -276,7 +275,7 @@ class TypicalAcceptanceCheck final : public Check {
            "more than 2β from p is detected by n draws. — 000 §8.2; Medusa arXiv 2401.10774 §2.3.1";
   }
   bool uses_dtype() const override { return true; }
-  void bind(CLI::App& sub) override {
+  void bind(OptionSet& sub) override {
     sub.add_option("--samples", opts_.samples, "Draws per verifier and context (default 20000)")
         ->check(IntRange(1, kMaxSamples));
     sub.add_option("--contexts", opts_.contexts, "Prompts compared, 1-16 (default 4)")

@@ -9,6 +9,7 @@
 //
 // Exit status: 0 every claim held, 1 a claim did not hold, 2 bad usage or input, 3 internal error.
 #include <cstdint>
+#include <deque>
 #include <fstream>
 #include <iostream>
 #include <limits>
@@ -51,7 +52,7 @@ void add_common_flags(CLI::App& sub, CommonFlags& f) {
   sub.add_option("--format", f.format, "Output: text (default), md, csv (tables only) or json")
       ->check(CLI::IsMember({"text", "md", "csv", "json"}));
   sub.add_option("--seed", f.seed, "Seed of every random draw (same seed, same output)")
-      ->check(kvlab::checks::IntRange(0, std::numeric_limits<std::int64_t>::max()));
+      ->check(kvlab::checks::IntRange(0, std::numeric_limits<std::int64_t>::max()).impl());
   sub.add_option("--dtype", f.dtype, "Model arithmetic: f64 (default, as the course) or f32")
       ->check(CLI::IsMember({"f64", "f32"}));
   sub.add_option("--device", f.device, "cpu, cuda or auto (default: cuda when built in and present)")
@@ -216,11 +217,12 @@ int main(int argc, char** argv) {
 
   std::vector<CommonFlags> flags(checks.size());
   std::vector<CLI::App*> subs;
+  std::deque<kvlab::checks::OptionSet> option_sets;  // each check's options, alive until it runs
   for (std::size_t i = 0; i < checks.size(); ++i) {
     auto* sub = app.add_subcommand(checks[i]->name(), checks[i]->summary());
     sub->footer(fmt::format("Source: {}\n{}", checks[i]->source(), checks[i]->description()));
     add_common_flags(*sub, flags[i]);
-    checks[i]->bind(*sub);
+    checks[i]->bind(option_sets.emplace_back(*sub));
     if (checks[i]->has_plot())
       sub->add_option("--plot", flags[i].plot,
                       "Also draw the sweep: FILE.svg, or 'term' for the terminal (needs gnuplot)");

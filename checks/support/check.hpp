@@ -5,8 +5,9 @@
 //   - an options struct with the check's own flags and their defaults;
 //   - a pure function  Result run_<name>(const Options&, const RunContext&, <injectable parts>)
 //     that the unit tests call with deliberately broken parts to show the check can fail;
-//   - a Check subclass that binds the options in CLI11 and calls that function, registered with
-//     KVLAB_REGISTER_CHECK(order, Class) so that `kvlab list` and `kvlab all` show it.
+//   - a Check subclass that declares the options (support/options.hpp) and calls that function,
+//     registered with KVLAB_REGISTER_CHECK(order, Class) so that `kvlab list` and `kvlab all`
+//     show it.
 #pragma once
 
 #include <cstdint>
@@ -18,10 +19,7 @@
 #include "backend/device.hpp"
 #include "core/dtype.hpp"
 #include "report/result.hpp"
-
-namespace CLI {
-class App;
-}
+#include "support/options.hpp"
 
 namespace kvlab::checks {
 
@@ -45,7 +43,7 @@ class Check {
   /// lines under 100 columns. Every registered check has one (a unit test keeps it so).
   virtual std::string derivation() const { return {}; }
   /// Adds the check's own options to its subcommand.
-  virtual void bind(CLI::App& /*sub*/) {}
+  virtual void bind(OptionSet& /*sub*/) {}
   /// Whether the check has a CUDA implementation (none does before the CUDA issue).
   virtual bool has_cuda() const { return false; }
   /// Whether the check's Result carries plots (it sweeps a parameter): the front end then offers

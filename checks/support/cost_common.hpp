@@ -12,7 +12,6 @@
 #include <optional>
 #include <string>
 
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
 #include "core/error.hpp"
@@ -34,7 +33,7 @@ auto with_option(const std::string& option, F&& f) -> decltype(f()) {
 }
 
 /// Accepts a decimal integer in [1, 2^63 - 1] (batch, context): IntRange with the widest bound.
-inline CLI::Validator PositiveCount() { return IntRange(1, std::numeric_limits<std::int64_t>::max()); }
+inline Validator PositiveCount() { return IntRange(1, std::numeric_limits<std::int64_t>::max()); }
 
 /// Loads a model by catalogue name or by config path; the functions are the checks' injectable
 /// loaders. Throws InputError naming --model or --config; both given is an error too.

@@ -1,56 +1,97 @@
-// CLI11 validators shared by the checks and the CLI. CLI::Range is not enough on its own: it lets
-// NaN through (every comparison with NaN is false), CLI11 2.1 saturates integers that overflow
-// (99999999999999999999 becomes 2^63 - 1), reads "0x10" as 16 and "" as 0. So integer options use
-// IntRange (base-10 digits only, overflow rejected) and real-valued options FiniteRange.
+// A check's own command-line options, declared without CLI11.
+//
+// CLI11 2.1 is a header-only library whose header costs about 6 s of compile per translation unit
+// at -O3 and 12 s under ASan + UBSan (docs/perf.md) - three quarters of a small check's build. So
+// the checks see only this facade: OptionSet::add_option / add_flag with the same names and
+// chaining as CLI11 (`sub.add_option("--layers", opts_.layers, "...")->check(IntRange(1, 8))`),
+// implemented once in options.cpp, the only file under checks/ that includes <CLI/CLI.hpp>.
+//
+// Validators. CLI::Range is not enough on its own: it lets NaN through (every comparison with NaN
+// is false), CLI11 2.1 saturates integers that overflow (99999999999999999999 becomes 2^63 - 1),
+// reads "0x10" as 16 and "" as 0. So integer options use IntRange (base-10 digits only, overflow
+// rejected) and real-valued options FiniteRange; IsMember restricts a string to a fixed set.
 #pragma once
 
-#include <charconv>
-#include <cmath>
 #include <cstdint>
+#include <deque>
+#include <memory>
+#include <optional>
 #include <string>
+#include <vector>
 
-#include <CLI/CLI.hpp>
-#include <fmt/format.h>
+namespace CLI {
+class App;
+class Option;
+class Validator;
+}  // namespace CLI
 
 namespace kvlab::checks {
 
+/// A rule an option's text must satisfy before it is converted; a failure is one line naming the
+/// option and the allowed values, and exit status 2.
+class Validator {
+ public:
+  explicit Validator(std::shared_ptr<const CLI::Validator> impl) : impl_(std::move(impl)) {}
+  /// The CLI11 validator, for code that binds CLI11 directly (apps/kvlab: `->check(v.impl())`).
+  const CLI::Validator& impl() const { return *impl_; }
+
+ private:
+  std::shared_ptr<const CLI::Validator> impl_;
+};
+
 /// Accepts a finite decimal number in [lo, hi] ("7e9", "0.5", "-1.25"); rejects nan, inf, hex
 /// ("0x10"), surrounding spaces, trailing text and out-of-range values.
-inline CLI::Validator FiniteRange(double lo, double hi) {
-  return CLI::Validator(
-      [lo, hi](std::string& input) -> std::string {
-        double v = 0;
-        const char* first = input.data();
-        const char* last = first + input.size();
-        if (first != last && *first == '+') ++first;  // from_chars takes no leading '+'
-        const auto [end, ec] = std::from_chars(first, last, v, std::chars_format::general);
-        if (first == last || end != last || ec != std::errc())
-          return fmt::format("'{}' is not a decimal number; must be a finite number in [{}, {}]", input, lo, hi);
-        if (!std::isfinite(v) || v < lo || v > hi)
-          return fmt::format("must be a finite number in [{}, {}] (got {})", lo, hi, input);
-        return {};
-      },
-      fmt::format("FINITE in [{}, {}]", lo, hi));
-}
+Validator FiniteRange(double lo, double hi);
 
 /// Accepts a base-10 integer in [lo, hi]; rejects anything else, naming the allowed range.
-inline CLI::Validator IntRange(std::int64_t lo, std::int64_t hi) {
-  return CLI::Validator(
-      [lo, hi](std::string& input) -> std::string {
-        std::int64_t v = 0;
-        const char* first = input.data();
-        const char* last = first + input.size();
-        if (first != last && *first == '+') ++first;  // from_chars takes no leading '+'
-        const auto [end, ec] = std::from_chars(first, last, v);
-        if (first == last || end != last ||
-            (ec != std::errc() && ec != std::errc::result_out_of_range))
-          return fmt::format("'{}' is not an integer; must be an integer in [{}, {}]", input, lo,
-                             hi);
-        if (ec == std::errc::result_out_of_range || v < lo || v > hi)
-          return fmt::format("must be an integer in [{}, {}] (got {})", lo, hi, input);
-        return {};
-      },
-      fmt::format("INT in [{}, {}]", lo, hi));
-}
+Validator IntRange(std::int64_t lo, std::int64_t hi);
+
+/// Accepts exactly one of `allowed` (case-sensitive).
+Validator IsMember(std::vector<std::string> allowed);
+
+/// One declared option. Pointers to it stay valid as long as the OptionSet that made it.
+class Option {
+ public:
+  explicit Option(CLI::Option* impl) : impl_(impl) {}
+  /// Adds a validator (applied to every value given); returns this option for chaining.
+  Option* check(const Validator& v);
+  /// The placeholder --help shows for the value (e.g. "FILE").
+  Option* type_name(const std::string& name);
+  /// Refuses this option and `other` on one command line (CLI11's "--a excludes --b").
+  Option* excludes(Option* other);
+  /// Whether the option appeared on the command line (after parsing).
+  bool given() const;
+
+ private:
+  CLI::Option* impl_;
+};
+
+/// A check's subcommand seen through the facade: Check::bind(OptionSet&) declares the options,
+/// each bound to a variable that holds its default until the command line is parsed.
+class OptionSet {
+ public:
+  explicit OptionSet(CLI::App& sub) : sub_(sub) {}
+  OptionSet(const OptionSet&) = delete;
+  OptionSet& operator=(const OptionSet&) = delete;
+
+  Option* add_option(const std::string& name, int& target, const std::string& help);
+  Option* add_option(const std::string& name, std::int64_t& target, const std::string& help);
+  Option* add_option(const std::string& name, std::uint64_t& target, const std::string& help);
+  Option* add_option(const std::string& name, double& target, const std::string& help);
+  Option* add_option(const std::string& name, std::string& target, const std::string& help);
+  /// An option whose absence matters (the check derives a default): empty unless given.
+  Option* add_option(const std::string& name, std::optional<int>& target, const std::string& help);
+  /// A list option: one or more values after the flag ("--contexts 128 512 4096").
+  Option* add_option(const std::string& name, std::vector<int>& target, const std::string& help);
+  Option* add_option(const std::string& name, std::vector<std::int64_t>& target, const std::string& help);
+  Option* add_option(const std::string& name, std::vector<double>& target, const std::string& help);
+  /// A switch: `target` becomes true when the flag is given.
+  Option* add_flag(const std::string& name, bool& target, const std::string& help);
+
+ private:
+  Option* keep(CLI::Option* impl);
+  CLI::App& sub_;
+  std::deque<Option> options_;  // a deque: growing it never moves the Options handed out
+};
 
 }  // namespace kvlab::checks

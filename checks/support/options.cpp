@@ -1,0 +1,106 @@
+// The option facade of options.hpp over CLI11: the one translation unit under checks/ that pays
+// for <CLI/CLI.hpp>.
+#include "support/options.hpp"
+
+#include <charconv>
+#include <cmath>
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+namespace kvlab::checks {
+
+namespace {
+
+Validator wrap(CLI::Validator v) { return Validator(std::make_shared<const CLI::Validator>(std::move(v))); }
+
+}  // namespace
+
+Validator FiniteRange(double lo, double hi) {
+  return wrap(CLI::Validator(
+      [lo, hi](std::string& input) -> std::string {
+        double v = 0;
+        const char* first = input.data();
+        const char* last = first + input.size();
+        if (first != last && *first == '+') ++first;  // from_chars takes no leading '+'
+        const auto [end, ec] = std::from_chars(first, last, v, std::chars_format::general);
+        if (first == last || end != last || ec != std::errc())
+          return fmt::format("'{}' is not a decimal number; must be a finite number in [{}, {}]", input, lo, hi);
+        if (!std::isfinite(v) || v < lo || v > hi)
+          return fmt::format("must be a finite number in [{}, {}] (got {})", lo, hi, input);
+        return {};
+      },
+      fmt::format("FINITE in [{}, {}]", lo, hi)));
+}
+
+Validator IntRange(std::int64_t lo, std::int64_t hi) {
+  return wrap(CLI::Validator(
+      [lo, hi](std::string& input) -> std::string {
+        std::int64_t v = 0;
+        const char* first = input.data();
+        const char* last = first + input.size();
+        if (first != last && *first == '+') ++first;  // from_chars takes no leading '+'
+        const auto [end, ec] = std::from_chars(first, last, v);
+        if (first == last || end != last || (ec != std::errc() && ec != std::errc::result_out_of_range))
+          return fmt::format("'{}' is not an integer; must be an integer in [{}, {}]", input, lo, hi);
+        if (ec == std::errc::result_out_of_range || v < lo || v > hi)
+          return fmt::format("must be an integer in [{}, {}] (got {})", lo, hi, input);
+        return {};
+      },
+      fmt::format("INT in [{}, {}]", lo, hi)));
+}
+
+Validator IsMember(std::vector<std::string> allowed) { return wrap(CLI::IsMember(std::move(allowed))); }
+
+Option* Option::check(const Validator& v) {
+  impl_->check(v.impl());
+  return this;
+}
+
+Option* Option::type_name(const std::string& name) {
+  impl_->type_name(name);
+  return this;
+}
+
+Option* Option::excludes(Option* other) {
+  impl_->excludes(other->impl_);
+  return this;
+}
+
+bool Option::given() const { return impl_->count() > 0; }
+
+Option* OptionSet::keep(CLI::Option* impl) { return &options_.emplace_back(impl); }
+
+Option* OptionSet::add_option(const std::string& name, int& target, const std::string& help) {
+  return keep(sub_.add_option(name, target, help));
+}
+Option* OptionSet::add_option(const std::string& name, std::int64_t& target, const std::string& help) {
+  return keep(sub_.add_option(name, target, help));
+}
+Option* OptionSet::add_option(const std::string& name, std::uint64_t& target, const std::string& help) {
+  return keep(sub_.add_option(name, target, help));
+}
+Option* OptionSet::add_option(const std::string& name, double& target, const std::string& help) {
+  return keep(sub_.add_option(name, target, help));
+}
+Option* OptionSet::add_option(const std::string& name, std::string& target, const std::string& help) {
+  return keep(sub_.add_option(name, target, help));
+}
+Option* OptionSet::add_option(const std::string& name, std::optional<int>& target, const std::string& help) {
+  return keep(sub_.add_option(name, target, help));
+}
+Option* OptionSet::add_option(const std::string& name, std::vector<int>& target, const std::string& help) {
+  return keep(sub_.add_option(name, target, help));
+}
+Option* OptionSet::add_option(const std::string& name, std::vector<std::int64_t>& target,
+                              const std::string& help) {
+  return keep(sub_.add_option(name, target, help));
+}
+Option* OptionSet::add_option(const std::string& name, std::vector<double>& target, const std::string& help) {
+  return keep(sub_.add_option(name, target, help));
+}
+Option* OptionSet::add_flag(const std::string& name, bool& target, const std::string& help) {
+  return keep(sub_.add_flag(name, target, help));
+}
+
+}  // namespace kvlab::checks
