@@ -730,8 +730,8 @@ void write_cheatsheet(std::ostream& out, const std::vector<CheatTable>& tables, 
     Table body = t.table;
     switch (f) {
       case Format::md:
-        out << fmt::format("## {} — {} ({})\n\n*Source:* {}. *Assumptions:* {}.\n\n", t.name, t.table.title, t.source,
-                           t.source, t.assumptions);
+        out << fmt::format("## {} — {}\n\n*Source:* {}. *Assumptions:* {}.\n\n", t.name, t.table.title, t.source,
+                           t.assumptions);
         body.title.clear();
         write_table(out, body, f);
         for (std::size_t i = 0; i < t.notes.size(); ++i) out << fmt::format("{}. {}\n", i + 1, t.notes[i]);
