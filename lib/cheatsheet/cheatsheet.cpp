@@ -562,7 +562,8 @@ CheatTable t_003_q6(const CheatsheetParams& p) {
                            m.n_kv_head, r.gpu.name, r.batch, r.ctx, cache_dtype_name(r.dtype)), {}, {}};
   c.table = {"MHA / GQA / MQA",
              {"attention", "K/V heads", "KV cache vs MHA", "the document says", "bytes/token",
-              "decode tokens/s (roofline)", "catalogue examples"}, {}};
+              "decode tokens/s (roofline)", "the document says (throughput)", "catalogue examples",
+              "the document's examples"}, {}};
   std::map<std::string, std::string> examples;  // "MHA" / "GQA" / "MQA" -> names
   for (const auto& name : model_names()) {
     const ModelSpec e = load_model(name);
@@ -576,16 +577,18 @@ CheatTable t_003_q6(const CheatsheetParams& p) {
     const char* label;
     std::uint64_t heads;
     const char* doc;
-    const char* kind;
+    const char* doc_throughput;
+    const char* doc_examples;
   };
-  for (const Row& row : {Row{"MHA", m.n_head, "100% (largest)", "MHA"}, Row{"GQA", m.n_kv_head, "1/Groups", "GQA"},
-                         Row{"MQA", 1, "1/Heads (smallest)", "MQA"}}) {
+  for (const Row& row : {Row{"MHA", m.n_head, "100% (largest)", "low", "GPT-3, Llama 1"},
+                         Row{"GQA", m.n_kv_head, "1/Groups", "high", "Llama 2 (70B), Llama 3"},
+                         Row{"MQA", 1, "1/Heads (smallest)", "highest", "Falcon, PaLM"}}) {
     const double bpt = kv_cache_size(m, KvQuery{1, 1, r.dtype, row.heads}).bytes_per_token;
     const DecodeStep s = decode_step(m, r.gpu, DecodeQuery{params_with_kv_heads(m, n_gqa, row.heads), kBytesPerParam,
                                                           KvQuery{r.batch, r.ctx, r.dtype, row.heads}, {}});
     c.table.rows.push_back({row.label, count(row.heads), fmt::format("{}/{} = {:.4g}%", row.heads, m.n_head,
                                                                      100.0 * bpt / mha),
-                            row.doc, bpt, s.tokens_per_s, examples[row.kind]});
+                            row.doc, bpt, s.tokens_per_s, row.doc_throughput, examples[row.label], row.doc_examples});
   }
   c.notes.push_back("GQA's cache is G/h of MHA's, not 1/G: the two coincide only when h = G² (here 64 = 8², so 8/64 = "
                     "1/8); llama-3-8b (h = 32, G = 8) keeps 8/32 = 1/4 (E15). Falcon-40B is GQA, only "
@@ -601,8 +604,9 @@ CheatTable t_003_q7(const CheatsheetParams& p) {
   const ModelSpec l3 = load_model("llama-3-70b");
   const ModelSpec dsv2 = load_model("deepseek-v2");
   CheatTable c{"003-Q7", "003 after Q7",
-               fmt::format("{} cache; each technique against the MHA of its own model's shape; CLA shares K/V over 2 "
-                           "adjacent layers of {}'s GQA-{}", cache_dtype_name(r.dtype), l3.name, l3.n_kv_head), {}, {}};
+               fmt::format("{} cache; each technique against the MHA of its own model's shape; CLA-2 shares one K/V "
+                           "over 2 adjacent layers of {}, as MHA and as its GQA-{}", cache_dtype_name(r.dtype), l3.name,
+                           l3.n_kv_head), {}, {}};
   c.table = {"GQA / MLA / CLA",
              {"technique", "shares along", "model", "bytes/token", "MHA bytes/token", "× smaller than MHA",
               "the document says", "paper"}, {}};
@@ -610,14 +614,21 @@ CheatTable t_003_q7(const CheatsheetParams& p) {
     return kv_cache_size(m, KvQuery{1, 1, r.dtype, heads}).bytes_per_token;
   };
   const double l3_mha = bpt(l3, l3.n_head), ds_mha = bpt(mha_of_mla(dsv2));
-  const auto row = [&](const char* tech, const char* axis, const std::string& model, double b, double mha,
+  const auto row = [&](const std::string& tech, const char* axis, const std::string& model, double b, double mha,
                        const char* doc, const char* paper) {
     c.table.rows.push_back({tech, axis, model, b, mha, mha / b, doc, paper});
   };
   row("GQA", "heads", l3.name, bpt(l3), l3_mha, "high", "Ainslie et al. 2023, arXiv:2305.13245");
   row("MLA", "width (latent)", dsv2.name, bpt(dsv2), ds_mha, "very high", "DeepSeek-V2, arXiv:2405.04434");
-  row("CLA-2 + GQA", "layers", l3.name + " (CLA-2)", bpt(cla_shaped(l3, 2)), l3_mha, "very high",
+  const ModelSpec cla = cla_shaped(l3, 2);
+  row("CLA-2 alone", "layers", l3.name + " as MHA, CLA-2", bpt(cla, l3.n_head), l3_mha, "very high",
       "Brandon et al. 2024, arXiv:2405.12981");
+  row(fmt::format("CLA-2 + GQA-{}", l3.n_kv_head), "layers and heads", l3.name + ", CLA-2", bpt(cla), l3_mha,
+      "—", "Brandon et al. 2024, arXiv:2405.12981");
+  c.notes.push_back(fmt::format("Sharing one K/V over s layers divides the cache by s: CLA-2 alone saves {:.3g}×, "
+                                "less than GQA-{}'s {:.3g}×; its \"very high\" gain holds only stacked on GQA/MQA, as the "
+                                "CLA paper uses it ({:.3g}× here on GQA) (E35).", l3_mha / bpt(cla, l3.n_head), l3.n_kv_head,
+                                l3_mha / bpt(l3), l3_mha / bpt(cla)));
   c.notes.push_back(fmt::format("deepseek-v2's MHA of its own shape: {} heads × {} for K and V (as `kvlab mla-cache`); "
                                 "the ratio leaves out nothing MLA caches (d_r included) (E20).", dsv2.n_head,
                                 dsv2.qk_nope_head_dim.value_or(0)));
