@@ -324,8 +324,9 @@ CheatTable t_000_9_2(const CheatsheetParams& p) {
   const DecodeStep base = decode_step(m, r.gpu, DecodeQuery{kCourseParams7b, kBytesPerParam,
                                                            KvQuery{r.batch, r.ctx, r.dtype, {}}, {}});
   CheatTable c{"000-9.2", "000 §9.2",
-               fmt::format("target {} (N = {:.3g}, bf16 weights) on {}, batch {}, ctx {}, {} cache: baseline "
-                           "{:.4g} tok/s (roofline bound, `kvlab roofline`); c = {}", m.name, kCourseParams7b,
+               fmt::format("target {} (N = {}, bf16 weights) on {}, batch {}, ctx {}, {} cache: baseline "
+                           "{:.4g} tok/s (roofline bound, `kvlab roofline`); c = {}", m.name,
+                           format_number(kCourseParams7b),
                            r.gpu.name, r.batch, r.ctx, cache_dtype_name(r.dtype), base.tokens_per_s, kSpecCostRatio),
                {}, {}};
   c.table = {"expected speculative throughput",
@@ -335,9 +336,10 @@ CheatTable t_000_9_2(const CheatsheetParams& p) {
       const double s = spec::speedup(alpha, k, kSpecCostRatio);
       c.table.rows.push_back({alpha, std::int64_t{k}, spec::expected_tokens(alpha, k), s, base.tokens_per_s * s});
     }
-  c.notes.push_back("The document's 68M draft for LLaMA-2-7B would give c ≈ 68e6 / 7e9 ≈ 0.01 by weights read; "
-                    "c = 0.05 leaves room for the draft's own overheads. The papers' measured speedups are in "
-                    "the 000 §8.1 table.");
+  c.notes.push_back(fmt::format("The document's 68M draft for LLaMA-2-7B would give c ≈ 68e6 / {} = {:.3g} by weights "
+                                "read; c = {} leaves room for the draft's own overheads. The papers' measured speedups "
+                                "are in the 000 §8.1 table.", format_number(kCourseParams7b),
+                                68e6 / kCourseParams7b, kSpecCostRatio));
   return c;
 }
 
@@ -350,9 +352,9 @@ CheatTable t_000_9_3(const CheatsheetParams& p) {
   const double eagle_params = 2.0 * d * d + 2.0 * d * kv + 3.0 * d * static_cast<double>(*m.intermediate_size) +
                               2.0 * d * d;
   CheatTable c{"000-9.3", "000 §9.3, §2.3",
-               fmt::format("{} × {}, {} with N = {:.3g} fp16 weights, ctx {} per sequence, {} cache; KV budget = "
+               fmt::format("{} × {}, {} with N = {} fp16 weights, ctx {} per sequence, {} cache; KV budget = "
                            "the document's 400 GB less the draft, or all memory left", kDeploymentGpus, r.gpu.name,
-                           m.name, kCourseParams70b, r.ctx, cache_dtype_name(r.dtype)), {}, {}};
+                           m.name, format_number(kCourseParams70b), r.ctx, cache_dtype_name(r.dtype)), {}, {}};
   c.table = {"budget of a 70B + GQA deployment",
              {"deployment", "weights + draft GB", "memory left GB", "KV per sequence GB", "max batch (400 GB − draft)",
               "max batch (all left)"}, {}};
@@ -375,8 +377,8 @@ CheatTable t_000_9_3(const CheatsheetParams& p) {
                               std::string("—"), std::string("—")});
     }
   }
-  c.notes.push_back(fmt::format("vanilla SD adds {:.3g} × 2 B = {:.4g} GB = {:.4g} GiB (000 §9.3: +14 GB ✓).",
-                                kDraft7bParams, gb(kDraft7bParams * 2), kDraft7bParams * 2 / kGiB));
+  c.notes.push_back(fmt::format("vanilla SD adds {} × 2 B = {:.4g} GB = {:.4g} GiB (000 §9.3: +14 GB ✓).",
+                                format_number(kDraft7bParams), gb(kDraft7bParams * 2), kDraft7bParams * 2 / kGiB));
   c.notes.push_back(fmt::format("EAGLE's head: 2d² + 2d·{} + 3d·{} + 2d·d = {} parameters = {:.3g} GB fp16 for "
                                 "d = {}; 000 §9.3 says ~200 MB (E11).", kv, *m.intermediate_size,
                                 format_number(eagle_params), gb(eagle_params * 2), m.d_model));
@@ -431,8 +433,8 @@ CheatTable t_004_g5(const CheatsheetParams& p) {
   const Resolved r = resolve(p, 1024, 1, CacheDtype::bf16);
   const ModelSpec m = load_model("llama-2-7b");
   CheatTable c{"004-g5", "004 §1.5 (group 5)",
-               fmt::format("{} as N = {:.3g} parameters, bf16 weights, {} cache, on {} (ridge {:.4g} FLOP/B); "
-                           "the document's batch × ctx rows (`kvlab roofline`)", m.name, kCourseParams7b,
+               fmt::format("{} as N = {} parameters, bf16 weights, {} cache, on {} (ridge {:.4g} FLOP/B); "
+                           "the document's batch × ctx rows (`kvlab roofline`)", m.name, format_number(kCourseParams7b),
                            cache_dtype_name(r.dtype), r.gpu.name, ridge_flops_per_byte(r.gpu)), {}, {}};
   c.table = {"decode roofline, one step",
              {"batch", "ctx", "weights GiB", "KV GiB", "FLOP/B", "bound", "step ms", "tokens/s"}, {}};
@@ -487,9 +489,10 @@ CheatTable t_004_2_5(const CheatsheetParams& p) {
                   3.0 * d * static_cast<double>(*m.intermediate_size));
   };
   CheatTable c{"004-2.5", "004 §2.5",
-               fmt::format("{} with its own {} K/V heads vs its MHA variant ({} K/V heads, {:.4g} parameters instead "
-                           "of {:.4g}); one decode step at batch {}, ctx {}, {} cache, bf16 weights, {}", m.name,
-                           m.n_kv_head, m.n_head, n_mha, n_gqa, r.batch, r.ctx, cache_dtype_name(r.dtype), r.gpu.name),
+               fmt::format("{} with its own {} K/V heads vs its MHA variant ({} K/V heads, {} parameters instead "
+                           "of {}); one decode step at batch {}, ctx {}, {} cache, bf16 weights, {}", m.name,
+                           m.n_kv_head, m.n_head, format_number(n_mha), format_number(n_gqa), r.batch, r.ctx,
+                           cache_dtype_name(r.dtype), r.gpu.name),
                {}, {}};
   c.table = {"what GQA saves and what it does not",
              {"quantity", "MHA", fmt::format("GQA-{}", m.n_kv_head), "MHA / GQA", "saved by GQA"}, {}};
@@ -627,7 +630,8 @@ CheatTable t_003_q7(const CheatsheetParams& p) {
       "—", "Brandon et al. 2024, arXiv:2405.12981");
   c.notes.push_back(fmt::format("Sharing one K/V over s layers divides the cache by s: CLA-2 alone saves {:.3g}×, "
                                 "less than GQA-{}'s {:.3g}×; its \"very high\" gain holds only stacked on GQA/MQA, as the "
-                                "CLA paper uses it ({:.3g}× here on GQA) (E35).", l3_mha / bpt(cla, l3.n_head), l3.n_kv_head,
+                                "CLA paper uses it ({:.3g}× here on GQA) (E35).",
+                                l3_mha / bpt(cla, l3.n_head), l3.n_kv_head,
                                 l3_mha / bpt(l3), l3_mha / bpt(cla)));
   c.notes.push_back(fmt::format("deepseek-v2's MHA of its own shape: {} heads × {} for K and V (as `kvlab mla-cache`); "
                                 "the ratio leaves out nothing MLA caches (d_r included) (E20).", dsv2.n_head,
@@ -641,7 +645,8 @@ const std::vector<std::string> kAll{"--ctx", "--batch", "--kv-dtype"};
 
 std::optional<AlphaForSpeedup> alpha_for_speedup(double s, double c, int k_max) {
   if (!std::isfinite(s) || s < 1.0) throw InputError(fmt::format("speedup: must be a finite number >= 1 (got {})", s));
-  if (!std::isfinite(c) || c < 0.0) throw InputError(fmt::format("c (draft/target cost ratio): must be finite and >= 0 (got {})", c));
+  if (!std::isfinite(c) || c < 0.0)
+    throw InputError(fmt::format("c (draft/target cost ratio): must be finite and >= 0 (got {})", c));
   if (k_max < 1 || k_max > spec::kMaxDraftTokens)
     throw InputError(fmt::format("K: must be in [1, {}] (got {})", spec::kMaxDraftTokens, k_max));
   std::optional<AlphaForSpeedup> best;
