@@ -5,6 +5,7 @@
 //   kvlab info                     version, build type, CUDA, library versions
 //   kvlab explain <check>          the derivation behind a check's claim, with its source
 //   kvlab quiz [--answers]         the course's estimation drills, asked or as a worksheet
+//   kvlab cheatsheet [TABLE...]    the course's numeric tables, computed by the library
 //   kvlab <check> [options]        one check; `kvlab <check> --help` explains it
 //
 // Exit status: 0 every claim held, 1 a claim did not hold, 2 bad usage or input, 3 internal error.
@@ -26,6 +27,7 @@
 #include "core/error.hpp"
 #include "report/plot.hpp"
 #include "report/writers.hpp"
+#include "cheatsheet_command.hpp"
 #include "quiz_command.hpp"
 #include "support/check.hpp"
 #include "support/options.hpp"
@@ -203,6 +205,9 @@ int main(int argc, char** argv) {
   kvlab::app::QuizFlags quiz_flags;
   auto* quiz = kvlab::app::add_quiz_command(app, quiz_flags);
 
+  kvlab::app::CheatsheetFlags cheatsheet_flags;
+  auto* cheatsheet = kvlab::app::add_cheatsheet_command(app, cheatsheet_flags);
+
   std::string explain_name;
   auto* explain = app.add_subcommand("explain", "The derivation behind a check's claim, with its source");
   explain->add_option("check", explain_name, "A check's name, as `kvlab list` prints it")->required();
@@ -246,6 +251,7 @@ int main(int argc, char** argv) {
     }
     if (explain->parsed()) return explain_check(checks, explain_name);
     if (quiz->parsed()) return kvlab::app::run_quiz(quiz_flags, std::cin, std::cout);
+    if (cheatsheet->parsed()) return kvlab::app::run_cheatsheet(cheatsheet_flags, std::cout);
     if (all->parsed()) return run_all(all_flags);
     for (std::size_t i = 0; i < checks.size(); ++i)
       if (subs[i]->parsed()) return run_one(*checks[i], flags[i]);
