@@ -64,9 +64,9 @@ TEST_CASE("gqa-layout: 4 query heads over 2 KV heads holding constants 1 and 2: 
   CHECK(checks::heads_read(4, 2, repeat_interleave_kv<double>, 1) == std::vector<int>{0, 0, 1, 1});
   CHECK(checks::heads_read(4, 2, expand_reshape_kv<double>, 1) == std::vector<int>{0, 0, 1, 1});
   CHECK(checks::heads_read(4, 2, repeat_kv<double>, 1) == std::vector<int>{0, 1, 0, 1});
-  CHECK(kv_head_for_query(1, 4, 2, KvLayout::grouped) == 0);
-  CHECK(kv_head_for_query(1, 4, 2, KvLayout::tiled) == 1);
-  CHECK_THROWS_AS(kv_head_for_query(4, 4, 2, KvLayout::grouped), std::invalid_argument);
+  CHECK(kv_head_for_query(1, 4, 2, KvHeadOrder::grouped) == 0);
+  CHECK(kv_head_for_query(1, 4, 2, KvHeadOrder::tiled) == 1);
+  CHECK_THROWS_AS(kv_head_for_query(4, 4, 2, KvHeadOrder::grouped), std::invalid_argument);
 }
 
 TEST_CASE("gqa-layout passes, and fails when repeat_interleave is really a tiled repeat") {

@@ -15,11 +15,11 @@ void check_shape(const char* fn, Eigen::Index cols, int n_kv_head, int head_dim,
 
 }  // namespace
 
-int kv_head_for_query(int j, int n_head, int n_kv_head, KvLayout layout) {
+int kv_head_for_query(int j, int n_head, int n_kv_head, KvHeadOrder layout) {
   if (n_kv_head < 1 || n_head % n_kv_head != 0 || j < 0 || j >= n_head)
     throw std::invalid_argument(
         fmt::format("kv_head_for_query: j = {}, n_head = {}, n_kv_head = {}", j, n_head, n_kv_head));
-  return layout == KvLayout::grouped ? j / (n_head / n_kv_head) : j % n_kv_head;
+  return layout == KvHeadOrder::grouped ? j / (n_head / n_kv_head) : j % n_kv_head;
 }
 
 template <class T>

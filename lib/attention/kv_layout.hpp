@@ -14,11 +14,11 @@
 namespace kvlab {
 
 /// How query heads are matched to K/V heads.
-enum class KvLayout { grouped, tiled };
+enum class KvHeadOrder { grouped, tiled };
 
 /// The K/V head query head j reads under `layout` (h = n_head, G = n_kv_head).
 /// Throws std::invalid_argument unless 0 <= j < h and G divides h.
-int kv_head_for_query(int j, int n_head, int n_kv_head, KvLayout layout);
+int kv_head_for_query(int j, int n_head, int n_kv_head, KvHeadOrder layout);
 
 /// torch.repeat_interleave(x, n_rep, dim=heads): each K/V head copied n_rep times in a row.
 /// x: [S, n_kv_head * head_dim] -> [S, n_kv_head * n_rep * head_dim]. Throws std::invalid_argument
