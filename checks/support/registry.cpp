@@ -1,6 +1,8 @@
 #include <algorithm>
+#include <set>
 #include <utility>
 
+#include "support/bench.hpp"
 #include "support/check.hpp"
 
 namespace kvlab::checks {
@@ -11,7 +13,19 @@ std::vector<std::pair<int, CheckFactory>>& registry() {
   return r;
 }
 
+std::set<std::string>& benches() {
+  static std::set<std::string> b;
+  return b;
+}
+
 }  // namespace
+
+bool register_bench(const std::string& name) {
+  benches().insert(name);
+  return true;
+}
+
+bool is_bench(const Check& check) { return benches().count(check.name()) > 0; }
 
 bool register_check(int order, CheckFactory factory) {
   registry().emplace_back(order, std::move(factory));
