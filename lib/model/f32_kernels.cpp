@@ -10,6 +10,8 @@
 #endif
 #ifdef KVLAB_HAVE_OPENBLAS
 #include <cblas.h>
+
+#include <mutex>
 #endif
 
 // Function multi-versioning (GCC/clang on x86-64): one clone per instruction set, chosen when the
@@ -82,6 +84,18 @@ void stream_parallel(const float* x, int rows, int in, const float* wt, const fl
   }
 }
 
+#ifdef KVLAB_HAVE_OPENBLAS
+// OpenBLAS runs on the caller's thread: kvlab's OpenMP threads split the work. Two thread pools on
+// the same cores fight: OpenBLAS's idle workers spin for ~2^28 cycles after each call (its
+// THREAD_TIMEOUT), starving the OpenMP threads of the next kernel (measured: a 2 MB decode step
+// took 150 ms instead of 0.1 ms on this 2-core VM). OpenBLAS documents this setting for
+// applications that are already multi-threaded.
+void single_threaded_blas() {
+  static std::once_flag once;
+  std::call_once(once, [] { openblas_set_num_threads(1); });
+}
+#endif
+
 }  // namespace
 
 void stream_matmul_f32(const float* x, int rows, int in, const float* wt, int out, float* y, int ldy) {
@@ -94,9 +108,10 @@ void linear_f32(const float* x, int rows, int in, const float* wt, const float* 
     return;
   }
 #ifdef KVLAB_HAVE_OPENBLAS
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rows, out, in, 1.0f, x, in, wt, in, 0.0f, y, ldy);
+  single_threaded_blas();
 #else
   using RowMat = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+#endif
 #pragma omp parallel
   {
 #ifdef _OPENMP
@@ -107,13 +122,17 @@ void linear_f32(const float* x, int rows, int in, const float* wt, const float* 
     int o0, o1;
     split(out, t, n, o0, o1);
     if (o0 < o1) {
+#ifdef KVLAB_HAVE_OPENBLAS
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rows, o1 - o0, in, 1.0f, x, in,
+                  wt + static_cast<std::ptrdiff_t>(o0) * in, in, 0.0f, y + o0, ldy);
+#else
       Eigen::Map<const RowMat> X(x, rows, in);
       Eigen::Map<const RowMat> Wt(wt + static_cast<std::ptrdiff_t>(o0) * in, o1 - o0, in);
       Eigen::Map<RowMat, 0, Eigen::OuterStride<>> Y(y + o0, rows, o1 - o0, Eigen::OuterStride<>(ldy));
       Y.noalias() = X * Wt.transpose();
+#endif
     }
   }
-#endif
   if (bias) {
 #pragma omp parallel for schedule(static)
     for (int r = 0; r < rows; ++r) {
@@ -122,6 +141,23 @@ void linear_f32(const float* x, int rows, int in, const float* wt, const float* 
       for (int o = 0; o < out; ++o) yr[o] += bias[o];
     }
   }
+}
+
+void gemm_f32(int m, int n, int k, const float* a, int lda, const float* b, int ldb, bool trans_b, float* c, int ldc) {
+#ifdef KVLAB_HAVE_OPENBLAS
+  single_threaded_blas();
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans, m, n, k, 1.0f, a, lda, b, ldb, 0.0f, c,
+              ldc);
+#else
+  using RowMat = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+  using Strided = Eigen::OuterStride<>;
+  Eigen::Map<const RowMat, 0, Strided> A(a, m, k, Strided(lda));
+  Eigen::Map<RowMat, 0, Strided> C(c, m, n, Strided(ldc));
+  if (trans_b)
+    C.noalias() = A * Eigen::Map<const RowMat, 0, Strided>(b, n, k, Strided(ldb)).transpose();
+  else
+    C.noalias() = A * Eigen::Map<const RowMat, 0, Strided>(b, k, n, Strided(ldb));
+#endif
 }
 
 KVLAB_CLONES

@@ -4,8 +4,9 @@
 // feature). Few rows (decode, B <= kGemmRows): the output features are split across OpenMP
 // threads and each thread streams its rows of W^T once, computing all B dot products per row
 // (a vectorised kernel compiled for AVX-512, AVX2+FMA and baseline x86-64, picked at run time).
-// Many rows (prefill): OpenBLAS sgemm when kvlab was built with it, else Eigen's GEMM on each
-// thread's slice of the output features. The choice and its measurements: docs/perf.md.
+// Many rows (prefill): each OpenMP thread multiplies its slice of the output features by OpenBLAS
+// sgemm (set to one thread: one pool of threads, kvlab's) when kvlab was built with it, else by
+// Eigen's GEMM. The choice and its measurements: docs/perf.md.
 #pragma once
 
 namespace kvlab {
@@ -23,6 +24,12 @@ void linear_f32(const float* x, int rows, int in, const float* wt, const float* 
 /// y[r, o] = sum_i x[r, i] wt[o, i] through the streaming kernel only, on `threads` threads
 /// (for the measurements of docs/perf.md and the unit test).
 void stream_matmul_f32(const float* x, int rows, int in, const float* wt, int out, float* y, int ldy);
+
+/// C[m, n] = A[m, k] op(B) with op(B) = B^T (B [n, k], trans_b) or B (B [k, n]); row-major with
+/// leading dimensions lda, ldb, ldc, on the calling thread (OpenBLAS sgemm set to one thread when
+/// built with it, else Eigen), so OpenMP threads may call it concurrently. Allocates nothing in
+/// kvlab (the BLAS may use its own buffers).
+void gemm_f32(int m, int n, int k, const float* a, int lda, const float* b, int ldb, bool trans_b, float* c, int ldc);
 
 /// Dot product of n floats (vectorised; for attention).
 float dot_f32(const float* a, const float* b, int n);

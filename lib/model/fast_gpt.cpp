@@ -155,6 +155,7 @@ FastGpt::FastGpt(const MiniGPT<float>& ref, int max_batch, int max_ctx, int max_
   att_.assign(R * q_w_, 0.0f);
   m_.assign(R * 4 * d, 0.0f);
   scores_.assign(static_cast<std::size_t>(threads_) * c_.group_size() * (max_ctx + 1), 0.0f);
+  prefill_scores_.assign(static_cast<std::size_t>(threads_) * kPrefillBlock * max_ctx, 0.0f);
   if (c_.positional == Positional::rope) {
     const int half = c_.head_dim / 2;
     rope_cos_.resize(static_cast<std::size_t>(max_ctx) * half);
@@ -260,26 +261,34 @@ void FastGpt::layer_forward(int rows, int l, bool decode, int pos0) {
       }
     }
   } else {
-    // Prefill: causal attention of `rows` queries of sequence 0, one (query row, head) per task.
-    const int tasks = rows * c_.n_head;
-#pragma omp parallel for schedule(dynamic, 16)
+    // Prefill: per (head, block of kPrefillBlock queries), one OpenMP task: S = Q K^T over the keys
+    // the block may see (a GEMM), a causal softmax, then O = P V (a GEMM).
+    const int blocks = (rows + kPrefillBlock - 1) / kPrefillBlock, tasks = c_.n_head * blocks;
+#pragma omp parallel for schedule(dynamic, 1)
     for (int task = 0; task < tasks; ++task) {
 #ifdef _OPENMP
       const int tid = omp_get_thread_num();
 #else
       const int tid = 0;
 #endif
-      const int i = task / c_.n_head, h = task % c_.n_head, g = h / group, n_vis = pos0 + i + 1;
-      float* s = scores_.data() + static_cast<std::size_t>(tid) * group * (max_ctx_ + 1);
-      const float* q = qkv_.data() + static_cast<std::size_t>(i) * qkv_w + static_cast<std::size_t>(h) * hd;
-      float mx = -std::numeric_limits<float>::infinity();
-      for (int j = 0; j < n_vis; ++j) mx = std::max(mx, s[j] = dot_f32(q, k_at(l, 0, j) + g * hd, hd) * scale);
-      float den = 0;
-      for (int j = 0; j < n_vis; ++j) den += (s[j] = std::exp(s[j] - mx));
-      const float inv = 1.0f / den;
-      float* out = att_.data() + static_cast<std::size_t>(i) * q_w_ + static_cast<std::size_t>(h) * hd;
-      std::fill(out, out + hd, 0.0f);
-      for (int j = 0; j < n_vis; ++j) axpy_f32(s[j] * inv, v_at(l, 0, j) + g * hd, out, hd);
+      const int h = task / blocks, g = h / group, i0 = (task % blocks) * kPrefillBlock;
+      const int n = std::min(kPrefillBlock, rows - i0), keys = pos0 + i0 + n;
+      float* S = prefill_scores_.data() + static_cast<std::size_t>(tid) * kPrefillBlock * max_ctx_;
+      gemm_f32(n, keys, hd, qkv_.data() + static_cast<std::size_t>(i0) * qkv_w + h * hd, qkv_w, k_at(l, 0, 0) + g * hd,
+               kv_w_, true, S, keys);
+      for (int r = 0; r < n; ++r) {
+        float* sr = S + static_cast<std::size_t>(r) * keys;
+        const int vis = pos0 + i0 + r + 1;
+        float mx = -std::numeric_limits<float>::infinity();
+        for (int j = 0; j < vis; ++j) mx = std::max(mx, sr[j] *= scale);
+        float den = 0;
+        for (int j = 0; j < vis; ++j) den += (sr[j] = std::exp(sr[j] - mx));
+        const float inv = 1.0f / den;
+        for (int j = 0; j < vis; ++j) sr[j] *= inv;
+        std::fill(sr + vis, sr + keys, 0.0f);
+      }
+      gemm_f32(n, hd, keys, S, keys, v_at(l, 0, 0) + g * hd, kv_w_, false,
+               att_.data() + static_cast<std::size_t>(i0) * q_w_ + h * hd, q_w_);
     }
   }
   // x += att Wo + bo; x += GELU(LN2(x) Wfc + bfc) Wproj + bproj (residuals through h_ as scratch).

@@ -104,6 +104,8 @@ class FastGpt {
   std::vector<float> x_, h_, qkv_, att_, m_;    // [max_rows, ...] activations
   std::vector<float> scores_;                   // [threads, group, max_ctx] attention scratch
   std::vector<float> rope_cos_, rope_sin_;      // [max_ctx, head_dim / 2] (RoPE)
+  static constexpr int kPrefillBlock = 256;     // prefill queries per attention block
+  std::vector<float> prefill_scores_;           // [threads, kPrefillBlock, max_ctx] (prefill)
 };
 
 }  // namespace kvlab
