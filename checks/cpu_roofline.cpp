@@ -341,9 +341,9 @@ class CpuRoofline final : public Check {
     sub.add_option("--heads", opts_.n_head, "Query heads, 1 to 64 (default 16)")->check(IntRange(1, 64));
     sub.add_option("--kv-heads", opts_.n_kv_head, "K/V heads, dividing --heads (default 4)")->check(IntRange(1, 64));
     sub.add_option("--vocab", opts_.vocab, "Vocabulary, 2 to 65536 (default 8192)")->check(IntRange(2, 65536));
-    sub.add_option("--batch", opts_.batches, "Decode batch sizes, 1 to 256 (default 1 2 4 8 16 32 64)")
+    sub.add_option("--batch", opts_.batches, "Decode batch sizes, 1 to 256 (default 1 4 16 64)")
         ->check(IntRange(1, 256));
-    sub.add_option("--ctx", opts_.contexts, "Decode contexts, 1 to 65536 (default 128 512 1024 2048 4096)")
+    sub.add_option("--ctx", opts_.contexts, "Decode contexts, 1 to 65536 (default 128 1024 4096)")
         ->check(IntRange(1, 65536));
     sub.add_option("--prompt", opts_.prompts, "Prefill prompt lengths, 1 to 8192 (default 32 128 512)")
         ->check(IntRange(1, 8192));

@@ -63,25 +63,16 @@ void stream_rows(const float* x, int rows, int in, const float* wt, const float*
   }
 }
 
-// The output features split in `parts` contiguous ranges, aligned to 16 (one cache line of y).
-void split(int out, int part, int parts, int& o0, int& o1) {
-  const int blocks = (out + 15) / 16;
-  o0 = std::min(out, static_cast<int>(static_cast<long long>(blocks) * part / parts) * 16);
-  o1 = std::min(out, static_cast<int>(static_cast<long long>(blocks) * (part + 1) / parts) * 16);
-}
+// Output features in chunks handed out dynamically: on a shared machine a descheduled thread
+// leaves its chunks to the others instead of holding every thread at the join (a static split
+// waits for the slowest thread in each of the ~40 products of a decode step).
+constexpr int kChunk = 64;
 
 void stream_parallel(const float* x, int rows, int in, const float* wt, const float* bias, int out, float* y, int ldy) {
-#pragma omp parallel
-  {
-#ifdef _OPENMP
-    const int t = omp_get_thread_num(), n = omp_get_num_threads();
-#else
-    const int t = 0, n = 1;
-#endif
-    int o0, o1;
-    split(out, t, n, o0, o1);
-    if (o0 < o1) stream_rows(x, rows, in, wt, bias, o0, o1, y, ldy);
-  }
+  const int chunks = (out + kChunk - 1) / kChunk;
+#pragma omp parallel for schedule(dynamic, 1) if (chunks > 1)
+  for (int ch = 0; ch < chunks; ++ch)
+    stream_rows(x, rows, in, wt, bias, ch * kChunk, std::min(out, (ch + 1) * kChunk), y, ldy);
 }
 
 #ifdef KVLAB_HAVE_OPENBLAS
@@ -112,26 +103,19 @@ void linear_f32(const float* x, int rows, int in, const float* wt, const float* 
 #else
   using RowMat = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
 #endif
-#pragma omp parallel
-  {
-#ifdef _OPENMP
-    const int t = omp_get_thread_num(), n = omp_get_num_threads();
-#else
-    const int t = 0, n = 1;
-#endif
-    int o0, o1;
-    split(out, t, n, o0, o1);
-    if (o0 < o1) {
+  const int gchunk = 4 * kChunk, gchunks = (out + gchunk - 1) / gchunk;
+#pragma omp parallel for schedule(dynamic, 1) if (gchunks > 1)
+  for (int ch = 0; ch < gchunks; ++ch) {
+    const int o0 = ch * gchunk, o1 = std::min(out, o0 + gchunk);
 #ifdef KVLAB_HAVE_OPENBLAS
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rows, o1 - o0, in, 1.0f, x, in,
-                  wt + static_cast<std::ptrdiff_t>(o0) * in, in, 0.0f, y + o0, ldy);
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rows, o1 - o0, in, 1.0f, x, in,
+                wt + static_cast<std::ptrdiff_t>(o0) * in, in, 0.0f, y + o0, ldy);
 #else
-      Eigen::Map<const RowMat> X(x, rows, in);
-      Eigen::Map<const RowMat> Wt(wt + static_cast<std::ptrdiff_t>(o0) * in, o1 - o0, in);
-      Eigen::Map<RowMat, 0, Eigen::OuterStride<>> Y(y + o0, rows, o1 - o0, Eigen::OuterStride<>(ldy));
-      Y.noalias() = X * Wt.transpose();
+    Eigen::Map<const RowMat> X(x, rows, in);
+    Eigen::Map<const RowMat> Wt(wt + static_cast<std::ptrdiff_t>(o0) * in, o1 - o0, in);
+    Eigen::Map<RowMat, 0, Eigen::OuterStride<>> Y(y + o0, rows, o1 - o0, Eigen::OuterStride<>(ldy));
+    Y.noalias() = X * Wt.transpose();
 #endif
-    }
   }
   if (bias) {
 #pragma omp parallel for schedule(static)
