@@ -67,10 +67,16 @@ void stream_rows(const float* x, int rows, int in, const float* wt, const float*
 // leaves its chunks to the others instead of holding every thread at the join (a static split
 // waits for the slowest thread in each of the ~40 products of a decode step).
 constexpr int kChunk = 64;
+// Products with fewer multiply-adds than this run on the calling thread: waking the other threads
+// costs more than it saves, and on a loaded machine each parallel region can wait milliseconds for
+// a descheduled thread (measured: a d_model 256 decode step took ~100 ms at load 9 with every
+// product threaded).
+constexpr long long kParallelMacs = 1ll << 22;
 
 void stream_parallel(const float* x, int rows, int in, const float* wt, const float* bias, int out, float* y, int ldy) {
   const int chunks = (out + kChunk - 1) / kChunk;
-#pragma omp parallel for schedule(dynamic, 1) if (chunks > 1)
+  const bool big = static_cast<long long>(rows) * in * out >= kParallelMacs;
+#pragma omp parallel for schedule(dynamic, 1) if (chunks > 1 && big)
   for (int ch = 0; ch < chunks; ++ch)
     stream_rows(x, rows, in, wt, bias, ch * kChunk, std::min(out, (ch + 1) * kChunk), y, ldy);
 }
@@ -104,7 +110,7 @@ void linear_f32(const float* x, int rows, int in, const float* wt, const float* 
   using RowMat = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
 #endif
   const int gchunk = 4 * kChunk, gchunks = (out + gchunk - 1) / gchunk;
-#pragma omp parallel for schedule(dynamic, 1) if (gchunks > 1)
+#pragma omp parallel for schedule(dynamic, 1) if (gchunks > 1 && static_cast<long long>(rows) * in * out >= kParallelMacs)
   for (int ch = 0; ch < gchunks; ++ch) {
     const int o0 = ch * gchunk, o1 = std::min(out, o0 + gchunk);
 #ifdef KVLAB_HAVE_OPENBLAS
@@ -118,7 +124,7 @@ void linear_f32(const float* x, int rows, int in, const float* wt, const float* 
 #endif
   }
   if (bias) {
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (static_cast<long long>(rows) * out >= (1 << 16))
     for (int r = 0; r < rows; ++r) {
       float* yr = y + static_cast<std::ptrdiff_t>(r) * ldy;
 #pragma omp simd

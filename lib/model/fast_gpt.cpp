@@ -31,7 +31,7 @@ std::vector<float> copy(const Vec<float>& v) { return std::vector<float>(v.data(
 
 // LayerNorm of `rows` rows of width C (biased variance, eps 1e-5, as model/ops.cpp), x -> y.
 void layer_norm_rows(const float* x, int rows, int C, const float* g, const float* b, float* y) {
-#pragma omp parallel for schedule(static) if (rows > 1)
+#pragma omp parallel for schedule(static) if (static_cast<long long>(rows) * C >= (1 << 16))
   for (int r = 0; r < rows; ++r) {
     const float* xr = x + static_cast<std::ptrdiff_t>(r) * C;
     float* yr = y + static_cast<std::ptrdiff_t>(r) * C;
@@ -48,7 +48,7 @@ void layer_norm_rows(const float* x, int rows, int C, const float* g, const floa
 
 void gelu_rows(float* x, std::size_t n) {
   const float inv_sqrt2 = 0.70710678118654752440f;
-#pragma omp parallel for schedule(static) if (n > 4096)
+#pragma omp parallel for schedule(static) if (n >= (1u << 16))
   for (std::ptrdiff_t i = 0; i < static_cast<std::ptrdiff_t>(n); ++i) x[i] = 0.5f * x[i] * (1.0f + std::erf(x[i] * inv_sqrt2));
 }
 
@@ -230,7 +230,8 @@ void FastGpt::layer_forward(int rows, int l, bool decode, int pos0) {
   if (decode) {
     // Every (sequence, K/V head) pair reads its cached rows once, for all `group` query heads.
     const int pairs = rows * c_.n_kv_head, n_ctx = pos0 + 1;
-#pragma omp parallel for schedule(static)
+    // Threads only when the cache read is large (see f32_kernels.cpp, kParallelMacs).
+#pragma omp parallel for schedule(static) if (static_cast<long long>(pairs) * n_ctx * group * hd >= (1ll << 18))
     for (int pg = 0; pg < pairs; ++pg) {
 #ifdef _OPENMP
       const int tid = omp_get_thread_num();
