@@ -67,11 +67,12 @@ void stream_rows(const float* x, int rows, int in, const float* wt, const float*
 // leaves its chunks to the others instead of holding every thread at the join (a static split
 // waits for the slowest thread in each of the ~40 products of a decode step).
 constexpr int kChunk = 64;
-// Products with fewer multiply-adds than this run on the calling thread: waking the other threads
+// Products with fewer multiply-adds than this (4 MB of float32 weights, beyond a core's L2) run on
+// the calling thread: waking the other threads
 // costs more than it saves, and on a loaded machine each parallel region can wait milliseconds for
 // a descheduled thread (measured: a d_model 256 decode step took ~100 ms at load 9 with every
 // product threaded).
-constexpr long long kParallelMacs = 1ll << 22;
+constexpr long long kParallelMacs = 1ll << 20;
 
 void stream_parallel(const float* x, int rows, int in, const float* wt, const float* bias, int out, float* y, int ldy) {
   const int chunks = (out + kChunk - 1) / kChunk;
