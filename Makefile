@@ -12,7 +12,11 @@ CMAKE_FLAGS ?=
 
 # Debian packages kvlab builds with (the user's design card); nothing is downloaded at build time.
 # python3 only runs the tests' JSON checks (tests/cli_test.sh); kvlab itself does not use it.
-DEB_PACKAGES := cmake g++ make libcli11-dev libfmt-dev libeigen3-dev doctest-dev nlohmann-json3-dev python3
+# libopenblas-dev: sgemm for the fast float32 path's prefill (issue 9; optional to the build,
+# chosen by measurement: docs/perf.md). python3-torch is needed only by `kvlab bench decode
+# --vs-torch`, which names the package when it is missing.
+DEB_PACKAGES := cmake g++ make libcli11-dev libfmt-dev libeigen3-dev doctest-dev nlohmann-json3-dev python3 \
+                libopenblas-dev
 
 # libFuzzer needs clang; only `make fuzz` asks for it, `make test` builds with g++ alone.
 FUZZ_PACKAGES := clang libclang-rt-14-dev

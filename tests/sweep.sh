@@ -36,6 +36,11 @@ for f in "$here"/data/configs/*.json; do
   case $(basename "$f") in hf_*) ;; *) file_values+=("$f") ;; esac  # the valid ones are hf_*.json
 done
 
+# Benchmarks (Check::is_bench(), "bench": true in `kvlab list --format json`) run with --quick, so an
+# accepted value times a tiny model rather than a minute of this machine.
+bench_checks=" $("$kvlab" list --format json | python3 -c 'import json, sys
+print(" ".join(c["check"] for c in json.load(sys.stdin) if c.get("bench")))') "
+
 runs=0 rejected=0 accepted=0 failures=0
 fail() { echo "FAIL: kvlab $*"; failures=$((failures + 1)); }
 
@@ -50,7 +55,9 @@ while IFS=$'\t' read -r check option type; do
   for value in "${values[@]}"; do
     runs=$((runs + 1))
     start=$(date +%s%N)
-    timeout 30 "$kvlab" "$check" "$option" "$value" >"$tmp/out" 2>"$tmp/err"
+    extra=()
+    case $bench_checks in *" $check "*) extra=(--quick) ;; esac
+    timeout 30 "$kvlab" "$check" "${extra[@]}" "$option" "$value" >"$tmp/out" 2>"$tmp/err"
     rc=$?
     elapsed_ms=$(( ($(date +%s%N) - start) / 1000000 ))
     shown="$check $option '${value:0:40}'"

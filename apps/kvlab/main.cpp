@@ -2,6 +2,9 @@
 //
 //   kvlab list                     the checks, their sources and one-line summaries
 //   kvlab all [--format json]      every check with its defaults; ends "N passed, M failed"
+//                                  (--bench also runs the benchmarks, e.g. cpu-roofline)
+//   kvlab machine [--save]         this machine's bandwidth and GEMM rate (hardware entry "local")
+//   kvlab bench decode [--vs-torch] tokens/s of the fast f32 decode (and PyTorch's)
 //   kvlab info                     version, build type, CUDA, library versions
 //   kvlab explain <check>          the derivation behind a check's claim, with its source
 //   kvlab quiz [--answers]         the course's estimation drills, asked or as a worksheet
@@ -28,6 +31,8 @@
 #include "report/plot.hpp"
 #include "report/writers.hpp"
 #include "cheatsheet_command.hpp"
+#include "bench_command.hpp"
+#include "machine_command.hpp"
 #include "quiz_command.hpp"
 #include "support/check.hpp"
 #include "support/options.hpp"
@@ -107,10 +112,11 @@ int run_one(Check& check, const CommonFlags& flags) {
   return result.passed() ? 0 : kExitFail;
 }
 
-int run_all(const CommonFlags& flags) {
+int run_all(const CommonFlags& flags, bool with_bench) {
   const auto format = kvlab::parse_format(flags.format);
   std::vector<kvlab::Result> results;
   for (auto& check : kvlab::checks::make_all_checks()) {
+    if (check->is_bench() && !with_bench) continue;  // benchmarks take minutes: `all --bench`
     results.push_back(check->run(resolve(flags, *check)));
     if (flags.dtype != "f64" && !check->uses_dtype())  // one rule for every check, not a note in each
       results.back().notes.push_back("--dtype " + flags.dtype + " does not apply here: " + check->name() +
@@ -126,7 +132,7 @@ int list_checks(const std::vector<std::unique_ptr<Check>>& checks, const std::st
   if (format == "json") {
     nlohmann::json j = nlohmann::json::array();
     for (const auto& c : checks)
-      j.push_back({{"check", c->name()}, {"source", c->source()}, {"summary", c->summary()}});
+      j.push_back({{"check", c->name()}, {"source", c->source()}, {"summary", c->summary()}, {"bench", c->is_bench()}});
     std::cout << j.dump(2) << '\n';
     return 0;
   }
@@ -215,6 +221,13 @@ int main(int argc, char** argv) {
   CommonFlags all_flags;
   auto* all = app.add_subcommand("all", "Run every check with its defaults; ends 'N passed, M failed'");
   add_common_flags(*all, all_flags);
+  bool all_bench = false;
+  all->add_flag("--bench", all_bench, "Also run the benchmarks (cpu-roofline: about a minute)");
+
+  kvlab::app::MachineFlags machine_flags;
+  auto* machine = kvlab::app::add_machine_command(app, machine_flags);
+  kvlab::app::BenchFlags bench_flags;
+  auto* bench = kvlab::app::add_bench_command(app, bench_flags);
 
   std::string info_format = "text";
   auto* info = app.add_subcommand("info", "Version, build type, CUDA, devices, library versions");
@@ -252,7 +265,9 @@ int main(int argc, char** argv) {
     if (explain->parsed()) return explain_check(checks, explain_name);
     if (quiz->parsed()) return kvlab::app::run_quiz(quiz_flags, std::cin, std::cout);
     if (cheatsheet->parsed()) return kvlab::app::run_cheatsheet(cheatsheet_flags, std::cout);
-    if (all->parsed()) return run_all(all_flags);
+    if (machine->parsed()) return kvlab::app::run_machine(machine_flags, std::cout);
+    if (bench->parsed()) return kvlab::app::run_bench(bench_flags, std::cout);
+    if (all->parsed()) return run_all(all_flags, all_bench);
     for (std::size_t i = 0; i < checks.size(); ++i)
       if (subs[i]->parsed()) return run_one(*checks[i], flags[i]);
     return kExitUsage;

@@ -49,6 +49,10 @@ class Check {
   /// Whether the check's Result carries plots (it sweeps a parameter): the front end then offers
   /// `--plot FILE.svg|term` (report/plot.hpp).
   virtual bool has_plot() const { return false; }
+  /// Whether the check is a benchmark: it times this machine for seconds to minutes (cpu-roofline).
+  /// `kvlab all` runs it only with --bench; ctest's verdict and the determinism test leave it out;
+  /// tests/sweep.sh runs it with --quick.
+  virtual bool is_bench() const { return false; }
   /// Whether --dtype changes what the check computes (model checks); elsewhere an explicit
   /// --dtype is refused rather than silently ignored.
   virtual bool uses_dtype() const { return false; }

@@ -1,6 +1,7 @@
 #include "io/catalogue.hpp"
 
 #include <algorithm>
+#include <cstdlib>
 #include <cerrno>
 #include <cmath>
 #include <cstring>
@@ -396,7 +397,25 @@ GpuSpec parse_gpu_spec(const json& j, const std::string& origin, const std::stri
 
 std::vector<std::string> gpu_names() { return stems_in(data_dir() + "/hardware"); }
 
+std::string local_hardware_path() {
+  const char* explicit_path = std::getenv("KVLAB_LOCAL_HARDWARE");
+  if (explicit_path && *explicit_path) return explicit_path;
+  const char* xdg = std::getenv("XDG_CONFIG_HOME");
+  if (xdg && *xdg) return std::string(xdg) + "/kvlab/local.json";
+  const char* home = std::getenv("HOME");
+  if (home && *home) return std::string(home) + "/.config/kvlab/local.json";
+  return "kvlab-local.json";
+}
+
 GpuSpec load_gpu(const std::string& name) {
+  if (name == "local") {
+    const std::string path = local_hardware_path();
+    std::error_code ec;
+    if (!std::filesystem::exists(path, ec))
+      throw InputError(fmt::format("GPU 'local': {} does not exist; run `kvlab machine --save` first to "
+                                   "measure this machine", printable(path)));
+    return parse_gpu_config(read_text_file(path), printable(path), name);
+  }
   const auto names = gpu_names();
   if (!plausible_name(name) || std::find(names.begin(), names.end(), name) == names.end())
     throw InputError(fmt::format("unknown GPU '{}' (known: {})", printable(name, 60), joined(names)));

@@ -148,6 +148,14 @@ std::vector<std::string> gpu_names();
 
 /// A catalogue GPU by name ("a100-80gb"). Throws InputError "unknown GPU 'x' (known: ...)" for an
 /// unknown name, and a one-line error for a malformed catalogue file.
+/// The name "local" is this machine as `kvlab machine --save` measured it, read from
+/// local_hardware_path() (not from the catalogue, which holds datasheet figures only); InputError
+/// when that file does not exist yet, saying to run `kvlab machine --save`.
 GpuSpec load_gpu(const std::string& name);
+
+/// Where `kvlab machine --save` writes this machine's entry and load_gpu("local") reads it:
+/// $KVLAB_LOCAL_HARDWARE when set and non-empty, else $XDG_CONFIG_HOME/kvlab/local.json, else
+/// $HOME/.config/kvlab/local.json, else ./kvlab-local.json.
+std::string local_hardware_path();
 
 }  // namespace kvlab

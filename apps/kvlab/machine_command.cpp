@@ -1,0 +1,92 @@
+#include "machine_command.hpp"
+
+#include <filesystem>
+#include <fstream>
+#include <algorithm>
+#include <iostream>
+#include <ostream>
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "bench/machine.hpp"
+#include "core/error.hpp"
+#include "io/catalogue.hpp"
+#include "support/options.hpp"
+
+namespace kvlab::app {
+
+CLI::App* add_machine_command(CLI::App& app, MachineFlags& f) {
+  auto* sub = app.add_subcommand("machine",
+                                 "Measure this machine's memory bandwidth and float32 GEMM rate (a hardware entry)");
+  sub->footer(
+      "STREAM-style copy and triad (McCalpin 1995) over arrays far larger than the caches, on every "
+      "thread (OMP_NUM_THREADS to change), and an n x n float32 GEMM through the library kvlab's fast "
+      "path uses. Each figure is the median of --repeats runs, each run the best of its passes; the "
+      "spread is printed. --curve also sweeps the working set to show where the caches stop "
+      "helping (a VM may report the host's L3). --save writes the entry for `kvlab roofline --gpu "
+      "local` and `kvlab cpu-roofline` (path: $KVLAB_LOCAL_HARDWARE, else ~/.config/kvlab/local.json).");
+  sub->add_option("--size-mib", f.size_mib, "MiB per STREAM array, 16 to 16384 (default 512)")
+      ->check(kvlab::checks::IntRange(16, 16384).impl());
+  sub->add_option("--repeats", f.repeats, "Independent runs of each measurement, 1 to 100 (default 5)")
+      ->check(kvlab::checks::IntRange(1, 100).impl());
+  sub->add_option("--gemm-n", f.gemm_n, "GEMM size n (n x n x n), 64 to 8192 (default 2048)")
+      ->check(kvlab::checks::IntRange(64, 8192).impl());
+  sub->add_flag("--curve", f.curve, "Also the copy bandwidth over working sets from 256 KiB up");
+  sub->add_flag("--save", f.save, "Write the entry where `--gpu local` finds it");
+  sub->add_option("--format", f.format, "text (default) or json (the entry only)")
+      ->check(CLI::IsMember({"text", "json"}));
+  return sub;
+}
+
+int run_machine(const MachineFlags& f, std::ostream& out) {
+  MachineOptions o;
+  o.stream_bytes_per_array = static_cast<std::uint64_t>(f.size_mib) << 20;
+  o.repeats = f.repeats;
+  o.gemm_n = f.gemm_n;
+  o.curve = f.curve;
+  const MachineMeasurement m = measure_machine(o);
+  const nlohmann::json entry = hardware_entry(m);
+  if (f.format == "json") {
+    out << entry.dump(2) << '\n';
+  } else {
+    auto spread = [](const std::vector<double>& v, double scale) {
+      const auto [lo, hi] = std::minmax_element(v.begin(), v.end());
+      return fmt::format("{:.4g} .. {:.4g}", *lo / scale, *hi / scale);
+    };
+    out << fmt::format("machine: {} ({} threads); load average {:.2f} at the start\n",
+                       m.cpu_model.empty() ? "unknown CPU" : m.cpu_model, m.threads, m.load_average);
+    out << fmt::format("  STREAM copy   {:8.3f} GB/s   (median of {}; runs {} GB/s; 2 x {} MiB arrays)\n",
+                       m.copy_bytes_per_s / 1e9, m.copy_runs.size(), spread(m.copy_runs, 1e9), f.size_mib);
+    out << fmt::format("  STREAM triad  {:8.3f} GB/s   (runs {} GB/s)\n", m.triad_bytes_per_s / 1e9,
+                       spread(m.triad_runs, 1e9));
+    out << fmt::format("  f32 GEMM      {:8.2f} GFLOP/s (n = {}, {}; runs {} GFLOP/s)\n", m.gemm_flops_per_s / 1e9,
+                       m.gemm_n, m.gemm_backend, spread(m.gemm_runs, 1e9));
+    out << fmt::format("  ridge point   {:8.2f} FLOP/B (GEMM rate / copy bandwidth)\n",
+                       m.gemm_flops_per_s / m.copy_bytes_per_s);
+    if (m.reported_llc_bytes > 0)
+      out << fmt::format("  reported last-level cache: {:.4g} MiB (sysconf)\n", m.reported_llc_bytes / 1048576.0);
+    if (!m.curve.empty()) {
+      out << "  copy bandwidth over the working set (both arrays):\n";
+      for (const auto& p : m.curve)
+        out << fmt::format("    {:10.4g} MiB  {:8.3f} GB/s\n", p.total_bytes / 1048576.0, p.copy_bytes_per_s / 1e9);
+      out << fmt::format("  flat (within 15% of the largest) from {:.4g} MiB: the caches stop helping below that\n",
+                         m.flat_from_bytes / 1048576.0);
+    }
+    out << "hardware entry (data/hardware schema):\n" << entry.dump(2) << '\n';
+  }
+  if (f.save) {
+    const std::string path = local_hardware_path();
+    std::error_code ec;
+    const auto parent = std::filesystem::path(path).parent_path();
+    if (!parent.empty()) std::filesystem::create_directories(parent, ec);
+    std::ofstream file(path);
+    if (!file || !(file << entry.dump(2) << '\n'))
+      throw InputError("--save: cannot write " + path + " (set KVLAB_LOCAL_HARDWARE to another path)");
+    (f.format == "json" ? std::cerr : out) << "saved to " << path << " (kvlab roofline --gpu local)\n";
+  }
+  return 0;
+}
+
+}  // namespace kvlab::app

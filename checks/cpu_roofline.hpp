@@ -1,0 +1,54 @@
+// cpu-roofline (004 §1.5; 000 §3.1; issue 9): options and the testable entry point. See
+// cpu_roofline.cpp.
+#pragma once
+
+#include <functional>
+#include <vector>
+
+#include "model/config.hpp"
+#include "support/check.hpp"
+
+namespace kvlab::checks {
+
+struct CpuRooflineOptions {
+  int d_model = 1024;
+  int layers = 6;
+  int n_head = 16;
+  int n_kv_head = 4;            ///< GQA, so that batch 64 x long contexts fit in memory
+  int vocab = 8192;
+  std::vector<int> batches{1, 4, 16, 64};
+  std::vector<int> contexts{128, 1024, 4096};
+  std::vector<int> prompts{32, 128, 512};
+  int max_cached_tokens = 32768;  ///< (batch, ctx) points with batch x ctx above this are skipped
+  int repeats = 3;                ///< timed runs per point (the spread is reported)
+  int stream_mib = 256;           ///< MiB per STREAM array of the in-run machine measurement
+  bool quick = false;             ///< a tiny model and grid (seconds; for the tests and the sweep)
+};
+
+/// The machine's two roofs, as measured (bench/machine.hpp) in the same run.
+struct MachineRoof {
+  double bandwidth_bytes_per_s = 0.0;  ///< STREAM copy, median
+  double flops_per_s = 0.0;            ///< float32 GEMM, median
+  std::vector<double> bandwidth_runs, flops_runs;  ///< the repeats behind the medians
+  std::string what;                    ///< how it was measured (one line)
+};
+
+/// Injectable parts; empty: this machine (measure_machine), the fast path's decode and prefill
+/// (model/fast_gpt.hpp) on a MiniGPT<float> of the options' shape. The unit tests pass synthetic
+/// timings (the roof's bound divided by an efficiency) to test the verdict logic, including a
+/// decode that reaches only half of the bandwidth, which must fail.
+struct CpuRooflineParts {
+  std::function<MachineRoof()> machine;
+  /// Seconds of one decode step of `batch` sequences at context `ctx`, one per repeat.
+  std::function<std::vector<double>(const ModelConfig&, int batch, int ctx, int repeats)> time_decode;
+  /// Seconds of one prefill of `len` tokens, one per repeat.
+  std::function<std::vector<double>(const ModelConfig&, int len, int repeats)> time_prefill;
+};
+
+/// The bench model's config for `o` (quick: d 128, 2 layers).
+ModelConfig cpu_roofline_config(const CpuRooflineOptions& o);
+
+/// Runs the check. Throws InputError on out-of-range options.
+Result run_cpu_roofline(const CpuRooflineOptions& o, const RunContext& ctx, const CpuRooflineParts& parts = {});
+
+}  // namespace kvlab::checks

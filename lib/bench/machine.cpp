@@ -1,0 +1,159 @@
+#include "bench/machine.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdlib>
+#include <fstream>
+#include <memory>
+#include <stdexcept>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+#include <unistd.h>
+
+#include "model/f32_kernels.hpp"
+#include "model/fast_gpt.hpp"
+
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+namespace kvlab {
+
+double steady_seconds() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+double median(std::vector<double> v) {
+  if (v.empty()) throw std::invalid_argument("median: empty");
+  std::sort(v.begin(), v.end());
+  const std::size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+double stream_bandwidth(StreamKernel kernel, std::uint64_t bytes_per_array, int repeats) {
+  if (bytes_per_array < 64 || repeats < 1) throw std::invalid_argument("stream_bandwidth: bytes >= 64, repeats >= 1");
+  const std::ptrdiff_t n = static_cast<std::ptrdiff_t>(bytes_per_array / sizeof(double));
+  // Uninitialised allocation, then first touch by the threads that will stream each part.
+  std::unique_ptr<double[]> a(new double[n]), b(new double[n]), c(new double[n]);
+  double *pa = a.get(), *pb = b.get(), *pc = c.get();
+#pragma omp parallel for schedule(static)
+  for (std::ptrdiff_t i = 0; i < n; ++i) pa[i] = 1.0, pb[i] = 2.0, pc[i] = 0.5;
+  const double s = 3.0;
+  double best = 1e300;
+  for (int r = 0; r <= repeats; ++r) {
+    const double t0 = steady_seconds();
+    if (kernel == StreamKernel::copy) {
+#pragma omp parallel for schedule(static)
+      for (std::ptrdiff_t i = 0; i < n; ++i) pb[i] = pa[i];
+    } else {
+#pragma omp parallel for schedule(static)
+      for (std::ptrdiff_t i = 0; i < n; ++i) pa[i] = pb[i] + s * pc[i];
+    }
+    const double dt = steady_seconds() - t0;
+    if (r > 0) best = std::min(best, dt);  // pass 0 warms the pages and the threads
+  }
+  const double moved = (kernel == StreamKernel::copy ? 2.0 : 3.0) * static_cast<double>(n) * sizeof(double);
+  return moved / best;
+}
+
+double gemm_rate(int n, int repeats) {
+  if (n < 16 || repeats < 1) throw std::invalid_argument("gemm_rate: n >= 16, repeats >= 1");
+  const std::size_t nn = static_cast<std::size_t>(n) * n;
+  std::vector<float> a(nn), b(nn), c(nn);
+  for (std::size_t i = 0; i < nn; ++i) a[i] = static_cast<float>(i % 7) * 0.1f, b[i] = static_cast<float>(i % 5) * 0.2f;
+  double best = 1e300;
+  for (int r = 0; r <= repeats; ++r) {
+    const double t0 = steady_seconds();
+    linear_f32(a.data(), n, n, b.data(), nullptr, n, c.data(), n);
+    const double dt = steady_seconds() - t0;
+    if (r > 0) best = std::min(best, dt);
+  }
+  return 2.0 * static_cast<double>(n) * n * n / best;
+}
+
+std::uint64_t flat_from(const std::vector<BandwidthPoint>& curve, double within) {
+  if (curve.empty()) throw std::invalid_argument("flat_from: empty curve");
+  const double last = curve.back().copy_bytes_per_s;
+  std::size_t i = curve.size() - 1;
+  while (i > 0 && std::abs(curve[i - 1].copy_bytes_per_s - last) <= within * last) --i;
+  return curve[i].total_bytes;
+}
+
+namespace {
+
+std::string cpu_model_name() {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(in, line))
+    if (line.rfind("model name", 0) == 0) {
+      const auto colon = line.find(':');
+      if (colon != std::string::npos) return line.substr(line.find_first_not_of(' ', colon + 1));
+    }
+  return {};
+}
+
+}  // namespace
+
+MachineMeasurement measure_machine(const MachineOptions& o) {
+  if (o.repeats < 1 || o.repeats > 1000) throw std::invalid_argument("measure_machine: repeats in [1, 1000]");
+  MachineMeasurement m;
+  m.threads = fast_threads();
+  m.cpu_model = cpu_model_name();
+  m.gemm_backend = fast_gemm_backend();
+  double load[1];
+  if (getloadavg(load, 1) == 1) m.load_average = load[0];
+#ifdef _SC_LEVEL3_CACHE_SIZE
+  long llc = sysconf(_SC_LEVEL3_CACHE_SIZE);
+  if (llc <= 0) llc = sysconf(_SC_LEVEL2_CACHE_SIZE);
+  m.reported_llc_bytes = llc > 0 ? static_cast<std::uint64_t>(llc) : 0;
+#endif
+  const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+  if (pages > 0 && page > 0) m.memory_bytes = static_cast<std::uint64_t>(pages) * static_cast<std::uint64_t>(page);
+  m.stream_bytes_per_array = o.stream_bytes_per_array;
+  m.gemm_n = o.gemm_n;
+  for (int r = 0; r < o.repeats; ++r) {  // interleaved, so a burst of load hits all three alike
+    m.copy_runs.push_back(stream_bandwidth(StreamKernel::copy, o.stream_bytes_per_array, 3));
+    m.triad_runs.push_back(stream_bandwidth(StreamKernel::triad, o.stream_bytes_per_array, 3));
+    m.gemm_runs.push_back(gemm_rate(o.gemm_n, 2));
+  }
+  m.copy_bytes_per_s = median(m.copy_runs);
+  m.triad_bytes_per_s = median(m.triad_runs);
+  m.gemm_flops_per_s = median(m.gemm_runs);
+  if (o.curve) {
+    for (std::uint64_t total = 256ull << 10; total <= 2 * o.stream_bytes_per_array; total *= 2) {
+      const int passes = static_cast<int>(std::clamp<std::uint64_t>((1ull << 31) / total, 3, 200));
+      m.curve.push_back({total, stream_bandwidth(StreamKernel::copy, total / 2, passes)});
+    }
+    m.flat_from_bytes = flat_from(m.curve, 0.15);
+  }
+  return m;
+}
+
+nlohmann::json hardware_entry(const MachineMeasurement& m) {
+  nlohmann::json j;
+  j["name"] = "local";
+  j["description"] = fmt::format("this machine, measured by `kvlab machine`: {}{} threads",
+                                 m.cpu_model.empty() ? "" : m.cpu_model + ", ", m.threads);
+  j["memory_type"] = "DRAM";
+  j["memory_bytes"] = m.memory_bytes > 0 ? m.memory_bytes : std::uint64_t{1};
+  j["bandwidth_bytes_per_s"] = m.copy_bytes_per_s;
+  j["bf16_flops_per_s"] = m.gemm_flops_per_s;
+  j["fp32_flops_per_s"] = m.gemm_flops_per_s;
+  j["source"] = fmt::format("kvlab machine: STREAM copy over 2 x {} MiB, float32 GEMM n = {} ({}); "
+                            "medians of {} runs", m.stream_bytes_per_array >> 20, m.gemm_n, m.gemm_backend,
+                            m.copy_runs.size());
+  nlohmann::json meas;
+  meas["threads"] = m.threads;
+  meas["copy_bytes_per_s"] = m.copy_runs;
+  meas["triad_bytes_per_s"] = m.triad_runs;
+  meas["gemm_flops_per_s"] = m.gemm_runs;
+  meas["reported_llc_bytes"] = m.reported_llc_bytes;
+  if (m.flat_from_bytes > 0) meas["bandwidth_flat_from_bytes"] = m.flat_from_bytes;
+  if (m.load_average >= 0) meas["load_average_1min"] = m.load_average;
+  j["measured"] = meas;
+  return j;
+}
+
+}  // namespace kvlab

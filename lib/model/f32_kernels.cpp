@@ -1,0 +1,168 @@
+#include "model/f32_kernels.hpp"
+
+#include <algorithm>
+#include <cstddef>
+
+#include <Eigen/Core>
+
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+#ifdef KVLAB_HAVE_OPENBLAS
+#include <cblas.h>
+
+#include <mutex>
+#endif
+
+// Function multi-versioning (GCC/clang on x86-64): one clone per instruction set, chosen when the
+// library loads, so a portable build still runs AVX-512 on a machine that has it.
+#if defined(__x86_64__) && !defined(__SANITIZE_ADDRESS__) && (defined(__GNUC__) || defined(__clang__))
+#define KVLAB_CLONES __attribute__((target_clones("arch=skylake-avx512", "arch=haswell", "default")))
+#else
+#define KVLAB_CLONES
+#endif
+
+namespace kvlab {
+namespace {
+
+// Rows o0..o1 of wt against all `rows` rows of x: four batch rows at a time share one load of the
+// weight row, so W^T is read from memory once whatever the batch.
+KVLAB_CLONES
+void stream_rows(const float* x, int rows, int in, const float* wt, const float* bias, int o0, int o1, float* y,
+                 int ldy) {
+  for (int o = o0; o < o1; ++o) {
+    const float* w = wt + static_cast<std::ptrdiff_t>(o) * in;
+    const float b = bias ? bias[o] : 0.0f;
+    int r = 0;
+    for (; r + 4 <= rows; r += 4) {
+      const float* x0 = x + static_cast<std::ptrdiff_t>(r) * in;
+      const float* x1 = x0 + in;
+      const float* x2 = x1 + in;
+      const float* x3 = x2 + in;
+      float s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+#pragma omp simd reduction(+ : s0, s1, s2, s3)
+      for (int i = 0; i < in; ++i) {
+        const float wi = w[i];
+        s0 += wi * x0[i];
+        s1 += wi * x1[i];
+        s2 += wi * x2[i];
+        s3 += wi * x3[i];
+      }
+      y[static_cast<std::ptrdiff_t>(r) * ldy + o] = s0 + b;
+      y[static_cast<std::ptrdiff_t>(r + 1) * ldy + o] = s1 + b;
+      y[static_cast<std::ptrdiff_t>(r + 2) * ldy + o] = s2 + b;
+      y[static_cast<std::ptrdiff_t>(r + 3) * ldy + o] = s3 + b;
+    }
+    for (; r < rows; ++r) {
+      const float* xr = x + static_cast<std::ptrdiff_t>(r) * in;
+      float s = 0;
+#pragma omp simd reduction(+ : s)
+      for (int i = 0; i < in; ++i) s += w[i] * xr[i];
+      y[static_cast<std::ptrdiff_t>(r) * ldy + o] = s + b;
+    }
+  }
+}
+
+// Output features in chunks handed out dynamically: on a shared machine a descheduled thread
+// leaves its chunks to the others instead of holding every thread at the join (a static split
+// waits for the slowest thread in each of the ~40 products of a decode step).
+constexpr int kChunk = 64;
+// Products with fewer multiply-adds than this (4 MB of float32 weights, beyond a core's L2) run on
+// the calling thread: waking the other threads
+// costs more than it saves, and on a loaded machine each parallel region can wait milliseconds for
+// a descheduled thread (measured: a d_model 256 decode step took ~100 ms at load 9 with every
+// product threaded).
+constexpr long long kParallelMacs = 1ll << 20;
+
+void stream_parallel(const float* x, int rows, int in, const float* wt, const float* bias, int out, float* y, int ldy) {
+  const int chunks = (out + kChunk - 1) / kChunk;
+  const bool big = static_cast<long long>(rows) * in * out >= kParallelMacs;
+#pragma omp parallel for schedule(dynamic, 1) if (chunks > 1 && big)
+  for (int ch = 0; ch < chunks; ++ch)
+    stream_rows(x, rows, in, wt, bias, ch * kChunk, std::min(out, (ch + 1) * kChunk), y, ldy);
+}
+
+#ifdef KVLAB_HAVE_OPENBLAS
+// OpenBLAS runs on the caller's thread: kvlab's OpenMP threads split the work. Two thread pools on
+// the same cores fight: OpenBLAS's idle workers spin for ~2^28 cycles after each call (its
+// THREAD_TIMEOUT), starving the OpenMP threads of the next kernel (measured: a 2 MB decode step
+// took 150 ms instead of 0.1 ms on this 2-core VM). OpenBLAS documents this setting for
+// applications that are already multi-threaded.
+void single_threaded_blas() {
+  static std::once_flag once;
+  std::call_once(once, [] { openblas_set_num_threads(1); });
+}
+#endif
+
+}  // namespace
+
+void stream_matmul_f32(const float* x, int rows, int in, const float* wt, int out, float* y, int ldy) {
+  stream_parallel(x, rows, in, wt, nullptr, out, y, ldy);
+}
+
+void linear_f32(const float* x, int rows, int in, const float* wt, const float* bias, int out, float* y, int ldy) {
+  if (rows < kGemmRows) {
+    stream_parallel(x, rows, in, wt, bias, out, y, ldy);
+    return;
+  }
+#ifdef KVLAB_HAVE_OPENBLAS
+  single_threaded_blas();
+#else
+  using RowMat = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+#endif
+  const int gchunk = 4 * kChunk, gchunks = (out + gchunk - 1) / gchunk;
+#pragma omp parallel for schedule(dynamic, 1) if (gchunks > 1 && static_cast<long long>(rows) * in * out >= kParallelMacs)
+  for (int ch = 0; ch < gchunks; ++ch) {
+    const int o0 = ch * gchunk, o1 = std::min(out, o0 + gchunk);
+#ifdef KVLAB_HAVE_OPENBLAS
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rows, o1 - o0, in, 1.0f, x, in,
+                wt + static_cast<std::ptrdiff_t>(o0) * in, in, 0.0f, y + o0, ldy);
+#else
+    Eigen::Map<const RowMat> X(x, rows, in);
+    Eigen::Map<const RowMat> Wt(wt + static_cast<std::ptrdiff_t>(o0) * in, o1 - o0, in);
+    Eigen::Map<RowMat, 0, Eigen::OuterStride<>> Y(y + o0, rows, o1 - o0, Eigen::OuterStride<>(ldy));
+    Y.noalias() = X * Wt.transpose();
+#endif
+  }
+  if (bias) {
+#pragma omp parallel for schedule(static) if (static_cast<long long>(rows) * out >= (1 << 16))
+    for (int r = 0; r < rows; ++r) {
+      float* yr = y + static_cast<std::ptrdiff_t>(r) * ldy;
+#pragma omp simd
+      for (int o = 0; o < out; ++o) yr[o] += bias[o];
+    }
+  }
+}
+
+void gemm_f32(int m, int n, int k, const float* a, int lda, const float* b, int ldb, bool trans_b, float* c, int ldc) {
+#ifdef KVLAB_HAVE_OPENBLAS
+  single_threaded_blas();
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans, m, n, k, 1.0f, a, lda, b, ldb, 0.0f, c,
+              ldc);
+#else
+  using RowMat = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+  using Strided = Eigen::OuterStride<>;
+  Eigen::Map<const RowMat, 0, Strided> A(a, m, k, Strided(lda));
+  Eigen::Map<RowMat, 0, Strided> C(c, m, n, Strided(ldc));
+  if (trans_b)
+    C.noalias() = A * Eigen::Map<const RowMat, 0, Strided>(b, n, k, Strided(ldb)).transpose();
+  else
+    C.noalias() = A * Eigen::Map<const RowMat, 0, Strided>(b, k, n, Strided(ldb));
+#endif
+}
+
+KVLAB_CLONES
+float dot_f32(const float* a, const float* b, int n) {
+  float s = 0;
+#pragma omp simd reduction(+ : s)
+  for (int i = 0; i < n; ++i) s += a[i] * b[i];
+  return s;
+}
+
+KVLAB_CLONES
+void axpy_f32(float a, const float* x, float* y, int n) {
+#pragma omp simd
+  for (int i = 0; i < n; ++i) y[i] += a * x[i];
+}
+
+}  // namespace kvlab

@@ -1,0 +1,352 @@
+#include "model/fast_gpt.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <stdexcept>
+
+#include <fmt/format.h>
+
+#include "core/error.hpp"
+#include "core/rng.hpp"
+#include "model/f32_kernels.hpp"
+
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+namespace kvlab {
+namespace {
+
+// W [in, out] (the reference layout) -> W^T [out, in] appended to `dst`.
+void append_transposed(std::vector<float>& dst, const Mat<float>& w) {
+  const auto in = w.rows(), out = w.cols();
+  const std::size_t base = dst.size();
+  dst.resize(base + static_cast<std::size_t>(in * out));
+  for (Eigen::Index o = 0; o < out; ++o)
+    for (Eigen::Index i = 0; i < in; ++i) dst[base + static_cast<std::size_t>(o * in + i)] = w(i, o);
+}
+
+std::vector<float> copy(const Vec<float>& v) { return std::vector<float>(v.data(), v.data() + v.size()); }
+
+// LayerNorm of `rows` rows of width C (biased variance, eps 1e-5, as model/ops.cpp), x -> y.
+void layer_norm_rows(const float* x, int rows, int C, const float* g, const float* b, float* y) {
+#pragma omp parallel for schedule(static) if (static_cast<long long>(rows) * C >= (1 << 16))
+  for (int r = 0; r < rows; ++r) {
+    const float* xr = x + static_cast<std::ptrdiff_t>(r) * C;
+    float* yr = y + static_cast<std::ptrdiff_t>(r) * C;
+    float mean = 0;
+    for (int c = 0; c < C; ++c) mean += xr[c];
+    mean /= static_cast<float>(C);
+    float var = 0;
+    for (int c = 0; c < C; ++c) var += (xr[c] - mean) * (xr[c] - mean);
+    var /= static_cast<float>(C);
+    const float inv = 1.0f / std::sqrt(var + 1e-5f);
+    for (int c = 0; c < C; ++c) yr[c] = (xr[c] - mean) * inv * g[c] + b[c];
+  }
+}
+
+void gelu_rows(float* x, std::size_t n) {
+  const float inv_sqrt2 = 0.70710678118654752440f;
+#pragma omp parallel for schedule(static) if (n >= (1u << 16))
+  for (std::ptrdiff_t i = 0; i < static_cast<std::ptrdiff_t>(n); ++i) x[i] = 0.5f * x[i] * (1.0f + std::erf(x[i] * inv_sqrt2));
+}
+
+void check_size(const char* what, int v) {
+  if (v < 1 || v > (1 << 20)) throw InputError(fmt::format("{}: must be in [1, 1048576] (got {})", what, v));
+}
+
+}  // namespace
+
+std::uint64_t streamed_parameters(const ModelConfig& c) {
+  const std::uint64_t d = c.d_model, q_w = static_cast<std::uint64_t>(c.n_head) * c.head_dim, kv_w = c.kv_width();
+  const std::uint64_t per_layer = d * (q_w + 2 * kv_w) + (q_w + 2 * kv_w) + q_w * d + d + 8 * d * d + 4 * d + d + 4 * d;
+  return c.n_layer * per_layer + 2 * d + d * c.vocab_size;
+}
+
+StepCost decode_step_cost(const ModelConfig& c, int batch, int ctx) {
+  if (batch < 1 || ctx < 0) throw std::invalid_argument("decode_step_cost: batch >= 1 and ctx >= 0");
+  const double q_w = static_cast<double>(c.n_head) * c.head_dim, kv_w = c.kv_width(), L = c.n_layer, B = batch;
+  const double params = static_cast<double>(streamed_parameters(c));
+  StepCost s;
+  s.bytes = 4.0 * params + 4.0 * B * L * 2.0 * kv_w * (ctx + 1.0) + 4.0 * B * 2.0 * c.d_model;  // weights, KV, wte/wpe rows
+  s.flops = 2.0 * params * B + 4.0 * B * L * (ctx + 1.0) * q_w;
+  return s;
+}
+
+StepCost prefill_cost(const ModelConfig& c, int len) {
+  if (len < 1) throw std::invalid_argument("prefill_cost: len >= 1");
+  const double q_w = static_cast<double>(c.n_head) * c.head_dim, kv_w = c.kv_width(), L = c.n_layer, T = len;
+  const double params = static_cast<double>(streamed_parameters(c));
+  StepCost s;
+  s.bytes = 4.0 * params + 4.0 * L * 2.0 * kv_w * T + 4.0 * T * 2.0 * c.d_model;
+  const double lm_head = static_cast<double>(c.d_model) * c.vocab_size;  // only the last token's logits
+  s.flops = 2.0 * (params - lm_head) * T + 2.0 * lm_head + 4.0 * L * q_w * T * (T + 1.0) / 2.0;
+  return s;
+}
+
+const char* fast_gemm_backend() {
+#ifdef KVLAB_HAVE_OPENBLAS
+  return "OpenBLAS sgemm";
+#else
+  return "Eigen GEMM, output split across OpenMP threads";
+#endif
+}
+
+int fast_threads() {
+#ifdef _OPENMP
+  return omp_get_max_threads();
+#else
+  return 1;
+#endif
+}
+
+FastGpt::FastGpt(const MiniGPT<float>& ref, int max_batch, int max_ctx, int max_prompt, std::int64_t max_cached_tokens)
+    : c_(ref.config()), max_batch_(max_batch), max_ctx_(max_ctx), max_prompt_(max_prompt) {
+  check_size("max_batch", max_batch);
+  check_size("max_ctx", max_ctx);
+  check_size("max_prompt", max_prompt);
+  if (c_.sliding_window > 0 || c_.cla_share != 1 || !c_.causal)
+    throw InputError("fast path: supports causal attention without sliding window or CLA");
+  if (max_prompt > max_ctx) throw InputError(fmt::format("max_prompt: must be <= max_ctx = {} (got {})", max_ctx, max_prompt));
+  if (c_.positional == Positional::learned && max_ctx > c_.block_size)
+    throw InputError(fmt::format("max_ctx: must be <= block_size = {} with learned positions (got {})", c_.block_size, max_ctx));
+  const int d = c_.d_model;
+  q_w_ = c_.n_head * c_.head_dim;
+  kv_w_ = c_.kv_width();
+  threads_ = fast_threads();
+  max_rows_ = std::max(max_batch, max_prompt);
+  const auto& w = ref.weights();
+  wte_.assign(w.wte.data(), w.wte.data() + w.wte.size());
+  if (c_.positional == Positional::learned) wpe_.assign(w.wpe.data(), w.wpe.data() + w.wpe.size());
+  for (const auto& b : w.blocks) {
+    Layer l;
+    l.ln1_g = copy(b.ln1_gain), l.ln1_b = copy(b.ln1_bias);
+    append_transposed(l.wqkv_t, b.w_q);
+    append_transposed(l.wqkv_t, b.w_k);
+    append_transposed(l.wqkv_t, b.w_v);
+    l.bqkv = copy(b.b_q);
+    l.bqkv.insert(l.bqkv.end(), b.b_k.data(), b.b_k.data() + b.b_k.size());
+    l.bqkv.insert(l.bqkv.end(), b.b_v.data(), b.b_v.data() + b.b_v.size());
+    append_transposed(l.wo_t, b.w_o);
+    l.bo = copy(b.b_o);
+    l.ln2_g = copy(b.ln2_gain), l.ln2_b = copy(b.ln2_bias);
+    append_transposed(l.wfc_t, b.w_fc);
+    l.bfc = copy(b.b_fc);
+    append_transposed(l.wproj_t, b.w_proj);
+    l.bproj = copy(b.b_proj);
+    layers_.push_back(std::move(l));
+  }
+  lnf_g_ = copy(w.lnf_gain), lnf_b_ = copy(w.lnf_bias);
+  append_transposed(wlm_t_, w.w_lm);
+  const std::int64_t full = static_cast<std::int64_t>(max_batch) * max_ctx;
+  cache_tokens_ = max_cached_tokens > 0 ? std::min(full, max_cached_tokens) : full;
+  if (cache_tokens_ < max_ctx)
+    throw InputError(fmt::format("max_cached_tokens: must be >= max_ctx = {} (got {})", max_ctx, cache_tokens_));
+  batch_cap_ = static_cast<int>(std::min<std::int64_t>(max_batch, cache_tokens_ / max_ctx));
+  ctx_cap_ = max_ctx;
+  const std::size_t cache = static_cast<std::size_t>(c_.n_layer) * static_cast<std::size_t>(cache_tokens_) * kv_w_;
+  k_.assign(cache, 0.0f);
+  v_.assign(cache, 0.0f);
+  const std::size_t R = static_cast<std::size_t>(max_rows_);
+  x_.assign(R * d, 0.0f);
+  h_.assign(R * d, 0.0f);
+  qkv_.assign(R * (q_w_ + 2 * kv_w_), 0.0f);
+  att_.assign(R * q_w_, 0.0f);
+  m_.assign(R * 4 * d, 0.0f);
+  scores_.assign(static_cast<std::size_t>(threads_) * c_.group_size() * (max_ctx + 1), 0.0f);
+  prefill_scores_.assign(static_cast<std::size_t>(threads_) * kPrefillBlock * max_ctx, 0.0f);
+  if (c_.positional == Positional::rope) {
+    const int half = c_.head_dim / 2;
+    rope_cos_.resize(static_cast<std::size_t>(max_ctx) * half);
+    rope_sin_.resize(rope_cos_.size());
+    for (int p = 0; p < max_ctx; ++p)
+      for (int i = 0; i < half; ++i) {
+        const double angle = p * std::pow(c_.rope_theta, -2.0 * i / c_.head_dim);  // as attention/gqa.cpp
+        rope_cos_[static_cast<std::size_t>(p) * half + i] = static_cast<float>(std::cos(angle));
+        rope_sin_[static_cast<std::size_t>(p) * half + i] = static_cast<float>(std::sin(angle));
+      }
+  }
+}
+
+void FastGpt::set_shape(int batch, int ctx) {
+  if (batch < 1 || batch > max_batch_ || ctx < 1 || ctx > max_ctx_ ||
+      static_cast<std::int64_t>(batch) * ctx > cache_tokens_)
+    throw InputError(fmt::format("shape: batch {} x ctx {} must fit batch <= {}, ctx <= {}, batch x ctx <= {}", batch,
+                                 ctx, max_batch_, max_ctx_, cache_tokens_));
+  batch_cap_ = batch;
+  ctx_cap_ = ctx;
+  len_ = 0;
+}
+
+void FastGpt::set_length(int len) {
+  if (len < 0 || len > ctx_cap_) throw InputError(fmt::format("length: must be in [0, {}] (got {})", ctx_cap_, len));
+  len_ = len;
+}
+
+void FastGpt::fill_cache(std::uint64_t seed) {
+  Rng rng(seed);
+  // Cheap values of the right magnitude; a benchmark only needs the bytes to be there.
+  float a = static_cast<float>(rng.normal());
+  for (std::size_t i = 0; i < k_.size(); ++i) {
+    a = a * 0.999f + 0.01f * static_cast<float>((i * 2654435761u) % 1000) / 1000.0f;
+    k_[i] = a;
+    v_[i] = -a;
+  }
+}
+
+// One block on rows 0..rows-1 of x_. Decode: row b is sequence b's new token at position pos0.
+// Prefill: row t is sequence 0's token at position pos0 + t.
+void FastGpt::layer_forward(int rows, int l, bool decode, int pos0) {
+  const int d = c_.d_model, hd = c_.head_dim, qkv_w = q_w_ + 2 * kv_w_, group = c_.group_size();
+  const Layer& L = layers_[l];
+  layer_norm_rows(x_.data(), rows, d, L.ln1_g.data(), L.ln1_b.data(), h_.data());
+  linear_f32(h_.data(), rows, d, L.wqkv_t.data(), L.bqkv.data(), qkv_w, qkv_.data(), qkv_w);
+  if (c_.positional == Positional::rope) {
+    const int half = hd / 2, heads = c_.n_head + c_.n_kv_head;  // q heads then k heads, contiguous
+    for (int r = 0; r < rows; ++r) {
+      const int p = decode ? pos0 : pos0 + r;
+      const float* cs = rope_cos_.data() + static_cast<std::size_t>(p) * half;
+      const float* sn = rope_sin_.data() + static_cast<std::size_t>(p) * half;
+      float* row = qkv_.data() + static_cast<std::size_t>(r) * qkv_w;
+      for (int h = 0; h < heads; ++h)
+        for (int i = 0; i < half; ++i) {
+          float& a = row[h * hd + i];
+          float& b = row[h * hd + i + half];
+          const float a0 = a, b0 = b;
+          a = a0 * cs[i] - b0 * sn[i];
+          b = a0 * sn[i] + b0 * cs[i];
+        }
+    }
+  }
+  // New K/V rows into the cache.
+  for (int r = 0; r < rows; ++r) {
+    const int b = decode ? r : 0, t = decode ? pos0 : pos0 + r;
+    const float* row = qkv_.data() + static_cast<std::size_t>(r) * qkv_w;
+    std::copy(row + q_w_, row + q_w_ + kv_w_, k_at(l, b, t));
+    std::copy(row + q_w_ + kv_w_, row + qkv_w, v_at(l, b, t));
+  }
+  const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+  if (decode) {
+    // Every (sequence, K/V head) pair reads its cached rows once, for all `group` query heads.
+    const int pairs = rows * c_.n_kv_head, n_ctx = pos0 + 1;
+    // Threads only when the cache read is large (see f32_kernels.cpp, kParallelMacs).
+#pragma omp parallel for schedule(static) if (static_cast<long long>(pairs) * n_ctx * group * hd >= (1ll << 18))
+    for (int pg = 0; pg < pairs; ++pg) {
+#ifdef _OPENMP
+      const int tid = omp_get_thread_num();
+#else
+      const int tid = 0;
+#endif
+      const int b = pg / c_.n_kv_head, g = pg % c_.n_kv_head;
+      float* s = scores_.data() + static_cast<std::size_t>(tid) * group * (max_ctx_ + 1);
+      const float* q = qkv_.data() + static_cast<std::size_t>(b) * qkv_w + static_cast<std::size_t>(g) * group * hd;
+      for (int j = 0; j < n_ctx; ++j) {
+        const float* kj = k_at(l, b, j) + g * hd;
+        for (int h = 0; h < group; ++h) s[h * (max_ctx_ + 1) + j] = dot_f32(q + h * hd, kj, hd) * scale;
+      }
+      for (int h = 0; h < group; ++h) {
+        float* sh = s + h * (max_ctx_ + 1);
+        float mx = -std::numeric_limits<float>::infinity();
+        for (int j = 0; j < n_ctx; ++j) mx = std::max(mx, sh[j]);
+        float den = 0;
+        for (int j = 0; j < n_ctx; ++j) den += (sh[j] = std::exp(sh[j] - mx));
+        const float inv = 1.0f / den;
+        for (int j = 0; j < n_ctx; ++j) sh[j] *= inv;
+      }
+      float* out = att_.data() + static_cast<std::size_t>(b) * q_w_ + static_cast<std::size_t>(g) * group * hd;
+      std::fill(out, out + group * hd, 0.0f);
+      for (int j = 0; j < n_ctx; ++j) {
+        const float* vj = v_at(l, b, j) + g * hd;
+        for (int h = 0; h < group; ++h) axpy_f32(s[h * (max_ctx_ + 1) + j], vj, out + h * hd, hd);
+      }
+    }
+  } else {
+    // Prefill: per (head, block of kPrefillBlock queries), one OpenMP task: S = Q K^T over the keys
+    // the block may see (a GEMM), a causal softmax, then O = P V (a GEMM).
+    const int blocks = (rows + kPrefillBlock - 1) / kPrefillBlock, tasks = c_.n_head * blocks;
+#pragma omp parallel for schedule(dynamic, 1)
+    for (int task = 0; task < tasks; ++task) {
+#ifdef _OPENMP
+      const int tid = omp_get_thread_num();
+#else
+      const int tid = 0;
+#endif
+      const int h = task / blocks, g = h / group, i0 = (task % blocks) * kPrefillBlock;
+      const int n = std::min(kPrefillBlock, rows - i0), keys = pos0 + i0 + n;
+      float* S = prefill_scores_.data() + static_cast<std::size_t>(tid) * kPrefillBlock * max_ctx_;
+      gemm_f32(n, keys, hd, qkv_.data() + static_cast<std::size_t>(i0) * qkv_w + h * hd, qkv_w, k_at(l, 0, 0) + g * hd,
+               kv_w_, true, S, keys);
+      for (int r = 0; r < n; ++r) {
+        float* sr = S + static_cast<std::size_t>(r) * keys;
+        const int vis = pos0 + i0 + r + 1;
+        float mx = -std::numeric_limits<float>::infinity();
+        for (int j = 0; j < vis; ++j) mx = std::max(mx, sr[j] *= scale);
+        float den = 0;
+        for (int j = 0; j < vis; ++j) den += (sr[j] = std::exp(sr[j] - mx));
+        const float inv = 1.0f / den;
+        for (int j = 0; j < vis; ++j) sr[j] *= inv;
+        std::fill(sr + vis, sr + keys, 0.0f);
+      }
+      gemm_f32(n, hd, keys, S, keys, v_at(l, 0, 0) + g * hd, kv_w_, false,
+               att_.data() + static_cast<std::size_t>(i0) * q_w_ + h * hd, q_w_);
+    }
+  }
+  // x += att Wo + bo; x += GELU(LN2(x) Wfc + bfc) Wproj + bproj (residuals through h_ as scratch).
+  linear_f32(att_.data(), rows, q_w_, L.wo_t.data(), L.bo.data(), d, h_.data(), d);
+  for (std::size_t i = 0; i < static_cast<std::size_t>(rows) * d; ++i) x_[i] += h_[i];
+  layer_norm_rows(x_.data(), rows, d, L.ln2_g.data(), L.ln2_b.data(), h_.data());
+  linear_f32(h_.data(), rows, d, L.wfc_t.data(), L.bfc.data(), 4 * d, m_.data(), 4 * d);
+  gelu_rows(m_.data(), static_cast<std::size_t>(rows) * 4 * d);
+  linear_f32(m_.data(), rows, 4 * d, L.wproj_t.data(), L.bproj.data(), d, h_.data(), d);
+  for (std::size_t i = 0; i < static_cast<std::size_t>(rows) * d; ++i) x_[i] += h_[i];
+}
+
+void FastGpt::decode(std::span<const int> tokens, std::span<float> logits) {
+  const int B = static_cast<int>(tokens.size()), d = c_.d_model;
+  if (B < 1 || B > batch_cap_) throw InputError(fmt::format("batch: must be in [1, {}] (got {})", batch_cap_, B));
+  if (len_ >= ctx_cap_) throw InputError(fmt::format("decode: the cache is full ({} positions)", ctx_cap_));
+  if (logits.size() < static_cast<std::size_t>(B) * c_.vocab_size) throw std::invalid_argument("decode: logits too small");
+  for (int b = 0; b < B; ++b) {
+    if (tokens[b] < 0 || tokens[b] >= c_.vocab_size)
+      throw InputError(fmt::format("token: id {} outside [0, {})", tokens[b], c_.vocab_size));
+    float* xb = x_.data() + static_cast<std::size_t>(b) * d;
+    std::copy_n(wte_.data() + static_cast<std::size_t>(tokens[b]) * d, d, xb);
+    if (!wpe_.empty())
+      for (int i = 0; i < d; ++i) xb[i] += wpe_[static_cast<std::size_t>(len_) * d + i];
+  }
+  for (int l = 0; l < c_.n_layer; ++l) layer_forward(B, l, true, len_);
+  layer_norm_rows(x_.data(), B, d, lnf_g_.data(), lnf_b_.data(), h_.data());
+  linear_f32(h_.data(), B, d, wlm_t_.data(), nullptr, c_.vocab_size, logits.data(), c_.vocab_size);
+  ++len_;
+}
+
+void FastGpt::prefill(std::span<const int> prompt, std::span<float> last_logits, std::span<float> all_logits) {
+  const int T = static_cast<int>(prompt.size()), d = c_.d_model, V = c_.vocab_size;
+  if (T < 1 || T > max_prompt_ || T > ctx_cap_)
+    throw InputError(fmt::format("prompt: length must be in [1, {}] (got {})", std::min(max_prompt_, ctx_cap_), T));
+  if (last_logits.size() < static_cast<std::size_t>(V) ||
+      (!all_logits.empty() && all_logits.size() < static_cast<std::size_t>(T) * V))
+    throw std::invalid_argument("prefill: logits too small");
+  for (int t = 0; t < T; ++t) {
+    if (prompt[t] < 0 || prompt[t] >= V) throw InputError(fmt::format("token: id {} outside [0, {})", prompt[t], V));
+    float* xt = x_.data() + static_cast<std::size_t>(t) * d;
+    std::copy_n(wte_.data() + static_cast<std::size_t>(prompt[t]) * d, d, xt);
+    if (!wpe_.empty())
+      for (int i = 0; i < d; ++i) xt[i] += wpe_[static_cast<std::size_t>(t) * d + i];
+  }
+  len_ = 0;
+  for (int l = 0; l < c_.n_layer; ++l) layer_forward(T, l, false, 0);
+  len_ = T;
+  if (!all_logits.empty()) {
+    layer_norm_rows(x_.data(), T, d, lnf_g_.data(), lnf_b_.data(), h_.data());
+    linear_f32(h_.data(), T, d, wlm_t_.data(), nullptr, V, all_logits.data(), V);
+    std::copy_n(all_logits.data() + static_cast<std::size_t>(T - 1) * V, V, last_logits.data());
+  } else {  // only the last token's logits (as a serving prefill does)
+    const float* xl = x_.data() + static_cast<std::size_t>(T - 1) * d;
+    layer_norm_rows(xl, 1, d, lnf_g_.data(), lnf_b_.data(), h_.data());
+    linear_f32(h_.data(), 1, d, wlm_t_.data(), nullptr, V, last_logits.data(), V);
+  }
+}
+
+}  // namespace kvlab

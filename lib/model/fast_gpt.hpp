@@ -1,0 +1,111 @@
+// The mini-GPT's fast float32 CPU path (issue 9): the same model as MiniGPT<float> (model/gpt.hpp),
+// computed for speed rather than for bit-reproducibility. The float64 reference path (MiniGPT)
+// stays what the checks compare against; this one is what `cpu-roofline` and `bench decode` time.
+//
+//   - weights stored transposed, one contiguous row per output feature (W^T [out, in]); Q, K and
+//     V fused into one [q_w + 2 kv_w, d] matrix, so a decode step streams every weight once;
+//   - matrix products split the output features across threads (OpenMP), each thread streaming
+//     its own rows of W^T once for all B rows of the batch (lib/model/f32_kernels.hpp); products
+//     with many rows (prefill) go to OpenBLAS's sgemm where it was found at build time;
+//   - the KV cache is one preallocated [n_layer, max_batch, max_ctx, kv_w] block for K and one
+//     for V; decode reads each cached row once per step for all query heads of its K/V group;
+//   - every buffer is allocated in the constructor: decode() and prefill() allocate nothing.
+//
+// Scope: causal, learned positions or RoPE, MHA/GQA/MQA; no sliding window, no CLA (InputError).
+// Source: 004 §3 (the mini-GPT), §1.5 (decode is bandwidth-bound); 000 §3.1.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "model/config.hpp"
+#include "model/gpt.hpp"
+
+namespace kvlab {
+
+/// Bytes and FLOPs of one forward call of the fast path, counted as the roofline counts them
+/// (004 §1.5): every weight read once (4 bytes each, f32), the KV cache read for every sequence
+/// and the new K/V rows written; 2 FLOPs per weight per token, 4·ctx·q_w per token per layer for
+/// attention (q·k and weights·V). LayerNorm, GELU and softmax are not counted (O(d) per token).
+struct StepCost {
+  double bytes = 0.0;  ///< bytes moved to or from memory
+  double flops = 0.0;  ///< floating-point operations
+};
+
+/// A decode step of `batch` sequences that each hold `ctx` cached positions (the new token
+/// attends to ctx + 1). Throws std::invalid_argument for batch < 1 or ctx < 0.
+StepCost decode_step_cost(const ModelConfig& c, int batch, int ctx);
+/// A prefill of one prompt of `len` tokens from position 0 (causal attention: token t attends to
+/// t + 1 positions), with the LM head applied to the last token only (FastGpt::prefill without
+/// all_logits). Throws std::invalid_argument for len < 1.
+StepCost prefill_cost(const ModelConfig& c, int len);
+/// Parameters the fast path streams per step: every matrix and vector except the embedding tables
+/// (of which a step reads only B rows).
+std::uint64_t streamed_parameters(const ModelConfig& c);
+
+/// Which library multiplied the large matrix products (prefill), for the report.
+const char* fast_gemm_backend();
+/// Threads the fast path uses (OpenMP's max threads; 1 without OpenMP).
+int fast_threads();
+
+class FastGpt {
+ public:
+  /// Copies `ref`'s weights (f32) into the fast layout and allocates the cache and buffers for
+  /// `max_batch` sequences of up to `max_ctx` positions and prompts of up to `max_prompt` tokens.
+  /// Throws InputError when the config uses a sliding window, CLA or no causal mask, or when a
+  /// size is outside [1, 1,048,576] or max_ctx exceeds block_size with learned positions.
+  /// `max_cached_tokens` (0: max_batch x max_ctx) bounds the cache's allocation: set_shape
+  /// then trades batch against context within it.
+  FastGpt(const MiniGPT<float>& ref, int max_batch, int max_ctx, int max_prompt, std::int64_t max_cached_tokens = 0);
+
+  /// Lays the cache out for `batch` sequences of up to `ctx` positions (batch <= max_batch,
+  /// ctx <= max_ctx, batch x ctx <= max_cached_tokens) and empties it (length 0). Throws
+  /// InputError otherwise.
+  void set_shape(int batch, int ctx);
+
+  /// One decode step of tokens.size() = B <= the shape's batch sequences, all at position length():
+  /// logits [B, vocab] row-major into `logits` (B * vocab floats). Appends one position to every
+  /// sequence 0..B-1. Throws InputError for a bad token id, B outside [1, max_batch] or a full
+  /// cache. Allocates nothing.
+  void decode(std::span<const int> tokens, std::span<float> logits);
+  /// Prefill of sequence 0 from position 0 (resets its length to T): logits of the last token into
+  /// `last_logits` (vocab floats), or of every token into `all_logits` when it is non-empty
+  /// ([T, vocab]). Throws InputError for a bad token id or T outside [1, max_prompt]. Allocates
+  /// nothing.
+  void prefill(std::span<const int> prompt, std::span<float> last_logits, std::span<float> all_logits = {});
+  /// Sets every sequence's length to `len` without computing (the benchmark fills the cache with
+  /// seeded values once, fill_cache, and times steps at any context). Throws InputError outside
+  /// [0, ctx of the current shape].
+  void set_length(int len);  // within the current shape's ctx
+  /// Fills the whole cache with seeded N(0, 1) values (what a benchmark at context len reads).
+  void fill_cache(std::uint64_t seed);
+  int length() const { return len_; }
+  const ModelConfig& config() const { return c_; }
+  int max_batch() const { return max_batch_; }
+  int max_ctx() const { return max_ctx_; }
+
+ private:
+  void layer_forward(int rows, int layer, bool decode, int pos0);
+  float* k_at(int layer, int b, int t) { return k_.data() + ((static_cast<std::size_t>(layer) * batch_cap_ + b) * ctx_cap_ + t) * kv_w_; }
+  float* v_at(int layer, int b, int t) { return v_.data() + ((static_cast<std::size_t>(layer) * batch_cap_ + b) * ctx_cap_ + t) * kv_w_; }
+
+  struct Layer {
+    std::vector<float> ln1_g, ln1_b, wqkv_t, bqkv, wo_t, bo, ln2_g, ln2_b, wfc_t, bfc, wproj_t, bproj;
+  };
+  ModelConfig c_;
+  int max_batch_, max_ctx_, max_prompt_, max_rows_, q_w_, kv_w_, threads_;
+  int len_ = 0;
+  int batch_cap_ = 0, ctx_cap_ = 0;   // the current shape (set_shape)
+  std::int64_t cache_tokens_ = 0;
+  std::vector<float> wte_, wpe_, lnf_g_, lnf_b_, wlm_t_, zero_vocab_;
+  std::vector<Layer> layers_;
+  std::vector<float> k_, v_;                    // [n_layer, batch_cap, ctx_cap, kv_w]
+  std::vector<float> x_, h_, qkv_, att_, m_;    // [max_rows, ...] activations
+  std::vector<float> scores_;                   // [threads, group, max_ctx] attention scratch
+  std::vector<float> rope_cos_, rope_sin_;      // [max_ctx, head_dim / 2] (RoPE)
+  static constexpr int kPrefillBlock = 256;     // prefill queries per attention block
+  std::vector<float> prefill_scores_;           // [threads, kPrefillBlock, max_ctx] (prefill)
+};
+
+}  // namespace kvlab
