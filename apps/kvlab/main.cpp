@@ -5,6 +5,7 @@
 //   kvlab info                     version, build type, CUDA, library versions
 //   kvlab explain <check>          the derivation behind a check's claim, with its source
 //   kvlab quiz [--answers]         the course's estimation drills, asked or as a worksheet
+//   kvlab train --out F            train a byte-level mini-GPT on the fortunes text
 //   kvlab <check> [options]        one check; `kvlab <check> --help` explains it
 //
 // Exit status: 0 every claim held, 1 a claim did not hold, 2 bad usage or input, 3 internal error.
@@ -26,6 +27,7 @@
 #include "report/plot.hpp"
 #include "report/writers.hpp"
 #include "quiz_command.hpp"
+#include "train_command.hpp"
 #include "support/check.hpp"
 #include "support/options.hpp"
 
@@ -201,6 +203,8 @@ int main(int argc, char** argv) {
 
   kvlab::app::QuizFlags quiz_flags;
   auto* quiz = kvlab::app::add_quiz_command(app, quiz_flags);
+  kvlab::app::TrainFlags train_flags;
+  auto* train = kvlab::app::add_train_command(app, train_flags);
 
   std::string explain_name;
   auto* explain = app.add_subcommand("explain", "The derivation behind a check's claim, with its source");
@@ -244,6 +248,7 @@ int main(int argc, char** argv) {
     }
     if (explain->parsed()) return explain_check(checks, explain_name);
     if (quiz->parsed()) return kvlab::app::run_quiz(quiz_flags, std::cin, std::cout);
+    if (train->parsed()) return kvlab::app::run_train(train_flags, std::cout);
     if (all->parsed()) return run_all(all_flags);
     for (std::size_t i = 0; i < checks.size(); ++i)
       if (subs[i]->parsed()) return run_one(*checks[i], flags[i]);

@@ -211,8 +211,8 @@ std::vector<ParamRef<T>> param_refs(GptWeights<T>& w) {
     add(p + "attn.k_proj.bias", b.b_k, false);
     add(p + "attn.v_proj.weight", b.w_v, true);
     add(p + "attn.v_proj.bias", b.b_v, false);
-    add(p + "attn.o_proj.weight", b.w_o, true);
-    add(p + "attn.o_proj.bias", b.b_o, false);
+    add(p + "attn.out_proj.weight", b.w_o, true);
+    add(p + "attn.out_proj.bias", b.b_o, false);
     add(p + "ln_2.weight", b.ln2_gain, false);
     add(p + "ln_2.bias", b.ln2_bias, false);
     add(p + "mlp.c_fc.weight", b.w_fc, true);
