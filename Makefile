@@ -12,7 +12,8 @@ CMAKE_FLAGS ?=
 
 # Debian packages kvlab builds with (the user's design card); nothing is downloaded at build time.
 # python3 only runs the tests' JSON checks (tests/cli_test.sh); kvlab itself does not use it.
-DEB_PACKAGES := cmake g++ make libcli11-dev libfmt-dev libeigen3-dev doctest-dev nlohmann-json3-dev python3
+# fortunes: the training and validation text of the trained pair (/usr/share/games/fortunes).
+DEB_PACKAGES := cmake g++ make libcli11-dev libfmt-dev libeigen3-dev doctest-dev nlohmann-json3-dev python3 fortunes
 
 # libFuzzer needs clang; only `make fuzz` asks for it, `make test` builds with g++ alone.
 FUZZ_PACKAGES := clang libclang-rt-14-dev
@@ -20,7 +21,7 @@ FUZZ_BUILD   ?= build-fuzz
 FUZZ_SECONDS ?= 60
 FUZZ_TARGETS := model_config gpu_spec
 
-.PHONY: all run test test-sanitize build configure deps clean fuzz
+.PHONY: all run test test-sanitize build configure deps clean fuzz weights
 
 all: build
 
@@ -57,6 +58,13 @@ fuzz:
 	  -DKVLAB_CUDA=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 	@cmake --build $(FUZZ_BUILD) -j $(JOBS) --target $(addprefix fuzz_,$(FUZZ_TARGETS))
 	@./apps/fuzz/run_fuzz.sh $(FUZZ_BUILD) $(FUZZ_SECONDS) $(FUZZ_TARGETS)
+
+# Retrain the committed pair (data/weights, docs/weights.md) into $(BUILD)/weights and verify each
+# validation loss against data/weights/recorded.tsv within WEIGHTS_TOL nats/byte (docs/weights.md
+# derives it). About 35 minutes on a loaded 2-core machine.
+WEIGHTS_TOL ?= 0.03
+weights: build
+	./apps/scripts/train-weights.sh $(BUILD)/bin/kvlab $(BUILD)/weights $(WEIGHTS_TOL)
 
 clean:
 	rm -rf $(BUILD) $(ASAN_BUILD)

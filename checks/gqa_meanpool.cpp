@@ -26,6 +26,7 @@
 #include "model/gqa_convert.hpp"
 #include "model/ops.hpp"
 #include "support/model_setup.hpp"
+#include "support/gqa_trained.hpp"
 #include "support/options.hpp"
 
 namespace kvlab::checks {
@@ -143,12 +144,20 @@ Result run_impl(const GqaMeanpoolOptions& o, const RunContext& ctx,
 
 Result run_gqa_meanpool(const GqaMeanpoolOptions& o, const RunContext& ctx, const GqaMeanpoolParts& parts) {
   require_range("--tokens", o.tokens, 1, kMaxTokens);
+  require_range("--windows", o.windows, 1, 4096);
   Result r = with_dtype(ctx.dtype, [&]<class T>() {
     std::function<MiniGPT<T>(const MiniGPT<T>&, int)> pool;
     if constexpr (std::is_same_v<T, double>) pool = parts.pool_f64;
     if (!pool) pool = [](const MiniGPT<T>& m, int g) { return mean_pool_kv_heads<T>(m, g); };
     return run_impl<T>(o, ctx, pool);
   });
+  // Trained mode (issue 10): the committed MHA target against its conversions; skipped with a note
+  // when the checkpoint or the text is absent.
+  GqaTrainedOptions t{o.trained_weights, o.fortunes, o.long_run ? std::max(o.windows, 64) : o.windows, o.long_run};
+  PoolerF32 pool32 = parts.pool_f32;
+  if (!pool32) pool32 = [](const MiniGPT<float>& m, int g) { return mean_pool_kv_heads<float>(m, g); };
+  run_gqa_trained(t, pool32, {{2, r.metric_value("relative_error_random_g2")}, {1, r.metric_value("relative_error_random_g1")}},
+                  r);
   r.check = "gqa-meanpool";
   r.source = "004 §2.4 (group 6); 003 Q6";
   r.claim = "MHA → GQA (G = 2, 1) by mean-pooling each group's K/V projections: exact when a group's heads are "
@@ -177,6 +186,12 @@ class GqaMeanpool final : public Check {
   }
   void bind(CLI::App& sub) override {
     sub.add_option("--tokens", opts_.tokens, "Positions compared")->check(IntRange(1, kMaxTokens));
+    sub.add_option("--trained-weights", opts_.trained_weights,
+                   "Trained mode: MHA checkpoint (default data/weights/target.safetensors)");
+    sub.add_option("--fortunes", opts_.fortunes, "Trained mode: fortunes directory (default /usr/share/games/fortunes)");
+    sub.add_option("--windows", opts_.windows, "Trained mode: validation windows, 1-4096 (default 4; --long 64)")
+        ->check(IntRange(1, 4096));
+    sub.add_flag("--long", opts_.long_run, "Trained mode: 64 windows, then uptrain each conversion ~5% of the steps");
   }
   bool uses_dtype() const override { return true; }
   Result run(const RunContext& ctx) override { return run_gqa_meanpool(opts_, ctx); }

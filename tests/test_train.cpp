@@ -164,3 +164,111 @@ TEST_CASE("train: a run lowers the loss and replays bit for bit whatever the thr
   cfg.lr = std::nan("");
   CHECK(test::input_error([&] { train_model(a, text, cfg); }).find("lr") != std::string::npos);
 }
+
+// ---- checkpoints, spec-real and gqa-meanpool's trained mode on small stand-ins ----
+
+#include <filesystem>
+#include <fstream>
+
+#include "checks/gqa_meanpool.hpp"
+#include "checks/spec_real.hpp"
+#include "report/skip.hpp"
+#include "train/checkpoint.hpp"
+#include "model/gqa_convert.hpp"
+
+namespace {
+
+ModelConfig byte_config(int n_layer, int d, int n_head) {
+  ModelConfig c;
+  c.n_layer = n_layer;
+  c.d_model = d;
+  c.n_head = n_head;
+  c.n_kv_head = n_head;
+  c.head_dim = d / n_head;
+  c.vocab_size = 256;
+  c.block_size = 128;
+  return c;
+}
+
+/// A directory with one small fortune file (40 fortunes of English-like text) for the checks.
+std::string fortune_fixture() {
+  const std::string dir = (std::filesystem::temp_directory_path() / "kvlab_test_fortunes").string();
+  std::filesystem::create_directories(dir);
+  std::ofstream out(dir + "/sample");
+  for (int i = 0; i < 40; ++i)
+    out << "Fortune number " << i << ": the quick brown fox jumps over the lazy dog, again and again.\n%\n";
+  return dir;
+}
+
+}  // namespace
+
+TEST_CASE("train: a checkpoint written and read back is the same model") {
+  MiniGPT<float> m(byte_config(2, 16, 4), 3);
+  const std::string path = (std::filesystem::temp_directory_path() / "kvlab_test_ckpt.safetensors").string();
+  train::save_checkpoint(m, path, {{"kvlab.train", "steps=20 batch=4 lr=0.001"}});
+  std::map<std::string, std::string> meta;
+  const MiniGPT<float> back = train::load_checkpoint(path, &meta);
+  CHECK(meta.at("kvlab.train") == "steps=20 batch=4 lr=0.001");
+  CHECK(meta.at("format") == "pt");
+  const std::vector<int> ids{72, 101, 108, 108, 111};
+  CHECK(train_forward<float>(m.config(), m.weights(), ids) == train_forward<float>(back.config(), back.weights(), ids));
+  CHECK(test::input_error([&] { train::load_checkpoint(path + ".absent"); }).find("absent") != std::string::npos);
+}
+
+TEST_CASE("train: corpus from a fixture directory splits fortune 9 of every 10 to validation") {
+  const auto c = load_fortunes(fortune_fixture());
+  REQUIRE(c.has_value());
+  CHECK(c->n_fortunes_train == 36);
+  CHECK(c->n_fortunes_validation == 4);
+}
+
+TEST_CASE("spec-real: skipped when a checkpoint is absent; passes on a stand-in pair; fails without the bonus") {
+  checks::SpecRealOptions o;
+  o.target = "/nonexistent/kvlab/target.safetensors";
+  const Result skipped = checks::run_spec_real(o, checks::RunContext{});
+  CHECK(is_skipped(skipped));
+  CHECK(skipped.passed());
+
+  checks::SpecRealParts parts;
+  parts.inputs = [] {
+    checks::SpecRealInputs in;
+    in.target.emplace(byte_config(2, 32, 4), 5);
+    in.draft.emplace(byte_config(1, 16, 2), 6);
+    const auto c = load_fortunes(fortune_fixture());
+    in.validation = c->train;
+    return in;
+  };
+  o = checks::SpecRealOptions{};
+  const Result ok = checks::run_spec_real(o, checks::RunContext{}, parts);
+  CHECK(!is_skipped(ok));
+  CHECK(ok.passed());
+  parts.faults.drop_bonus = true;  // a step then emits at most K tokens: E[τ | drafts] no longer holds
+  CHECK(!checks::run_spec_real(o, checks::RunContext{}, parts).passed());
+}
+
+TEST_CASE("gqa-meanpool trained mode: identity conversion exact; a pooler that drops the K/V biases fails") {
+  MiniGPT<float> m(byte_config(2, 32, 4), 9);
+  for (auto& b : m.weights().blocks) b.b_k.setConstant(0.5f), b.b_v.setConstant(-0.5f);
+  const std::string path = (std::filesystem::temp_directory_path() / "kvlab_test_mha.safetensors").string();
+  train::save_checkpoint(m, path, {});
+  checks::GqaMeanpoolOptions o;
+  o.trained_weights = path;
+  o.fortunes = fortune_fixture();
+  o.windows = 2;
+  const Result ok = checks::run_gqa_meanpool(o, checks::RunContext{});
+  CHECK(ok.passed());
+  CHECK(ok.metric_value("trained_loss_mha") > 0);
+  checks::GqaMeanpoolParts broken;
+  broken.pool_f32 = [](const MiniGPT<float>& mha, int G) {
+    MiniGPT<float> g = mean_pool_kv_heads<float>(mha, G);
+    for (auto& b : g.weights().blocks) b.b_k.setZero(), b.b_v.setZero();
+    return g;
+  };
+  CHECK(!checks::run_gqa_meanpool(o, checks::RunContext{}, broken).passed());
+  o.trained_weights = "/nonexistent/kvlab/t.safetensors";
+  const Result skipped_mode = checks::run_gqa_meanpool(o, checks::RunContext{});
+  CHECK(skipped_mode.passed());
+  bool noted = false;
+  for (const auto& n : skipped_mode.notes) noted = noted || n.rfind("trained mode skipped", 0) == 0;
+  CHECK(noted);
+}

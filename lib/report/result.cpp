@@ -1,4 +1,5 @@
 #include "report/result.hpp"
+#include "report/skip.hpp"
 
 #include <cmath>
 #include <stdexcept>
@@ -33,6 +34,7 @@ bool Expectation::is_erratum() const {
 }
 
 bool Result::passed() const {
+  if (is_skipped(*this)) return true;  // exit 0; the writers say "skipped", never "PASS"
   if (expectations.empty()) return false;  // a check with nothing to compare proves nothing
   for (const auto& e : expectations)
     if (!e.holds()) return false;

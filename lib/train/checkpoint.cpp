@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <vector>
@@ -139,6 +140,11 @@ void save_checkpoint(const MiniGPT<float>& model, const std::string& path,
 }
 
 MiniGPT<float> load_checkpoint(const std::string& path, std::map<std::string, std::string>* metadata) {
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec))
+    throw InputError(fmt::format("{}: not a regular file", path));
+  if (std::filesystem::file_size(path, ec) > (std::uintmax_t{1} << 30))
+    throw InputError(fmt::format("{}: larger than 1 GiB (kvlab's checkpoints are a few MB)", path));
   std::ifstream in(path, std::ios::binary);
   if (!in) throw InputError(fmt::format("{}: cannot open", path));
   std::ostringstream ss;
