@@ -11,7 +11,7 @@
 set -euo pipefail
 KVLAB=${1:?usage: train-weights.sh KVLAB_BINARY [OUT] [TOL]}
 OUT=${2:-build/weights}
-TOL=${3:-0.03}
+TOL=${3:-0.1}
 HERE=$(cd "$(dirname "$0")/../.." && pwd)
 RECORD="$HERE/data/weights/recorded.tsv"   # name, recorded validation loss, kvlab train flags
 mkdir -p "$OUT"
