@@ -19,7 +19,7 @@
 // forward / target decode forward); E[τ]/(1 + K·c) and the measured speedup per K (wall-clock on
 // a shared CPU). --long: 8 prompts × 64 tokens, 64 α windows.
 // Skipped (exit 0, verdict "skipped") when data/weights/{target,draft}.safetensors or the
-// fortunes text is absent.
+// fortunes text is absent; a --target, --draft or --fortunes that names an absent path is exit 2.
 //
 //   kvlab spec-real [--prompts 2] [--new-tokens 24] [--alpha-windows 4] [--long]
 #include "spec_real.hpp"
@@ -142,12 +142,13 @@ Result run_spec_real(const SpecRealOptions& o_in, const RunContext& ctx, const S
   SpecRealInputs in;
   if (parts.inputs) {
     in = parts.inputs();
+    if (!in.skipped.empty()) return skipped(in.skipped);
   } else {
-    auto [target, why_t] = load_trained(o.target.empty() ? trained_weights_path("target") : o.target, "--target");
+    auto [target, why_t] = load_trained(o.target, trained_weights_path("target"), "--target");
     if (!target) return skipped(why_t);
-    auto [draft, why_d] = load_trained(o.draft.empty() ? trained_weights_path("draft") : o.draft, "--draft");
+    auto [draft, why_d] = load_trained(o.draft, trained_weights_path("draft"), "--draft");
     if (!draft) return skipped(why_d);
-    auto [text, why_x] = load_validation_text(o.fortunes);
+    auto [text, why_x] = load_validation_text(o.fortunes, "--fortunes");
     if (!text) return skipped(why_x);
     in.target = std::move(target);
     in.draft = std::move(draft);

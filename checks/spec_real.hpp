@@ -28,6 +28,7 @@ struct SpecRealOptions {
 struct SpecRealInputs {
   std::optional<MiniGPT<float>> target, draft;
   std::vector<int> validation;
+  std::string skipped;  ///< non-empty: skip with this reason (what an absent default gives)
 };
 
 /// Parts a unit test may replace with broken versions.
@@ -42,8 +43,9 @@ struct SpecRealParts {
   std::function<SpecRealInputs()> inputs;
 };
 
-/// Runs the check; "skipped" (Result::skipped) when a checkpoint or the text is absent. Throws
-/// InputError for options out of range (naming them) or a malformed checkpoint.
+/// Runs the check; "skipped" (report/skip.hpp) when a default checkpoint or the default text is
+/// absent. Throws InputError for options out of range, a named path that is absent, or a
+/// malformed checkpoint (naming the option).
 Result run_spec_real(const SpecRealOptions& opts, const RunContext& ctx, const SpecRealParts& parts = {});
 
 }  // namespace kvlab::checks

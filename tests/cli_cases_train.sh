@@ -42,16 +42,14 @@ else
 fi
 rm -rf "$train_dir"
 
-# spec-real: skipped (exit 0) without a checkpoint; bad options exit 2
-expect_exit 0 spec-real --target /nonexistent/kvlab/t.safetensors
-if "$kvlab" spec-real --target /nonexistent/kvlab/t.safetensors --format json | python3 -c '
-import json, sys
-d = json.load(sys.stdin)
-assert d["status"] == "skipped" and "absent" in d["skipped"]'; then
-  echo "ok: spec-real without a checkpoint is skipped"
-else
-  echo "FAIL: spec-real skip"; failures=$((failures + 1))
-fi
+# spec-real: a named checkpoint or text directory that is absent is bad input (exit 2); only the
+# absent defaults skip (unit-tested: the committed pair is in the tree)
+expect_exit 2 spec-real --target /nonexistent/kvlab/t.safetensors
+expect_stderr_mentions --target spec-real --target /nonexistent/kvlab/t.safetensors
+expect_exit 2 spec-real --fortunes /nonexistent/kvlab/fortunes
+expect_stderr_mentions --fortunes spec-real --fortunes /nonexistent/kvlab/fortunes
+expect_exit 2 spec-real --draft /etc/passwd
+expect_stderr_mentions --draft spec-real --draft /etc/passwd
 for bad in 0 -1 abc 65; do
   expect_exit 2 spec-real --prompts "$bad"
   expect_stderr_mentions --prompts spec-real --prompts "$bad"
@@ -61,12 +59,9 @@ for bad in 0 97 abc; do
   expect_stderr_mentions --new-tokens spec-real --new-tokens "$bad"
 done
 
-# gqa-meanpool: the trained mode is skipped with a note when its checkpoint is absent
-if "$kvlab" gqa-meanpool --trained-weights /nonexistent/kvlab/t.safetensors | grep -q 'trained mode skipped'; then
-  echo "ok: gqa-meanpool's trained mode says when it is skipped"
-else
-  echo "FAIL: gqa-meanpool trained-mode skip line"; failures=$((failures + 1))
-fi
+# gqa-meanpool: a named trained checkpoint that is absent is bad input
+expect_exit 2 gqa-meanpool --trained-weights /nonexistent/kvlab/t.safetensors
+expect_stderr_mentions --trained-weights gqa-meanpool --trained-weights /nonexistent/kvlab/t.safetensors
 for bad in 0 4097 abc; do
   expect_exit 2 gqa-meanpool --windows "$bad"
   expect_stderr_mentions --windows gqa-meanpool --windows "$bad"

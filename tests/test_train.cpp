@@ -224,8 +224,15 @@ TEST_CASE("train: corpus from a fixture directory splits fortune 9 of every 10 t
 
 TEST_CASE("spec-real: skipped when a checkpoint is absent; passes on a stand-in pair; fails without the bonus") {
   checks::SpecRealOptions o;
-  o.target = "/nonexistent/kvlab/target.safetensors";
-  const Result skipped = checks::run_spec_real(o, checks::RunContext{});
+  o.target = "/nonexistent/kvlab/target.safetensors";  // named by the user: bad input
+  CHECK(test::input_error([&] { checks::run_spec_real(o, checks::RunContext{}); }).find("--target") == 0);
+  checks::SpecRealParts absent;  // what an absent default checkpoint gives
+  absent.inputs = [] {
+    checks::SpecRealInputs in;
+    in.skipped = "the trained checkpoint data/weights/target.safetensors is absent";
+    return in;
+  };
+  const Result skipped = checks::run_spec_real(checks::SpecRealOptions{}, checks::RunContext{}, absent);
   CHECK(is_skipped(skipped));
   CHECK(skipped.passed());
 
@@ -266,9 +273,5 @@ TEST_CASE("gqa-meanpool trained mode: identity conversion exact; a pooler that d
   };
   CHECK(!checks::run_gqa_meanpool(o, checks::RunContext{}, broken).passed());
   o.trained_weights = "/nonexistent/kvlab/t.safetensors";
-  const Result skipped_mode = checks::run_gqa_meanpool(o, checks::RunContext{});
-  CHECK(skipped_mode.passed());
-  bool noted = false;
-  for (const auto& n : skipped_mode.notes) noted = noted || n.rfind("trained mode skipped", 0) == 0;
-  CHECK(noted);
+  CHECK(test::input_error([&] { checks::run_gqa_meanpool(o, checks::RunContext{}); }).find("--trained-weights") == 0);
 }

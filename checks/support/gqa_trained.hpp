@@ -70,12 +70,12 @@ inline double paired_se(const std::vector<double>& a, const std::vector<double>&
 /// maps G to the random-weights relative layer-1 error measured by the random mode (ε = 1).
 inline void run_gqa_trained(const GqaTrainedOptions& o, const PoolerF32& pool, const std::map<int, double>& random_rel,
                             Result& r) {
-  auto [loaded, why] = load_trained(o.weights.empty() ? trained_weights_path("target") : o.weights, "--weights");
+  auto [loaded, why] = load_trained(o.weights, trained_weights_path("target"), "--trained-weights");
   if (!loaded) {
     r.notes.push_back("trained mode skipped: " + why);
     return;
   }
-  auto [text, why_text] = load_validation_text(o.fortunes);
+  auto [text, why_text] = load_validation_text(o.fortunes, "--fortunes");
   if (!text) {
     r.notes.push_back("trained mode skipped: " + why_text);
     return;

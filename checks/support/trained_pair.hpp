@@ -22,14 +22,18 @@ inline std::string trained_weights_path(const std::string& name) {
   return data_dir() + "/weights/" + name + ".safetensors";
 }
 
-/// A checkpoint, or the one-line reason it is absent. A file that exists but is malformed is not
-/// "absent": its InputError propagates (exit 2 naming the file).
-inline std::pair<std::optional<MiniGPT<float>>, std::string> load_trained(const std::string& path,
+/// The checkpoint at `given` (the option's value) or, when empty, at the default path `fallback`.
+/// Absent default: std::nullopt and the one-line reason (the check skips). An absent, unreadable
+/// or malformed file that the user named, or a malformed default: InputError naming `option`.
+inline std::pair<std::optional<MiniGPT<float>>, std::string> load_trained(const std::string& given,
+                                                                            const std::string& fallback,
                                                                             const std::string& option) {
+  const std::string path = given.empty() ? fallback : given;
   std::FILE* f = std::fopen(path.c_str(), "rb");
-  if (!f)
-    return {std::nullopt, "the trained checkpoint " + path + " (" + option +
-                              ") is absent; `make weights` trains it (docs/weights.md)"};
+  if (!f) {
+    if (!given.empty()) throw InputError(option + ": cannot open the checkpoint '" + given + "'");
+    return {std::nullopt, "the trained checkpoint " + path + " is absent; `make weights` trains it (docs/weights.md)"};
+  }
   std::fclose(f);
   try {
     return {train::load_checkpoint(path), ""};
@@ -38,12 +42,19 @@ inline std::pair<std::optional<MiniGPT<float>>, std::string> load_trained(const 
   }
 }
 
-/// The validation split of the fortunes text in `dir` (empty: the default directory), or the
-/// skip line.
-inline std::pair<std::optional<std::vector<int>>, std::string> load_validation_text(const std::string& dir) {
+/// The validation split of the fortunes text in `dir` (empty: the default directory). An absent
+/// default directory: std::nullopt and the reason (the check skips); a directory the user named
+/// that holds no fortunes: InputError naming `option`.
+inline std::pair<std::optional<std::vector<int>>, std::string> load_validation_text(const std::string& dir,
+                                                                                    const std::string& option) {
   const std::string d = dir.empty() ? train::kFortunesDir : dir;
   auto corpus = train::load_fortunes(d);
-  if (!corpus) return {std::nullopt, train::fortunes_skip_line(d)};
+  if (!corpus) {
+    if (!dir.empty()) throw InputError(option + ": no fortune files in the directory '" + dir + "'");
+    std::string why = train::fortunes_skip_line(d);
+    if (why.rfind("skipped: ", 0) == 0) why = why.substr(9);  // the verdict line says "skipped"
+    return {std::nullopt, why};
+  }
   return {std::move(corpus->validation), ""};
 }
 
