@@ -13,7 +13,7 @@ KVLAB=${1:?usage: train-weights.sh KVLAB_BINARY [OUT] [TOL]}
 OUT=${2:-build/weights}
 TOL=${3:-0.1}
 HERE=$(cd "$(dirname "$0")/../.." && pwd)
-RECORD="$HERE/data/weights/recorded.tsv"   # name, recorded validation loss, kvlab train flags
+RECORD=${KVLAB_WEIGHTS_RECORD:-"$HERE/data/weights/recorded.tsv"}   # name, loss, kvlab train flags
 mkdir -p "$OUT"
 status=0
 while IFS=$'\t' read -r name loss flags; do
