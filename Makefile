@@ -15,8 +15,9 @@ CMAKE_FLAGS ?=
 # libopenblas-dev: sgemm for the fast float32 path's prefill (issue 9; optional to the build,
 # chosen by measurement: docs/perf.md). python3-torch is needed only by `kvlab bench decode
 # --vs-torch`, which names the package when it is missing.
+# fortunes: the training and validation text of the trained pair (/usr/share/games/fortunes).
 DEB_PACKAGES := cmake g++ make libcli11-dev libfmt-dev libeigen3-dev doctest-dev nlohmann-json3-dev python3 \
-                libopenblas-dev
+                libopenblas-dev fortunes
 
 # libFuzzer needs clang; only `make fuzz` asks for it, `make test` builds with g++ alone.
 FUZZ_PACKAGES := clang libclang-rt-14-dev
@@ -24,7 +25,7 @@ FUZZ_BUILD   ?= build-fuzz
 FUZZ_SECONDS ?= 60
 FUZZ_TARGETS := model_config gpu_spec
 
-.PHONY: all run test test-sanitize build configure deps clean fuzz
+.PHONY: all run test test-sanitize build configure deps clean fuzz weights
 
 all: build
 
@@ -61,6 +62,13 @@ fuzz:
 	  -DKVLAB_CUDA=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 	@cmake --build $(FUZZ_BUILD) -j $(JOBS) --target $(addprefix fuzz_,$(FUZZ_TARGETS))
 	@./apps/fuzz/run_fuzz.sh $(FUZZ_BUILD) $(FUZZ_SECONDS) $(FUZZ_TARGETS)
+
+# Retrain the committed pair (data/weights, docs/weights.md) into $(BUILD)/weights and verify each
+# validation loss against data/weights/recorded.tsv within WEIGHTS_TOL nats/byte (docs/weights.md
+# derives it). About 35 minutes on a loaded 2-core machine.
+WEIGHTS_TOL ?= 0.1
+weights: build
+	./apps/scripts/train-weights.sh $(BUILD)/bin/kvlab $(BUILD)/weights $(WEIGHTS_TOL)
 
 clean:
 	rm -rf $(BUILD) $(ASAN_BUILD)

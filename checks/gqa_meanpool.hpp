@@ -2,6 +2,7 @@
 #pragma once
 
 #include <functional>
+#include <string>
 
 #include "model/gpt.hpp"
 #include "support/check.hpp"
@@ -10,6 +11,11 @@ namespace kvlab::checks {
 
 struct GqaMeanpoolOptions {
   int tokens = 16;  ///< positions of the sequence the outputs are compared on
+  /// Trained mode (issue 10; checks/support/gqa_trained.hpp): the committed target, or this file.
+  std::string trained_weights;
+  std::string fortunes;   ///< fortunes directory; empty: /usr/share/games/fortunes
+  int windows = 4;        ///< validation windows of the trained mode (--long: at least 64)
+  bool long_run = false;  ///< trained mode: 64 windows and uptraining (~5% of the steps)
 };
 
 /// MHA model → GQA model with n_kv_head K/V heads (as kvlab::mean_pool_kv_heads).
@@ -20,6 +26,8 @@ using Pooler = std::function<MiniGPT<double>(const MiniGPT<double>& mha, int n_k
 /// check fails.
 struct GqaMeanpoolParts {
   Pooler pool_f64;
+  /// The trained mode's float32 pooler; empty: kvlab::mean_pool_kv_heads.
+  std::function<MiniGPT<float>(const MiniGPT<float>&, int)> pool_f32;
 };
 
 /// Runs the check. Throws InputError on out-of-range options.

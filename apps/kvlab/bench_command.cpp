@@ -88,15 +88,15 @@ CLI::App* add_bench_command(CLI::App& app, BenchFlags& f) {
       "same run and prints the ratio. Without PyTorch, --vs-torch exits 2.");
   sub->add_option("what", f.what, "The benchmark: decode")->required()->check(CLI::IsMember({"decode"}));
   sub->add_option("--d-model", f.d_models, "Model widths, multiples of 64 in [64, 4096] (default 256 512 1024 2048)")
-      ->check(kvlab::checks::IntRange(64, 4096).impl());
-  sub->add_option("--batch", f.batches, "Batch sizes, 1 to 64 (default 1 8)")->check(kvlab::checks::IntRange(1, 64).impl());
-  sub->add_option("--layers", f.layers, "Layers, 1 to 32 (default 4)")->check(kvlab::checks::IntRange(1, 32).impl());
+      ->check(kvlab::checks::IntRange(64, 4096));
+  sub->add_option("--batch", f.batches, "Batch sizes, 1 to 64 (default 1 8)")->check(kvlab::checks::IntRange(1, 64));
+  sub->add_option("--layers", f.layers, "Layers, 1 to 32 (default 4)")->check(kvlab::checks::IntRange(1, 32));
   sub->add_option("--ctx", f.ctx, "Cached positions before the timed steps, 1 to 8192 (default 128)")
-      ->check(kvlab::checks::IntRange(1, 8192).impl());
+      ->check(kvlab::checks::IntRange(1, 8192));
   sub->add_option("--steps", f.steps, "Decode steps per timed run, 1 to 1000 (default 16)")
-      ->check(kvlab::checks::IntRange(1, 1000).impl());
+      ->check(kvlab::checks::IntRange(1, 1000));
   sub->add_option("--repeats", f.repeats, "Timed runs per configuration, 1 to 100 (default 3)")
-      ->check(kvlab::checks::IntRange(1, 100).impl());
+      ->check(kvlab::checks::IntRange(1, 100));
   sub->add_flag("--vs-torch", f.vs_torch, "Also run the same model in PyTorch, side by side");
   sub->add_option("--python", f.python,
                   "Python interpreter for --vs-torch (default python3, else /usr/bin/python3 if only it has torch)");

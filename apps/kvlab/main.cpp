@@ -9,6 +9,7 @@
 //   kvlab explain <check>          the derivation behind a check's claim, with its source
 //   kvlab quiz [--answers]         the course's estimation drills, asked or as a worksheet
 //   kvlab cheatsheet [TABLE...]    the course's numeric tables, computed by the library
+//   kvlab train --out F            train a byte-level mini-GPT on the fortunes text
 //   kvlab <check> [options]        one check; `kvlab <check> --help` explains it
 //
 // Exit status: 0 every claim held, 1 a claim did not hold, 2 bad usage or input, 3 internal error.
@@ -34,6 +35,7 @@
 #include "bench_command.hpp"
 #include "machine_command.hpp"
 #include "quiz_command.hpp"
+#include "train_command.hpp"
 #include "support/check.hpp"
 #include "support/options.hpp"
 
@@ -59,7 +61,7 @@ void add_common_flags(CLI::App& sub, CommonFlags& f) {
   sub.add_option("--format", f.format, "Output: text (default), md, csv (tables only) or json")
       ->check(CLI::IsMember({"text", "md", "csv", "json"}));
   sub.add_option("--seed", f.seed, "Seed of every random draw (same seed, same output)")
-      ->check(kvlab::checks::IntRange(0, std::numeric_limits<std::int64_t>::max()).impl());
+      ->check(kvlab::checks::IntRange(0, std::numeric_limits<std::int64_t>::max()));
   sub.add_option("--dtype", f.dtype, "Model arithmetic: f64 (default, as the course) or f32")
       ->check(CLI::IsMember({"f64", "f32"}));
   sub.add_option("--device", f.device, "cpu, cuda or auto (default: cuda when built in and present)")
@@ -210,6 +212,8 @@ int main(int argc, char** argv) {
 
   kvlab::app::QuizFlags quiz_flags;
   auto* quiz = kvlab::app::add_quiz_command(app, quiz_flags);
+  kvlab::app::TrainFlags train_flags;
+  auto* train = kvlab::app::add_train_command(app, train_flags);
 
   kvlab::app::CheatsheetFlags cheatsheet_flags;
   auto* cheatsheet = kvlab::app::add_cheatsheet_command(app, cheatsheet_flags);
@@ -268,6 +272,7 @@ int main(int argc, char** argv) {
     if (machine->parsed()) return kvlab::app::run_machine(machine_flags, std::cout);
     if (bench->parsed()) return kvlab::app::run_bench(bench_flags, std::cout);
     if (all->parsed()) return run_all(all_flags, all_bench);
+    if (train->parsed()) return kvlab::app::run_train(train_flags, std::cout);
     for (std::size_t i = 0; i < checks.size(); ++i)
       if (subs[i]->parsed()) return run_one(*checks[i], flags[i]);
     return kExitUsage;

@@ -53,7 +53,7 @@ Validator IntRange(std::int64_t lo, std::int64_t hi) {
 Validator IsMember(std::vector<std::string> allowed) { return wrap(CLI::IsMember(std::move(allowed))); }
 
 Option* Option::check(const Validator& v) {
-  impl_->check(v.impl());
+  impl_->check(static_cast<const CLI::Validator&>(v));
   return this;
 }
 

@@ -32,8 +32,9 @@ namespace kvlab::checks {
 class Validator {
  public:
   explicit Validator(std::shared_ptr<const CLI::Validator> impl) : impl_(std::move(impl)) {}
-  /// The CLI11 validator, for code that binds CLI11 directly (apps/kvlab: `->check(v.impl())`).
-  const CLI::Validator& impl() const { return *impl_; }
+  /// The CLI11 validator, so that code binding CLI11 directly (apps/kvlab/*_command.cpp) can
+  /// write `->check(IntRange(1, 64))` too.
+  operator const CLI::Validator&() const { return *impl_; }
 
  private:
   std::shared_ptr<const CLI::Validator> impl_;

@@ -33,6 +33,7 @@ bool Expectation::is_erratum() const {
 }
 
 bool Result::passed() const {
+  if (!skipped.empty()) return true;  // exit 0; the writers say "skipped", never "PASS"
   if (expectations.empty()) return false;  // a check with nothing to compare proves nothing
   for (const auto& e : expectations)
     if (!e.holds()) return false;

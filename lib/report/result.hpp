@@ -92,8 +92,14 @@ struct Result {
   std::vector<std::string> notes;
   /// Plots drawn by `--plot` (checks that sweep a parameter); never written by the writers.
   std::vector<Plot> plots;
+  /// Non-empty when the check could not run on this machine (its trained checkpoint or the
+  /// fortunes text is absent, issue 10): the one-line reason. The verdict is then "skipped"
+  /// (JSON status "skipped"), never PASS, and the exit status 0, so that `kvlab all` and ctest do
+  /// not fail where the data is missing.
+  std::string skipped;
 
-  bool passed() const;                 ///< every expectation holds (and there is at least one)
+  /// Every expectation holds (and there is at least one); also true when skipped (exit 0).
+  bool passed() const;
   std::vector<std::string> errata() const;  ///< one line per erratum, with the arithmetic
 
   /// Adds or replaces a metric.

@@ -161,6 +161,10 @@ void write_text(std::ostream& out, const Result& r) {
   }
   const auto held = std::count_if(r.expectations.begin(), r.expectations.end(),
                                   [](const Expectation& e) { return e.holds(); });
+  if (!r.skipped.empty()) {
+    out << "verdict: skipped (" << r.skipped << ")\n";
+    return;
+  }
   out << fmt::format("verdict: {} ({} of {} expectations hold{})\n", r.passed() ? "PASS" : "FAIL",
                      held, r.expectations.size(),
                      errata.empty() ? "" : fmt::format("; {} document erratum/errata", errata.size()));
@@ -207,7 +211,8 @@ nlohmann::json to_json(const Result& r) {
   j["check"] = r.check;
   j["source"] = r.source;
   j["claim"] = r.claim;
-  j["status"] = r.passed() ? "pass" : "fail";
+  j["status"] = !r.skipped.empty() ? "skipped" : r.passed() ? "pass" : "fail";
+  if (!r.skipped.empty()) j["skipped"] = r.skipped;
   j["metrics"] = nlohmann::json::object();
   // Not a structured binding: clang 14 (the fuzz build) cannot capture one in a lambda.
   for (const auto& m : r.metrics) std::visit([&](auto x) { j["metrics"][m.first] = x; }, m.second);
@@ -265,10 +270,12 @@ void write_result(std::ostream& out, const Result& r, Format f) {
       out << "### " << r.check << " (" << r.source << ")\n\n" << r.claim << "\n\n";
       for (const auto& t : all_tables(r)) write_md_table(out, t);
       for (const auto& e : r.errata()) out << "- ERRATUM " << e << "\n";
-      out << "\n**verdict: " << (r.passed() ? "PASS" : "FAIL") << "**\n\n";
+      out << "\n**verdict: " << (!r.skipped.empty() ? "skipped (" + r.skipped + ")" : r.passed() ? "PASS" : "FAIL")
+          << "**\n\n";
       break;
     case Format::csv:  // the tables; '#' lines name the check, each table and the verdict
-      out << "# check: " << r.check << " (" << r.source << "), verdict: " << (r.passed() ? "PASS" : "FAIL") << "\n";
+      out << "# check: " << r.check << " (" << r.source << "), verdict: "
+          << (!r.skipped.empty() ? "skipped" : r.passed() ? "PASS" : "FAIL") << "\n";
       for (const auto& t : all_tables(r)) write_csv_table(out, t);
       break;
   }

@@ -1,0 +1,152 @@
+#include "train_command.hpp"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <cstdio>
+#include <ostream>
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include "core/error.hpp"
+#include "model/gpt.hpp"
+#include "support/options.hpp"
+#include "train/backprop.hpp"
+#include "train/checkpoint.hpp"
+#include "train/corpus.hpp"
+#include "train/trainer.hpp"
+
+namespace kvlab::app {
+
+using kvlab::checks::FiniteRange;
+using kvlab::checks::IntRange;
+
+CLI::App* add_train_command(CLI::App& app, TrainFlags& f) {
+  auto* t = app.add_subcommand("train", "Train a byte-level mini-GPT on the fortunes text and save it as safetensors");
+  t->footer(
+      "Text: /usr/share/games/fortunes (Debian package `fortunes`), fortunes i % 10 == 9 held out for "
+      "validation. AdamW (β 0.9/0.95, decay on matrices), global-norm clipping, linear warm-up then "
+      "cosine decay to lr/10, windows of block_size+1 bytes at random offsets. The same flags replay "
+      "the same run on one build, whatever --threads. Progress (loss, tokens/s, time left) on stderr.");
+  t->add_option("--n-layer", f.n_layer, "Transformer blocks, 1 to 64 (default 4)")->check(IntRange(1, 64));
+  t->add_option("--d-model", f.d_model, "Model width, 1 to 4096 (default 128)")->check(IntRange(1, 4096));
+  t->add_option("--n-head", f.n_head, "Query heads, 1 to 256 (default 4)")->check(IntRange(1, 256));
+  t->add_option("--n-kv-head", f.n_kv_head, "K/V heads, 0 (= n_head, MHA) to 256; must divide n_head")
+      ->check(IntRange(0, 256));
+  t->add_option("--head-dim", f.head_dim, "Head width, 0 (= d_model / n_head) to 1024")->check(IntRange(0, 1024));
+  t->add_option("--block-size", f.block_size, "Context length trained on, 2 to 4096 (default 128)")
+      ->check(IntRange(2, 4096));
+  t->add_option("--steps", f.steps, "Optimizer steps, 1 to 10,000,000 (default 1000)")->check(IntRange(1, 10000000));
+  t->add_option("--batch", f.batch, "Sequences per step, 1 to 4096 (default 16)")->check(IntRange(1, 4096));
+  t->add_option("--lr", f.lr, "Peak learning rate, in [1e-6, 1] (default 3e-3)")->check(FiniteRange(1e-6, 1.0));
+  t->add_option("--warmup", f.warmup, "Linear warm-up steps, 0 to 10,000,000 (default 50)")
+      ->check(IntRange(0, 10000000));
+  t->add_option("--weight-decay", f.weight_decay, "AdamW decoupled weight decay, in [0, 1] (default 0.1)")
+      ->check(FiniteRange(0.0, 1.0));
+  t->add_option("--grad-clip", f.grad_clip, "Global gradient-norm clip, in [0, 1e6]; 0 = off (default 1)")
+      ->check(FiniteRange(0.0, 1e6));
+  t->add_option("--seed", f.seed, "Seed of the initial weights and the data order (default 1)")
+      ->check(IntRange(0, std::numeric_limits<std::int64_t>::max()));
+  t->add_option("--threads", f.threads, "Worker threads, 1 to 64 (default 2); the result does not depend on it")
+      ->check(IntRange(1, 64));
+  t->add_option("--eval-windows", f.eval_windows,
+                "Validation windows of block_size+1 bytes, evenly spaced; 0 = all (default), 1 to 1,000,000")
+      ->check(IntRange(0, 1000000));
+  t->add_option("--out", f.out, "Write the trained model to FILE.safetensors");
+  t->add_option("--fortunes", f.fortunes, "Directory of the fortune files (default /usr/share/games/fortunes)");
+  return t;
+}
+
+int run_train(const TrainFlags& f, std::ostream& out) {
+  ModelConfig c;
+  c.n_layer = f.n_layer;
+  c.d_model = f.d_model;
+  c.n_head = f.n_head;
+  c.n_kv_head = f.n_kv_head == 0 ? f.n_head : f.n_kv_head;
+  if (f.head_dim == 0 && f.d_model % f.n_head != 0)
+    throw InputError(fmt::format("--head-dim: 0 needs --n-head ({}) to divide --d-model ({})", f.n_head, f.d_model));
+  c.head_dim = f.head_dim == 0 ? f.d_model / f.n_head : f.head_dim;
+  c.vocab_size = train::kByteVocab;
+  c.block_size = f.block_size;
+  if (c.n_head % c.n_kv_head != 0)
+    throw InputError(fmt::format("--n-kv-head: must divide --n-head = {} (got {})", c.n_head, c.n_kv_head));
+  train::require_trainable(c);
+  if (!f.out.empty()) {  // fail before the hours of training, not after
+    std::FILE* probe = std::fopen(f.out.c_str(), "ab");
+    if (!probe) throw InputError(fmt::format("--out: cannot write {}", f.out));
+    std::fclose(probe);
+  }
+  const std::string dir = f.fortunes.empty() ? train::kFortunesDir : f.fortunes;
+  const auto corpus = train::load_fortunes(dir);
+  if (!corpus) throw InputError(fmt::format("--fortunes: {}", train::fortunes_skip_line(dir)));
+
+  MiniGPT<float> model(c, static_cast<std::uint64_t>(f.seed));
+  train::TrainConfig cfg;
+  cfg.steps = f.steps;
+  cfg.batch = f.batch;
+  cfg.lr = f.lr;
+  cfg.warmup = f.warmup;
+  cfg.weight_decay = f.weight_decay;
+  cfg.grad_clip = f.grad_clip;
+  cfg.seed = static_cast<std::uint64_t>(f.seed) + 1;
+  cfg.threads = f.threads;
+  const std::size_t n_params = train::param_count(model.weights());
+  out << fmt::format("kvlab train: {} parameters (n_layer {}, d_model {}, n_head {}, n_kv_head {}, head_dim {}, "
+                     "block_size {}, vocab 256)\n",
+                     n_params, c.n_layer, c.d_model, c.n_head, c.n_kv_head, c.head_dim, c.block_size);
+  out << fmt::format("text: {} ({} files): train {} bytes ({} fortunes), validation {} bytes ({} fortunes), "
+                     "hash {:016x}\n",
+                     dir, corpus->files.size(), corpus->train.size(), corpus->n_fortunes_train,
+                     corpus->validation.size(), corpus->n_fortunes_validation, train::corpus_hash(corpus->train));
+  out << fmt::format("run: {} steps x {} sequences x {} tokens, lr {:g} (warm-up {}, cosine to {:g}), seed {}, "
+                     "{} threads\n", cfg.steps, cfg.batch, c.block_size, cfg.lr, cfg.warmup, cfg.lr * cfg.min_lr_ratio,
+                     f.seed, cfg.threads);
+  out.flush();
+
+  const bool tty = isatty(STDERR_FILENO);
+  const int every = std::max(1, cfg.steps / 20);
+  const auto on_step = [&](const train::StepInfo& s) {
+    const double left = s.elapsed_s / s.step * (s.steps - s.step);
+    if (tty) {
+      const int filled = static_cast<int>(30.0 * s.step / s.steps);
+      std::fprintf(stderr, "\rtrain [%s%s] %d/%d loss %.4f  %.0f tok/s  %.0f s left ",
+                   std::string(static_cast<std::size_t>(filled), '#').c_str(),
+                   std::string(static_cast<std::size_t>(30 - filled), ' ').c_str(), s.step, s.steps, s.loss,
+                   s.tokens_per_s, left);
+      if (s.step == s.steps) std::fprintf(stderr, "\n");
+    } else if (s.step % every == 0 || s.step == 1) {
+      std::fprintf(stderr, "train %d/%d loss %.4f lr %.2e |g| %.3f %.0f tok/s %.0f s left\n", s.step, s.steps, s.loss,
+                   s.lr, s.grad_norm, s.tokens_per_s, left);
+    }
+    std::fflush(stderr);
+  };
+  const train::TrainResult r = train::train_model(model, corpus->train, cfg, on_step);
+  const auto t_eval = std::chrono::steady_clock::now();
+  const train::EvalResult ev = train::evaluate(model, corpus->validation, f.eval_windows, f.threads);
+  const double eval_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_eval).count();
+  double last = 0;  // mean of the last 5% of steps (the last step alone is one noisy batch)
+  const std::size_t tail = std::max<std::size_t>(1, r.losses.size() / 20);
+  for (std::size_t i = r.losses.size() - tail; i < r.losses.size(); ++i) last += r.losses[i];
+  last /= static_cast<double>(tail);
+  out << fmt::format("trained: {:.1f} s wall, {:.0f} tokens/s, train loss (last {} steps) {:.4f} nats/byte\n",
+                     r.wall_s, static_cast<double>(r.tokens) / r.wall_s, tail, last);
+  out << fmt::format("validation: loss {:.6f} nats/byte ({:.4f} bits/byte, perplexity {:.3f}) over {} bytes "
+                     "({} windows, {:.1f} s)\n",
+                     ev.loss, ev.loss / std::log(2.0), std::exp(ev.loss), ev.tokens, ev.windows, eval_s);
+  if (!f.out.empty()) {
+    std::map<std::string, std::string> meta = {
+        {"kvlab.train", fmt::format("steps={} batch={} lr={:g} warmup={} weight_decay={:g} grad_clip={:g} seed={}",
+                                    cfg.steps, cfg.batch, cfg.lr, cfg.warmup, cfg.weight_decay, cfg.grad_clip, f.seed)},
+        {"kvlab.validation_loss", fmt::format("{:.6f}", ev.loss)},
+        {"kvlab.corpus", fmt::format("fortunes, hash {:016x}", train::corpus_hash(corpus->train))}};
+    train::save_checkpoint(model, f.out, meta);
+    out << fmt::format("wrote {}\n", f.out);
+  }
+  return 0;
+}
+
+}  // namespace kvlab::app

@@ -1,0 +1,33 @@
+// `kvlab train`: trains a mini-GPT (lib/train) on the fortunes text with a byte vocabulary and
+// writes it as safetensors; prints the parameter count, the run's wall time, the last train loss
+// and the validation loss (issue 10; docs/weights.md records the committed pair's runs).
+#pragma once
+
+#include <cstdint>
+#include <iosfwd>
+#include <string>
+
+namespace CLI {
+class App;
+}
+
+namespace kvlab::app {
+
+struct TrainFlags {
+  int n_layer = 4, d_model = 128, n_head = 4, n_kv_head = 0, head_dim = 0, block_size = 128;
+  int steps = 1000, batch = 16, warmup = 50, threads = 2, eval_windows = 0, init_steps = 0;
+  double lr = 3e-3, weight_decay = 0.1, grad_clip = 1.0;
+  std::int64_t seed = 1;
+  std::string out;                       ///< FILE.safetensors; empty: do not save
+  std::string fortunes;                  ///< corpus directory (default /usr/share/games/fortunes)
+};
+
+/// Adds the `train` subcommand with its options bound to `flags`.
+CLI::App* add_train_command(CLI::App& app, TrainFlags& flags);
+
+/// Runs the training: summary on `out`, progress on stderr. Returns 0. Throws InputError for
+/// bad flags (naming the option), an absent corpus (naming --fortunes and the package) or an
+/// unwritable --out.
+int run_train(const TrainFlags& flags, std::ostream& out);
+
+}  // namespace kvlab::app
