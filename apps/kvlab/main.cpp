@@ -5,6 +5,8 @@
 //   kvlab info                     version, build type, CUDA, library versions
 //   kvlab explain <check>          the derivation behind a check's claim, with its source
 //   kvlab quiz [--answers]         the course's estimation drills, asked or as a worksheet
+//   kvlab model init --out F       a seeded random mini-GPT as safetensors (docs/weights.md)
+//   kvlab perplexity --weights F   validation loss and perplexity of a weights file
 //   kvlab <check> [options]        one check; `kvlab <check> --help` explains it
 //
 // Exit status: 0 every claim held, 1 a claim did not hold, 2 bad usage or input, 3 internal error.
@@ -25,6 +27,7 @@
 #include "core/error.hpp"
 #include "report/plot.hpp"
 #include "report/writers.hpp"
+#include "model_command.hpp"
 #include "quiz_command.hpp"
 #include "support/check.hpp"
 #include "support/options.hpp"
@@ -45,6 +48,7 @@ struct CommonFlags {
   std::string device = "auto";
   bool dtype_given = false;  ///< --dtype was on the command line of this check (not of `all`)
   std::string plot;          ///< --plot value ("" = no plot); only on checks with has_plot()
+  std::string weights;       ///< --weights FILE ("" = seeded random model); only with uses_weights()
 };
 
 void add_common_flags(CLI::App& sub, CommonFlags& f) {
@@ -66,6 +70,7 @@ kvlab::checks::RunContext resolve(const CommonFlags& f, const Check& check) {
   ctx.seed = static_cast<std::uint64_t>(f.seed);
   ctx.dtype = kvlab::parse_dtype(f.dtype);
   ctx.device = kvlab::resolve_device(kvlab::parse_device(f.device), check.has_cuda(), check.name());
+  ctx.weights = f.weights;
   return ctx;
 }
 
@@ -201,6 +206,10 @@ int main(int argc, char** argv) {
 
   kvlab::app::QuizFlags quiz_flags;
   auto* quiz = kvlab::app::add_quiz_command(app, quiz_flags);
+  kvlab::app::ModelInitFlags model_init_flags;
+  auto* model_init = kvlab::app::add_model_command(app, model_init_flags);
+  kvlab::app::PerplexityFlags perplexity_flags;
+  auto* perplexity = kvlab::app::add_perplexity_command(app, perplexity_flags);
 
   std::string explain_name;
   auto* explain = app.add_subcommand("explain", "The derivation behind a check's claim, with its source");
@@ -224,6 +233,10 @@ int main(int argc, char** argv) {
     if (checks[i]->has_plot())
       sub->add_option("--plot", flags[i].plot,
                       "Also draw the sweep: FILE.svg, or 'term' for the terminal (needs gnuplot)");
+    if (checks[i]->uses_weights())
+      sub->add_option("--weights", flags[i].weights,
+                      "Run on the model in FILE.safetensors (config from the file; docs/weights.md) "
+                      "instead of a seeded random one");
     sub->get_option("--dtype")->each([&f = flags[i]](const std::string&) { f.dtype_given = true; });
     subs.push_back(sub);
   }
@@ -244,6 +257,8 @@ int main(int argc, char** argv) {
     }
     if (explain->parsed()) return explain_check(checks, explain_name);
     if (quiz->parsed()) return kvlab::app::run_quiz(quiz_flags, std::cin, std::cout);
+    if (model_init->parsed()) return kvlab::app::run_model_init(model_init_flags, std::cout);
+    if (perplexity->parsed()) return kvlab::app::run_perplexity(perplexity_flags, std::cout);
     if (all->parsed()) return run_all(all_flags);
     for (std::size_t i = 0; i < checks.size(); ++i)
       if (subs[i]->parsed()) return run_one(*checks[i], flags[i]);

@@ -26,9 +26,10 @@
 //   "model.safetensors: tensor 'lm_head.weight': data_offsets [0, 12] span 12 bytes, shape [2, 3]
 //    of F32 needs 24".
 //
-// The writer emits what the reference Python package (safetensors 0.4) emits: the tensors in
-// name order, packed from offset 0 with no gaps, the header padded with spaces to a multiple of 8
-// bytes (the reference's alignment), "__metadata__" first.
+// The writer emits the layout the reference implementation (safetensors 0.4, Rust) emits: the
+// tensors ordered by element size (largest first, for alignment), then by name, packed from
+// offset 0 with no gaps; "__metadata__" first in the header; the header padded with spaces to a
+// multiple of 8 bytes.
 #pragma once
 
 #include <cstdint>

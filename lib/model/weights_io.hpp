@@ -44,6 +44,10 @@ std::string model_config_to_json(const ModelConfig& config);
 /// object, an unknown key, a wrong type, an integer out of range, or ModelConfig::validate().
 ModelConfig model_config_from_json(const std::string& text, const std::string& label);
 
+/// The value of the field called `name` (model_config_to_json's keys) as text, e.g. "64",
+/// "rope", "true"; "?" for an unknown name. For messages that name a wrong field.
+std::string config_field(const ModelConfig& config, const std::string& name);
+
 /// The tensors a model of `config` has, with their shapes and no values, in the order above.
 std::vector<SafeTensor> gpt_tensor_layout(const ModelConfig& config);
 
