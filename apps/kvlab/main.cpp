@@ -236,7 +236,8 @@ int main(int argc, char** argv) {
     if (checks[i]->uses_weights())
       sub->add_option("--weights", flags[i].weights,
                       "Run on the model in FILE.safetensors (config from the file; docs/weights.md) "
-                      "instead of a seeded random one");
+                      "instead of a seeded random one")
+          ->type_name("FILE");
     sub->get_option("--dtype")->each([&f = flags[i]](const std::string&) { f.dtype_given = true; });
     subs.push_back(sub);
   }

@@ -72,6 +72,9 @@ std::vector<int> read_bytes_as_tokens(const std::string& path) {
 
 }  // namespace
 
+/// run_perplexity's body; its InputErrors get the option's name.
+int perplexity(const PerplexityFlags& f, std::ostream& out);
+
 CLI::App* add_model_command(CLI::App& app, ModelInitFlags& f) {
   using kvlab::checks::FiniteRange;
   using kvlab::checks::IntRange;
@@ -142,6 +145,15 @@ int run_model_init(const ModelInitFlags& f, std::ostream& out) {
 }
 
 int run_perplexity(const PerplexityFlags& f, std::ostream& out) {
+  try {
+    return perplexity(f, out);
+  } catch (const InputError& e) {
+    const std::string msg = e.what();
+    throw InputError(msg.rfind("--", 0) == 0 ? msg : "--weights: " + msg);
+  }
+}
+
+int perplexity(const PerplexityFlags& f, std::ostream& out) {
   const ModelConfig c = read_weights_config(f.weights);
   std::vector<int> tokens;
   std::string text_name;

@@ -51,6 +51,16 @@ inline void require_config(const ModelConfig& c, const std::string& path, const 
                                    n.allowed));
 }
 
+/// load_gpt<T>(path), its InputError prefixed with "--weights: " (the option the user gave).
+template <class T>
+MiniGPT<T> load_weights(const std::string& path) {
+  try {
+    return load_gpt<T>(path);
+  } catch (const InputError& e) {
+    throw InputError(std::string("--weights: ") + e.what());
+  }
+}
+
 /// The model a check runs on: with ctx.weights, the model in that file (load_gpt; its config
 /// replaces `cfg`, after require_config with `needs`); otherwise MiniGPT(cfg, ctx.seed). Throws
 /// InputError for a bad file or a shape the check cannot use.
@@ -58,9 +68,18 @@ template <class T>
 MiniGPT<T> check_model(const ModelConfig& cfg, const RunContext& ctx, const std::string& check,
                        std::initializer_list<ConfigNeed> needs = {}) {
   if (ctx.weights.empty()) return MiniGPT<T>(cfg, ctx.seed);
-  MiniGPT<T> m = load_gpt<T>(ctx.weights);
+  MiniGPT<T> m = load_weights<T>(ctx.weights);
   require_config(m.config(), ctx.weights, check, needs);
   return m;
+}
+
+/// The note a check prints instead of its random model's description when it ran on --weights:
+/// the file and its shape; the check's own shape options did not apply.
+inline std::string weights_note(const ModelConfig& c, const std::string& path) {
+  return fmt::format("model: {} (--weights): {} layers, d_model {}, {} query / {} K/V heads of {}, {} positions, "
+                     "block_size {}, vocab {}; the check's shape options do not apply",
+                     path, c.n_layer, c.d_model, c.n_head, c.n_kv_head, c.head_dim,
+                     c.positional == Positional::rope ? "RoPE" : "learned", c.block_size, c.vocab_size);
 }
 
 /// The target of the speculative-decoding checks whose output law is enumerated on a small
