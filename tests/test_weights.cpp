@@ -237,8 +237,8 @@ TEST_CASE("weights: a MiniGPT saved and loaded gives the same logits; config fro
       const auto back = kvlab::load_gpt<double>(path);
       CHECK(kvlab::model_config_to_json(back.config()) == kvlab::model_config_to_json(c));
       const std::vector<int> ids = {1, 5, 3, 9, 0};
-      auto c1 = m.make_cache(kvlab::CacheKind::contiguous, 8);
-      auto c2 = back.make_cache(kvlab::CacheKind::contiguous, 8);
+      auto c1 = m.make_cache(kvlab::CacheKind::prealloc, 8);
+      auto c2 = back.make_cache(kvlab::CacheKind::prealloc, 8);
       CHECK((m.forward(ids, 0, *c1) - back.forward(ids, 0, *c2)).cwiseAbs().maxCoeff() == 0.0);
       std::filesystem::remove(path);
     }

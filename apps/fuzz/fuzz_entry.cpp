@@ -307,7 +307,7 @@ void check_safetensors(const SafeTensorsFile& f) {
     const MiniGPT<float> m = gpt_from_tensors<float>(c, f, "fuzz");
     const std::vector<int> ids = {0, c.vocab_size - 1};
     const std::size_t n = std::min<std::size_t>(2, static_cast<std::size_t>(c.block_size));
-    auto cache = m.make_cache(CacheKind::contiguous, 2);
+    auto cache = m.make_cache(CacheKind::prealloc, 2);
     const Mat<float> logits = m.forward(std::span<const int>(ids.data(), n), 0, *cache);
     require(logits.rows() == static_cast<Eigen::Index>(n) && logits.cols() == c.vocab_size, "logits of the wrong shape");
   } catch (const InputError& e) {

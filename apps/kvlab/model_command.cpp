@@ -41,7 +41,7 @@ void perplexity_impl(const MiniGPT<T>& model, const std::vector<int>& tokens, in
   for (std::size_t i = 0; i < n; ++i) {
     const std::size_t start = i * total / n * L;  // evenly spaced, as the trainer's evaluate
     const std::span<const int> input(tokens.data() + start, L);
-    auto cache = model.make_cache(CacheKind::contiguous, static_cast<int>(L));
+    auto cache = model.make_cache(CacheKind::prealloc, static_cast<int>(L));
     const Mat<T> logits = model.forward(input, 0, *cache);
     double window = 0;
     for (std::size_t t = 0; t < L; ++t) {
