@@ -23,7 +23,7 @@ DEB_PACKAGES := cmake g++ make libcli11-dev libfmt-dev libeigen3-dev doctest-dev
 FUZZ_PACKAGES := clang libclang-rt-14-dev
 FUZZ_BUILD   ?= build-fuzz
 FUZZ_SECONDS ?= 60
-FUZZ_TARGETS := model_config gpu_spec
+FUZZ_TARGETS := model_config gpu_spec safetensors
 
 .PHONY: all run test test-sanitize build configure deps clean fuzz weights
 

@@ -37,8 +37,9 @@ struct LayerDiff {
 
 /// max |ΔK|, |ΔV| of the first n positions, per layer, between prefixes of n and n + 1 tokens.
 template <class T>
-std::vector<LayerDiff> prefix_diffs(const ModelConfig& cfg, const RunContext& ctx, const std::vector<int>& ids, int n) {
-  const MiniGPT<T> model(cfg, ctx.seed);
+std::vector<LayerDiff> prefix_diffs(const ModelConfig& cfg, const GptWeights<T>& weights, const std::vector<int>& ids,
+                                    int n) {
+  const MiniGPT<T> model(cfg, weights);
   auto short_cache = model.make_cache(CacheKind::prealloc, n);
   auto long_cache = model.make_cache(CacheKind::prealloc, n + 1);
   model.forward(std::span(ids).first(n), 0, *short_cache);
@@ -55,14 +56,24 @@ std::vector<LayerDiff> prefix_diffs(const ModelConfig& cfg, const RunContext& ct
 
 template <class T>
 Result run_impl(const BidirectionalOptions& o, const RunContext& ctx, const BidirectionalParts& parts) {
-  ModelConfig cfg;
-  cfg.n_layer = o.layers;
-  cfg.block_size = std::max(64, o.tokens + 1);
+  ModelConfig base;
+  base.n_layer = o.layers;
+  base.block_size = std::max(64, o.tokens + 1);
+  const int need = o.tokens + 1;
+  // One set of weights under both masks (--weights: the file's, whatever mask it was trained with).
+  const MiniGPT<T> model = check_model<T>(
+      base, ctx, "bidirectional",
+      {{"n_layer", [](const ModelConfig& c) { return c.n_layer >= 2; }, ">= 2 (the claim is about layers 2..L)"},
+       {"cla_share", [](const ModelConfig& c) { return c.cla_share == 1; }, "1 (K/V per layer)"},
+       {"sliding_window", [](const ModelConfig& c) { return c.sliding_window == 0; }, "0 (a window needs a causal mask)"},
+       {"block_size", [need](const ModelConfig& c) { return c.positional == Positional::rope || c.block_size >= need; },
+        fmt::format(">= --tokens + 1 = {} with learned positions", need)}});
+  ModelConfig cfg = model.config();
   const auto ids = random_tokens(ctx.seed + 1, o.tokens + 1, cfg.vocab_size);
   cfg.causal = true;
-  const auto causal = prefix_diffs<T>(cfg, ctx, ids, o.tokens);
+  const auto causal = prefix_diffs<T>(cfg, model.weights(), ids, o.tokens);
   cfg.causal = parts.bidirectional_is_causal;
-  const auto bidir = prefix_diffs<T>(cfg, ctx, ids, o.tokens);
+  const auto bidir = prefix_diffs<T>(cfg, model.weights(), ids, o.tokens);
 
   Result r;
   Table per_layer{fmt::format("K/V of positions 0..{}: prefix of {} vs {} tokens", o.tokens - 1, o.tokens, o.tokens + 1),
@@ -100,8 +111,10 @@ Result run_impl(const BidirectionalOptions& o, const RunContext& ctx, const Bidi
   r.metric("max_abs_diff_bidirectional", bidir_max);
   r.metric("min_abs_diff_k_bidirectional_layers_2_up", bidir_min_later);
   r.tables.push_back(std::move(per_layer));
-  r.notes.push_back(fmt::format("mini-GPT: {} layers, d_model {}, {} heads, learned positions, same weights for both masks, "
-                                "{}, seed {}", cfg.n_layer, cfg.d_model, cfg.n_head, dtype_name(ctx.dtype), ctx.seed));
+  if (!ctx.weights.empty()) r.notes.push_back(weights_note(cfg, ctx.weights) + "; same weights for both masks");
+  else
+    r.notes.push_back(fmt::format("mini-GPT: {} layers, d_model {}, {} heads, learned positions, same weights for both masks, "
+                                  "{}, seed {}", cfg.n_layer, cfg.d_model, cfg.n_head, dtype_name(ctx.dtype), ctx.seed));
   r.notes.push_back("The step of the induction that fails: with a bidirectional mask, position j's attention output "
                     "sums over i <= n, including the new token, so h_j of layer 1 already depends on it.");
   return r;
@@ -146,6 +159,7 @@ class Bidirectional final : public Check {
     sub.add_option("--layers", opts_.layers, "Layers (>= 2)")->check(IntRange(2, kMaxLayers));
   }
   bool uses_dtype() const override { return true; }
+  bool uses_weights() const override { return true; }
   Result run(const RunContext& ctx) override { return run_bidirectional(opts_, ctx); }
 
  private:

@@ -12,6 +12,7 @@
 // (an integer count from the rule, tolerance 0). The positions each path feeds are shown.
 //
 //   kvlab greedy-generate [--prompt 8] [--new-tokens 40] [--block-size 32] [--kv-heads 8]
+//   kvlab greedy-generate --weights data/weights/target.safetensors   (prints the text, bytes)
 #include "checks/greedy_generate.hpp"
 
 #include <algorithm>
@@ -23,6 +24,7 @@
 #include "core/error.hpp"
 #include "support/model_setup.hpp"
 #include "support/options.hpp"
+#include "train/corpus.hpp"
 
 namespace kvlab::checks {
 namespace {
@@ -36,18 +38,59 @@ constexpr int kMaxNew = 256;
 constexpr int kMaxBlock = 128;
 constexpr double kEmbeddingScale = 10.0;
 
+/// Bytes as text: printable ASCII as is, \n and \t escaped, anything else \xNN.
+std::string escape_bytes(const std::vector<int>& ids) {
+  std::string out;
+  for (int b : ids) {
+    if (b == '\n') out += "\\n";
+    else if (b == '\t') out += "\\t";
+    else if (b == '"' || b == '\\') out += std::string("\\") + static_cast<char>(b);
+    else if (b >= 0x20 && b < 0x7f) out += static_cast<char>(b);
+    else out += fmt::format("\\x{:02x}", b & 0xff);
+  }
+  return out;
+}
+
+/// A byte prompt of n tokens: the start of validation fortune number seed mod N of the fortunes
+/// corpus (lib/train/corpus.hpp), repeated if short; a fixed English sentence without the corpus.
+std::vector<int> text_prompt(std::uint64_t seed, int n) {
+  std::string text = "The best way to predict the future is to invent it.\n";
+  if (const auto corpus = train::load_fortunes()) {
+    std::vector<std::size_t> starts = {0};  // each fortune ends with "%\n"
+    const auto& v = corpus->validation;
+    for (std::size_t i = 1; i + 1 < v.size(); ++i)
+      if (v[i - 1] == '%' && v[i] == '\n' && (i < 2 || v[i - 2] == '\n')) starts.push_back(i + 1);
+    const std::size_t s = starts[seed % starts.size()];
+    text.assign(v.begin() + static_cast<std::ptrdiff_t>(s), v.begin() + static_cast<std::ptrdiff_t>(std::min(v.size(), s + 4096)));
+  }
+  std::vector<int> out;
+  for (int i = 0; i < n; ++i) out.push_back(static_cast<unsigned char>(text[static_cast<std::size_t>(i) % text.size()]));
+  return out;
+}
+
 template <class T>
 Result run_impl(const GreedyGenerateOptions& o, const RunContext& ctx, const GreedyGenerateParts& parts,
                 const GenerationCacheMaker<T>& make_cache) {
-  ModelConfig cfg;
-  cfg.n_kv_head = o.kv_heads;
-  cfg.block_size = o.block_size;
-  MiniGPT<T> model(cfg, ctx.seed);
-  // nanoGPT's N(0, 0.02²) embeddings are as small as the biases every position shares, and a
-  // random model then repeats one id; embeddings ×kEmbeddingScale make its output follow its input.
-  model.weights().wte *= T(kEmbeddingScale);
-  model.weights().wpe *= T(kEmbeddingScale);
-  const auto prompt = random_tokens(ctx.seed + 1, o.prompt, cfg.vocab_size);
+  ModelConfig base;
+  base.n_kv_head = o.kv_heads;
+  base.block_size = o.block_size;
+  const bool loaded = !ctx.weights.empty();
+  MiniGPT<T> model = check_model<T>(
+      base, ctx, kName,
+      {{"causal", [](const ModelConfig& c) { return c.causal; }, "true (naive = cached holds for causal models)"},
+       {"sliding_window", [](const ModelConfig& c) { return c.sliding_window == 0; }, "0 (full attention)"},
+       {"positional", [](const ModelConfig& c) { return c.positional == Positional::learned; },
+        "learned (the claim is about the learned-position window sliding)"}});
+  const ModelConfig cfg = model.config();
+  if (!loaded) {
+    // nanoGPT's N(0, 0.02²) embeddings are as small as the biases every position shares, and a
+    // random model then repeats one id; embeddings ×kEmbeddingScale make its output follow its input.
+    model.weights().wte *= T(kEmbeddingScale);
+    model.weights().wpe *= T(kEmbeddingScale);
+  }
+  // A byte-level model from --weights starts from English text (a fortune), others from ids.
+  const bool bytes = loaded && cfg.vocab_size == 256;
+  const auto prompt = bytes ? text_prompt(ctx.seed, o.prompt) : random_tokens(ctx.seed + 1, o.prompt, cfg.vocab_size);
   const auto window = position_window(cfg);
 
   const auto naive_calls = generation_schedule(GenerationMode::naive, o.prompt, o.new_tokens, window);
@@ -77,7 +120,7 @@ Result run_impl(const GreedyGenerateOptions& o, const RunContext& ctx, const Gre
     }
     if (cached.size() != naive.size()) differing += std::abs(static_cast<double>(cached.size()) - naive.size());
   }
-  const std::int64_t block = o.block_size;
+  const std::int64_t block = cfg.block_size;
   const std::int64_t total = o.prompt + n;
   // Steps j = 1 .. n − 1 see a sequence of prompt + j tokens; the window has slid once that
   // exceeds block_size: j >= block − prompt + 1.
@@ -137,10 +180,25 @@ Result run_impl(const GreedyGenerateOptions& o, const RunContext& ctx, const Gre
   std::vector<int> distinct(naive.begin() + o.prompt, naive.end());
   std::sort(distinct.begin(), distinct.end());
   distinct.erase(std::unique(distinct.begin(), distinct.end()), distinct.end());
-  r.notes.push_back(fmt::format("mini-GPT: 2 layers, d_model 64, 8 query heads, {} K/V heads, learned positions (embeddings ×{:g}), "
-                                "block_size {}, vocab {}, {}, seed {} (prompt ids from seed {}); {} distinct ids generated",
-                                o.kv_heads, kEmbeddingScale, block, cfg.vocab_size, dtype_name(ctx.dtype), ctx.seed, ctx.seed + 1,
-                                distinct.size()));
+  if (loaded) {
+    r.notes.push_back(fmt::format("model: {} ({} layers, d_model {}, {} query / {} K/V heads, block_size {}, vocab {}), "
+                                  "{}; --block-size and --kv-heads do not apply; {} distinct ids generated",
+                                  ctx.weights, cfg.n_layer, cfg.d_model, cfg.n_head, cfg.n_kv_head, block,
+                                  cfg.vocab_size, dtype_name(ctx.dtype), distinct.size()));
+    if (bytes) {
+      const std::vector<int> gen(naive.begin() + o.prompt, naive.end());
+      r.notes.push_back("prompt (bytes): \"" + escape_bytes(prompt) + "\"");
+      r.notes.push_back("generated (naive = cached): \"" + escape_bytes(gen) + "\"");
+    }
+  } else {
+    r.notes.push_back(fmt::format("mini-GPT: 2 layers, d_model 64, 8 query heads, {} K/V heads, learned positions (embeddings ×{:g}), "
+                                  "block_size {}, vocab {}, {}, seed {} (prompt ids from seed {}); {} distinct ids generated",
+                                  o.kv_heads, kEmbeddingScale, block, cfg.vocab_size, dtype_name(ctx.dtype), ctx.seed, ctx.seed + 1,
+                                  distinct.size()));
+  }
+  r.claim = fmt::format("Greedy generation of {} tokens after a {}-token prompt: the KV-cached generator outputs "
+                        "exactly the naive generator's tokens, also past block_size = {} (where it re-prefills "
+                        "the slid window every step).", o.new_tokens, o.prompt, block);
   if (first_diff >= 0) r.notes.push_back(fmt::format("first differing generated token: step {}", first_diff));
   if (!cached_error.empty()) r.notes.push_back("the cached generator failed: " + cached_error);
   r.notes.push_back("past block_size the cached generator recomputes the window every step, as the naive one: "
@@ -166,9 +224,6 @@ Result run_greedy_generate(const GreedyGenerateOptions& o, const RunContext& ctx
   });
   r.check = kName;
   r.source = kSource;
-  r.claim = fmt::format("Greedy generation of {} tokens after a {}-token prompt: the KV-cached generator outputs "
-                        "exactly the naive generator's tokens, also past block_size = {} (where it re-prefills "
-                        "the slid window every step).", o.new_tokens, o.prompt, o.block_size);
   return r;
 }
 
@@ -199,6 +254,7 @@ class GreedyGenerate final : public Check {
     sub.add_option("--kv-heads", opts_.kv_heads, "K/V heads (divisor of 8: 8 MHA, 2 GQA, 1 MQA)")->check(IntRange(1, 8));
   }
   bool uses_dtype() const override { return true; }
+  bool uses_weights() const override { return true; }
   Result run(const RunContext& ctx) override { return run_greedy_generate(opts_, ctx); }
 
  private:

@@ -13,6 +13,8 @@
 //   kvlab incremental-vs-full [--prefill 8] [--decode 12] [--chunk 3] [--cache prealloc|concat]
 #include <algorithm>
 #include <cmath>
+#include <iterator>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -91,18 +93,26 @@ Result run_impl(const IncrementalOptions& o, const RunContext& ctx, const CacheM
   Result r;
   Table detail{"max |Δlogits|, cached vs one full forward",
                {"variant", "KV heads", "prefill", "decode steps", "max |Δlogits|", "scale max(1, |logit|)", "bound"}, {}};
-  for (const Variant& v : kVariants) {
-    ModelConfig cfg;
-    cfg.n_kv_head = v.kv_heads;
-    cfg.block_size = std::max(64, total);
-    if (v.rope) cfg.positional = Positional::rope;
-    const MiniGPT<T> model(cfg, ctx.seed);
+  std::vector<Variant> variants(std::begin(kVariants), std::end(kVariants));
+  if (!ctx.weights.empty())  // the file's model, prefilled at once and in chunks
+    variants = {{"weights", 0, false, "— (--weights)"}, {"weights_chunked", 0, true, "— (--weights)"}};
+  for (const Variant& v : variants) {
+    ModelConfig base;
+    base.n_kv_head = v.kv_heads;
+    base.block_size = std::max(64, total);
+    if (v.rope) base.positional = Positional::rope;
+    const MiniGPT<T> model = check_model<T>(
+        base, ctx, "incremental-vs-full",
+        {{"causal", [](const ModelConfig& c) { return c.causal; }, "true (a bidirectional model has no KV cache)"},
+         {"block_size", [total](const ModelConfig& c) { return c.positional == Positional::rope || c.block_size >= total; },
+          fmt::format(">= --prefill + --decode = {} with learned positions", total)}});
+    const ModelConfig& cfg = model.config();
     const auto ids = random_tokens(ctx.seed + 1, total, cfg.vocab_size);
 
     auto full_cache = model.make_cache(CacheKind::prealloc, total);
     const Mat<T> full = model.forward(ids, 0, *full_cache);
 
-    auto cache = make_cache(cfg.n_layer, cfg.kv_width(), total);
+    auto cache = make_cache(cfg.n_kv_layer(), cfg.kv_width(), total);
     Mat<T> incremental(total, cfg.vocab_size);
     int pos = 0;
     const int step = v.chunked ? *o.chunk : o.prefill;
@@ -129,14 +139,17 @@ Result run_impl(const IncrementalOptions& o, const RunContext& ctx, const CacheM
     e.document = v.course;
     r.expect(e);
     r.metric(std::string("max_abs_diff_") + v.name, diff);
-    detail.rows.push_back({std::string(v.name), std::int64_t{v.kv_heads},
+    detail.rows.push_back({std::string(v.name), std::int64_t{cfg.n_kv_head},
                            v.chunked ? fmt::format("{} in chunks of {}", o.prefill, *o.chunk) : std::to_string(o.prefill),
                            std::int64_t{o.decode}, diff, scale, bound});
   }
   mla_rows<T>(o, ctx, r, detail);
   r.tables.push_back(std::move(detail));
-  r.notes.push_back(fmt::format("mini-GPT: 2 layers, d_model 64, 8 query heads, learned positions (row rope: RoPE), {} on {}, "
-                                "{} cache, seed {}", dtype_name(ctx.dtype), device_name(ctx.device), o.cache, ctx.seed));
+  if (!ctx.weights.empty())
+    r.notes.push_back(fmt::format("rows weights, weights_chunked: the model of {} (--weights)", ctx.weights));
+  else
+    r.notes.push_back(fmt::format("mini-GPT: 2 layers, d_model 64, 8 query heads, learned positions (row rope: RoPE), {} on {}, "
+                                  "{} cache, seed {}", dtype_name(ctx.dtype), device_name(ctx.device), o.cache, ctx.seed));
   r.notes.push_back("Rows mla_naive and mla_absorbed: the MLA mini-GPT (2 layers, 8 heads, d_c 32, d_q 24, d_r 4) with its "
                     "own LatentCache (--cache does not apply); the KV heads column shows its 8 query heads.");
   r.notes.push_back("kvlab sums every position in a fixed order, so its differences are often exactly 0; "
@@ -209,6 +222,7 @@ class IncrementalVsFull final : public Check {
     sub.add_option("--cache", opts_.cache, "prealloc (default) or concat")->check(IsMember({"prealloc", "concat"}));
   }
   bool uses_dtype() const override { return true; }
+  bool uses_weights() const override { return true; }
   Result run(const RunContext& ctx) override { return run_incremental_vs_full(opts_, ctx); }
 
  private:

@@ -68,8 +68,13 @@ Result run_impl(const JacobiOptions& o, const RunContext& ctx, const JacobiParts
   // the residual stream and the greedy output of this untrained model hardly depends on its
   // prefix, so Jacobi would settle in ~3 iterations whatever n. Scaled, each greedy token depends
   // on the one before it, and the n-iteration bound is exercised.
-  MiniGPT<T> model(model_config(), ctx.seed);
-  model.weights().wte *= T(10);
+  const int need = kPromptLen + o.block;
+  MiniGPT<T> model = check_model<T>(
+      model_config(), ctx, "jacobi",
+      {{"causal", [](const ModelConfig& c) { return c.causal; }, "true (greedy decoding with a KV cache)"},
+       {"block_size", [need](const ModelConfig& c) { return c.positional == Positional::rope || c.block_size >= need; },
+        fmt::format(">= prompt {} + --block = {} with learned positions", kPromptLen, need)}});
+  if (ctx.weights.empty()) model.weights().wte *= T(10);
   const int vocab = model.config().vocab_size;
   spec::SamplerConfig greedy;
   greedy.temperature = 0.0;
@@ -156,6 +161,8 @@ Result run_impl(const JacobiOptions& o, const RunContext& ctx, const JacobiParts
       "Jacobi iteration fixes about one token per forward on a model whose next token depends on "
       "its whole prefix; Lookahead decoding's speedup comes from tokens that happen to be right "
       "early and from its n-gram pool (000 §8.4), not from this bound.");
+  if (!ctx.weights.empty()) r.notes.push_back(weights_note(model.config(), ctx.weights) + " (wte not scaled)");
+  else
   r.notes.push_back(fmt::format(
       "seed {}: MiniGPT(seed) 2 layers, d_model 32, V = 32, wte × 10; prompt i from SplitMix64(seed, 100 + i); "
       "greedy reference by autoregressive_decode with the KV cache; Jacobi forwards are full "
@@ -196,6 +203,7 @@ class JacobiCheck final : public Check {
            "forwards. — 000 §8.4; Santilli et al. arXiv 2305.10427 §3";
   }
   bool uses_dtype() const override { return true; }
+  bool uses_weights() const override { return true; }
   void bind(OptionSet& sub) override {
     sub.add_option("--prompts", opts_.prompts, "Seeded prompts, 1-32 (default 4)")
         ->check(IntRange(1, kMaxPrompts));

@@ -28,13 +28,18 @@ constexpr int kMaxLayers = 12;
 
 template <class T>
 Result run_impl(const KvInvarianceOptions& o, const RunContext& ctx) {
-  ModelConfig cfg;
-  cfg.n_layer = o.layers;
-  cfg.n_kv_head = o.kv_heads;
-  cfg.block_size = std::max(64, o.tokens + 1);
-  cfg.positional = parse_positional(o.positional);
-  cfg.causal = o.causal;
-  const MiniGPT<T> model(cfg, ctx.seed);
+  ModelConfig base;
+  base.n_layer = o.layers;
+  base.n_kv_head = o.kv_heads;
+  base.block_size = std::max(64, o.tokens + 1);
+  base.positional = parse_positional(o.positional);
+  base.causal = o.causal;
+  const int need = o.tokens + 1;
+  const MiniGPT<T> model = check_model<T>(
+      base, ctx, "kv-invariance",
+      {{"block_size", [need](const ModelConfig& c) { return c.positional == Positional::rope || c.block_size >= need; },
+        fmt::format(">= --tokens + 1 = {} with learned positions", need)}});
+  const ModelConfig& cfg = model.config();
   const auto ids = random_tokens(ctx.seed + 1, o.tokens + 1, cfg.vocab_size);
 
   auto short_cache = model.make_cache(CacheKind::prealloc, o.tokens);
@@ -46,7 +51,7 @@ Result run_impl(const KvInvarianceOptions& o, const RunContext& ctx) {
   Table per_layer{"K/V of the first positions: prefix of n vs n + 1 tokens",
                   {"layer", "positions compared", "max |ΔK|", "max |ΔV|", "max |K|"}, {}};
   double max_dk = 0, max_dv = 0;
-  for (int l = 0; l < cfg.n_layer; ++l) {
+  for (int l = 0; l < cfg.n_kv_layer(); ++l) {  // cache layers (CLA shares one per group)
     const auto k_short = short_cache->keys(l), v_short = short_cache->values(l);
     const auto k_long = long_cache->keys(l).topRows(o.tokens), v_long = long_cache->values(l).topRows(o.tokens);
     const double dk = static_cast<double>((k_short - k_long).cwiseAbs().maxCoeff());
@@ -58,12 +63,12 @@ Result run_impl(const KvInvarianceOptions& o, const RunContext& ctx) {
   }
   const double max_diff = std::max(max_dk, max_dv);
   const std::string why = "exactly equal: fixed summation order per position (design.md numerics)";
-  Expectation e{.quantity = fmt::format("max |ΔK| over {} layers, first {} positions", cfg.n_layer, o.tokens),
+  Expectation e{.quantity = fmt::format("max |ΔK| over {} layers, first {} positions", cfg.n_kv_layer(), o.tokens),
                 .source = "004 §1.2 (group 1)", .unit = "", .expected = 0, .tolerance = 0, .why = why,
                 .measured = max_dk};
   e.stated = Stated{"恰好是 0 (exactly 0)", 0, 0};
   r.expect(e);
-  e.quantity = fmt::format("max |ΔV| over {} layers, first {} positions", cfg.n_layer, o.tokens);
+  e.quantity = fmt::format("max |ΔV| over {} layers, first {} positions", cfg.n_kv_layer(), o.tokens);
   e.measured = max_dv;
   r.expect(e);
   r.metric("max_abs_diff", max_diff);
@@ -71,9 +76,11 @@ Result run_impl(const KvInvarianceOptions& o, const RunContext& ctx) {
   r.metric("max_abs_diff_v", max_dv);
   r.tables.push_back(std::move(per_layer));
   r.notes.push_back(fmt::format(
-      "model: {} layers, d_model {}, {} heads, {} KV heads, {} positions, {} mask, {} on {}, seed {}",
-      cfg.n_layer, cfg.d_model, cfg.n_head, cfg.n_kv_head, o.positional, cfg.causal ? "causal" : "bidirectional",
-      dtype_name(ctx.dtype), device_name(ctx.device), ctx.seed));
+      "model: {}{} layers, d_model {}, {} heads, {} KV heads, {} positions, {} mask, {} on {}, seed {}",
+      ctx.weights.empty() ? "" : ctx.weights + " (--weights: --layers, --kv-heads, --positional, --bidirectional "
+                                               "do not apply), ",
+      cfg.n_layer, cfg.d_model, cfg.n_head, cfg.n_kv_head, cfg.positional == Positional::rope ? "rope" : "learned",
+      cfg.causal ? "causal" : "bidirectional", dtype_name(ctx.dtype), device_name(ctx.device), ctx.seed));
   r.notes.push_back("Why: position j's K and V depend only on tokens 0..j (proof by induction over layers, "
                     "004 §1.2), so token n cannot change them. Under a bidirectional mask (BERT) it can.");
   return r;
@@ -130,6 +137,7 @@ class KvInvariance final : public Check {
         ->check(IsMember({"learned", "rope"}));
   }
   bool uses_dtype() const override { return true; }
+  bool uses_weights() const override { return true; }
   Result run(const RunContext& ctx) override { return run_kv_invariance(opts_, ctx); }
 
  private:

@@ -39,17 +39,23 @@ void step(const MiniGPT<T>& model, std::span<const int> ids, int pos, int n, KVC
 template <class T>
 Result run_impl(const PagedVsContiguousOptions& o, const RunContext& ctx, const PagedFaults& faults) {
   const int total = o.prefill + o.decode;
-  ModelConfig cfg;
-  cfg.n_kv_head = o.kv_heads;
-  cfg.block_size = std::max(64, total);
-  const MiniGPT<T> model(cfg, ctx.seed);
+  ModelConfig base;
+  base.n_kv_head = o.kv_heads;
+  base.block_size = std::max(64, total);
+  const MiniGPT<T> model = check_model<T>(
+      base, ctx, "paged-vs-contiguous",
+      {{"causal", [](const ModelConfig& c) { return c.causal; }, "true (a bidirectional model has no KV cache)"},
+       {"sliding_window", [](const ModelConfig& c) { return c.sliding_window == 0; }, "0 (the pool keeps every position)"},
+       {"block_size", [total](const ModelConfig& c) { return c.positional == Positional::rope || c.block_size >= total; },
+        fmt::format(">= --prefill + --decode = {} with learned positions", total)}});
+  const ModelConfig& cfg = model.config();
   const std::vector<std::vector<int>> ids = {random_tokens(ctx.seed + 1, total, cfg.vocab_size),
                                              random_tokens(ctx.seed + 2, total, cfg.vocab_size)};
 
   // The reference: each sequence alone in a preallocated contiguous cache.
   std::vector<Mat<T>> ref;
   for (const auto& seq : ids) {
-    PreallocCache<T> cache(cfg.n_layer, cfg.kv_width(), total);
+    PreallocCache<T> cache(cfg.n_kv_layer(), cfg.kv_width(), total);
     Mat<T> out(total, cfg.vocab_size);
     step(model, seq, 0, o.prefill, cache, out);
     for (int p = o.prefill; p < total; ++p) step(model, seq, p, 1, cache, out);
@@ -67,7 +73,7 @@ Result run_impl(const PagedVsContiguousOptions& o, const RunContext& ctx, const 
   const int sizes[] = {1, o.block_size, total + 1};
   for (int bs : sizes) {
     const int per_seq = (total + bs - 1) / bs;
-    PagedKVPool<T> pool(2 * per_seq, bs, cfg.n_layer, cfg.kv_width(), {}, faults);
+    PagedKVPool<T> pool(2 * per_seq, bs, cfg.n_kv_layer(), cfg.kv_width(), {}, faults);
     BlockManager& m = pool.manager();
     std::vector<std::unique_ptr<PagedKVCache<T>>> views;
     std::vector<Mat<T>> out(2, Mat<T>(total, cfg.vocab_size));
@@ -105,9 +111,10 @@ Result run_impl(const PagedVsContiguousOptions& o, const RunContext& ctx, const 
   r.expect({.quantity = "pool audit problems, all block sizes", .source = "000 §5.2, §6.2", .unit = "problems",
             .expected = 0, .tolerance = 0, .why = "each invariant holds or not: exact", .measured = double(audit_problems)});
   r.tables.push_back(std::move(detail));
-  r.notes.push_back(fmt::format("mini-GPT: 2 layers, d_model 64, 8 query heads, {} K/V heads, learned positions, {} on {}, "
-                                "seed {}; two sequences of {} + {} tokens",
-                                o.kv_heads, dtype_name(ctx.dtype), device_name(ctx.device), ctx.seed, o.prefill, o.decode));
+  r.notes.push_back(fmt::format("mini-GPT: {}, {} K/V heads, {} on {}, seed {}; two sequences of {} + {} tokens",
+                                ctx.weights.empty() ? "2 layers, d_model 64, 8 query heads, learned positions"
+                                                    : ctx.weights + " (--weights; --kv-heads does not apply)",
+                                cfg.n_kv_head, dtype_name(ctx.dtype), device_name(ctx.device), ctx.seed, o.prefill, o.decode));
   r.notes.push_back("keys()/values() of the paged view gather the blocks, in table order, into a contiguous scratch "
                     "buffer; a paged-attention kernel reads them in place, the arithmetic is the same.");
   r.notes.push_back("slots allocated − slots used ≤ block size − 1 per sequence: paging's only waste (internal, in the "
@@ -160,6 +167,7 @@ class PagedVsContiguous final : public Check {
     sub.add_option("--kv-heads", opts_.kv_heads, "K/V heads of 8 query heads (1, 2, 4, 8)")->check(IntRange(1, 8));
   }
   bool uses_dtype() const override { return true; }
+  bool uses_weights() const override { return true; }
   Result run(const RunContext& ctx) override { return run_paged_vs_contiguous(opts_, ctx); }
 
  private:

@@ -48,10 +48,13 @@ int sample_token(const Mat<T>& logits_row, Rng& rng) {
 template <class T>
 Result run_impl(const ParallelSamplingOptions& o, const RunContext& ctx, const PagedFaults& faults) {
   const int n = o.samples, P = o.prompt, G = o.new_tokens, B = o.block_size, L = P + G;
-  ModelConfig cfg;
-  cfg.n_kv_head = 2;
-  cfg.block_size = std::max(64, L);
-  const MiniGPT<T> model(cfg, ctx.seed);
+  ModelConfig base;
+  base.n_kv_head = 2;
+  base.block_size = std::max(64, L);
+  const MiniGPT<T> model = check_model<T>(base, ctx, "parallel-sampling", {{"causal", [](const ModelConfig& c) { return c.causal; }, "true (a bidirectional model has no KV cache)"}, {"sliding_window", [](const ModelConfig& c) { return c.sliding_window == 0; }, "0 (the pool keeps every position)"}, {"cla_share", [](const ModelConfig& c) { return c.cla_share == 1; }, "1 (one cache layer per layer)"},
+       {"block_size", [L](const ModelConfig& c) { return c.positional == Positional::rope || c.block_size >= L; },
+        fmt::format(">= {} with learned positions (--prompt + --new-tokens)", L)}});
+  const ModelConfig& cfg = model.config();
   const std::vector<int> prompt = random_tokens(ctx.seed + 1, P, cfg.vocab_size);
 
   const int per_copy = (L + B - 1) / B, F = P / B;
@@ -157,9 +160,11 @@ Result run_impl(const ParallelSamplingOptions& o, const RunContext& ctx, const P
     per.rows.push_back({std::to_string(s), "[" + tt + (t.size() > 8 ? ", ...]" : "]"), toks});
   }
   r.tables.push_back(std::move(per));
-  r.notes.push_back(fmt::format("mini-GPT: 2 layers, d_model 64, 8 query heads, 2 K/V heads, {} on {}; prompt seed {}, "
-                                "tokens sampled from softmax(logits) with seed {}",
-                                dtype_name(ctx.dtype), device_name(ctx.device), ctx.seed + 1, ctx.seed + 2));
+  if (!ctx.weights.empty()) r.notes.push_back(weights_note(cfg, ctx.weights));
+  else
+    r.notes.push_back(fmt::format("mini-GPT: 2 layers, d_model 64, 8 query heads, 2 K/V heads, {} on {}; prompt seed {}, "
+                                  "tokens sampled from softmax(logits) with seed {}",
+                                  dtype_name(ctx.dtype), device_name(ctx.device), ctx.seed + 1, ctx.seed + 2));
   r.notes.push_back("The saving is (n − 1)·F blocks: it grows with the prompt's share of each sample's sequence.");
   for (const auto& p : running.problems) r.notes.push_back("audit (running): " + p);
   for (const auto& p : end.problems) r.notes.push_back("audit (after freeing): " + p);
@@ -204,6 +209,7 @@ class ParallelSampling final : public Check {
     sub.add_option("--block-size", opts_.block_size, "Positions per block (default 16)")->check(IntRange(1, kMaxBlockSize));
   }
   bool uses_dtype() const override { return true; }
+  bool uses_weights() const override { return true; }
   Result run(const RunContext& ctx) override { return run_parallel_sampling(opts_, ctx); }
 
  private:

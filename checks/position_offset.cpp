@@ -50,9 +50,16 @@ Mat<T> decode_with(const MiniGPT<T>& model, const std::vector<int>& ids, int pre
 template <class T>
 Result run_impl(const PositionOffsetOptions& o, const RunContext& ctx, const EmbedPosition& right) {
   const int total = o.prefill + o.decode;
-  ModelConfig cfg;
-  cfg.block_size = std::max(64, total);
-  const MiniGPT<T> model(cfg, ctx.seed);
+  ModelConfig base;
+  base.block_size = std::max(64, total);
+  const MiniGPT<T> model = check_model<T>(
+      base, ctx, "position-offset",
+      {{"causal", [](const ModelConfig& c) { return c.causal; }, "true (a bidirectional model has no KV cache)"},
+       {"positional", [](const ModelConfig& c) { return c.positional == Positional::learned; },
+        "learned (the check remaps the learned position table)"},
+       {"block_size", [total](const ModelConfig& c) { return c.positional == Positional::rope || c.block_size >= total; },
+        fmt::format(">= {} with learned positions (--prefill + --decode)", total)}});
+  const ModelConfig& cfg = model.config();
   const auto ids = random_tokens(ctx.seed + 1, total, cfg.vocab_size);
   auto full_cache = model.make_cache(CacheKind::prealloc, total);
   const Mat<T> full = model.forward(ids, 0, *full_cache);
@@ -103,8 +110,10 @@ Result run_impl(const PositionOffsetOptions& o, const RunContext& ctx, const Emb
   r.metric("argmax_changed_forgotten_start", argmax_changed);
   r.metric("errors_raised_forgotten_start", errors_raised);
   r.tables.push_back(std::move(steps));
-  r.notes.push_back(fmt::format("mini-GPT: 2 layers, d_model 64, 8 heads, learned positions, {}, seed {}",
-                                dtype_name(ctx.dtype), ctx.seed));
+  if (!ctx.weights.empty()) r.notes.push_back(weights_note(cfg, ctx.weights));
+  else
+    r.notes.push_back(fmt::format("mini-GPT: 2 layers, d_model 64, 8 heads, learned positions, {}, seed {}",
+                                  dtype_name(ctx.dtype), ctx.seed));
   r.notes.push_back(fmt::format("The forgotten start raised {} errors: the shapes are all valid, only the numbers are "
                                 "wrong; {} of {} decoded steps changed their most likely next token.",
                                 errors_raised, argmax_changed, o.decode));
@@ -151,6 +160,7 @@ class PositionOffset final : public Check {
     sub.add_option("--decode", opts_.decode, "Tokens decoded one at a time")->check(IntRange(1, kMaxTokens));
   }
   bool uses_dtype() const override { return true; }
+  bool uses_weights() const override { return true; }
   Result run(const RunContext& ctx) override { return run_position_offset(opts_, ctx); }
 
  private:

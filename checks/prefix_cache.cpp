@@ -120,10 +120,13 @@ std::string table_text(const std::vector<int>& t) {
 template <class T>
 Result run_impl(const PrefixCacheOptions& o, const RunContext& ctx, const PagedFaults& faults) {
   const int bs = o.block_size, P = o.system_tokens + o.user_tokens, L = P + o.decode;
-  ModelConfig cfg;
-  cfg.n_kv_head = 2;
-  cfg.block_size = std::max(64, L);
-  const MiniGPT<T> model(cfg, ctx.seed);
+  ModelConfig base;
+  base.n_kv_head = 2;
+  base.block_size = std::max(64, L);
+  const MiniGPT<T> model = check_model<T>(base, ctx, "prefix-cache", {{"causal", [](const ModelConfig& c) { return c.causal; }, "true (a bidirectional model has no KV cache)"}, {"sliding_window", [](const ModelConfig& c) { return c.sliding_window == 0; }, "0 (the pool keeps every position)"}, {"cla_share", [](const ModelConfig& c) { return c.cla_share == 1; }, "1 (one cache layer per layer)"},
+       {"block_size", [L](const ModelConfig& c) { return c.positional == Positional::rope || c.block_size >= L; },
+        fmt::format(">= {} with learned positions (prompt + decode tokens)", L)}});
+  const ModelConfig& cfg = model.config();
   const int V = cfg.vocab_size;
 
   // The requests: a shared system prompt S plus each request's own text; then a miss (another
@@ -248,9 +251,11 @@ Result run_impl(const PrefixCacheOptions& o, const RunContext& ctx, const PagedF
                              static_cast<std::int64_t>(off.stats.cow_copies)},
                             {std::string("prompt-token hit rate"), fmt::format("{:.1f}%", 100.0 * on.stats.prefix_hit_tokens / total_prompt),
                              std::string("0%")}}});
-  r.notes.push_back(fmt::format("mini-GPT: 2 layers, d_model 64, 8 query heads, 2 K/V heads, {} on {}, seed {}; blocks of {} "
-                                "tokens; pool of {} blocks",
-                                dtype_name(ctx.dtype), device_name(ctx.device), ctx.seed, bs, num_blocks));
+  if (!ctx.weights.empty()) r.notes.push_back(weights_note(cfg, ctx.weights));
+  else
+    r.notes.push_back(fmt::format("mini-GPT: 2 layers, d_model 64, 8 query heads, 2 K/V heads, {} on {}, seed {}; blocks of {} "
+                                  "tokens; pool of {} blocks",
+                                  dtype_name(ctx.dtype), device_name(ctx.device), ctx.seed, bs, num_blocks));
   r.notes.push_back("000 §3.4's \"hit rate 90%+\" for ChatGPT-like services is a production statistic (not checkable); "
                     "the hit rate here follows from the workload: how many requests share how long a prefix.");
   r.notes.push_back("The last prompt token is always computed (its logits give the first output token), so a prompt "
@@ -302,6 +307,7 @@ class PrefixCache final : public Check {
     sub.add_option("--block-size", opts_.block_size, "Positions per block (default 16)")->check(IntRange(1, kMaxBlockSize));
   }
   bool uses_dtype() const override { return true; }
+  bool uses_weights() const override { return true; }
   Result run(const RunContext& ctx) override { return run_prefix_cache(opts_, ctx); }
 
  private:

@@ -44,9 +44,16 @@ Mat<double> random_mat(Rng& rng, int rows, int cols) {
 
 template <class T>
 std::pair<double, double> model_last_logits(const QueryNotCachedOptions& o, const RunContext& ctx, ModelConfig& cfg) {
-  cfg.n_kv_head = o.kv_heads;
-  cfg.block_size = std::max(64, o.tokens);
-  const MiniGPT<T> model(cfg, ctx.seed);
+  ModelConfig base;
+  base.n_kv_head = o.kv_heads;
+  base.block_size = std::max(64, o.tokens);
+  const int n = o.tokens;
+  const MiniGPT<T> model = check_model<T>(
+      base, ctx, "query-not-cached",
+      {{"causal", [](const ModelConfig& c) { return c.causal; }, "true (a bidirectional model has no KV cache)"},
+       {"block_size", [n](const ModelConfig& c) { return c.positional == Positional::rope || c.block_size >= n; },
+        fmt::format(">= --tokens = {} with learned positions", n)}});
+  cfg = model.config();
   const auto ids = random_tokens(ctx.seed + 1, o.tokens, cfg.vocab_size);
   auto full_cache = model.make_cache(CacheKind::prealloc, o.tokens);
   const Mat<T> full = model.forward(ids, 0, *full_cache);  // every query recomputed
@@ -172,6 +179,7 @@ class QueryNotCached final : public Check {
     sub.add_option("--kv-heads", opts_.kv_heads, "K/V heads (divisor of 8)")->check(IntRange(1, kHeads));
   }
   bool uses_dtype() const override { return true; }
+  bool uses_weights() const override { return true; }
   Result run(const RunContext& ctx) override { return run_query_not_cached(opts_, ctx); }
 
  private:

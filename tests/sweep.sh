@@ -32,6 +32,19 @@ if [ -n "${KVLAB_SWEEP_QUICK:-}" ]; then
 fi
 file_values=(/nonexistent/config.json "$tmp/a-directory" "$tmp/empty.json" "$tmp/truncated.json"
              "$tmp/binary.json")
+# Hostile safetensors files for --weights (docs/weights.md lists the reader's rules): truncated,
+# header length 2^64 - 1, overlapping offsets, NaN data, trailing bytes, and a valid file that is
+# not a model (no kvlab.config, no config.json beside it).
+le64() { local n=$1 i; for i in 0 1 2 3 4 5 6 7; do printf "\\$(printf '%03o' $(( (n >> (8 * i)) & 255 )))"; done; }
+st_header='{"t":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}}'
+st_overlap='{"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},"b":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}}'
+{ le64 ${#st_header}; printf '%s' "$st_header"; printf '\0\0\0\0'; } > "$tmp/st_truncated.safetensors"
+{ printf '\377\377\377\377\377\377\377\377'; printf '%s' "$st_header"; } > "$tmp/st_huge_header.safetensors"
+{ le64 ${#st_overlap}; printf '%s' "$st_overlap"; printf '\0\0\0\0\0\0\0\0'; } > "$tmp/st_overlap.safetensors"
+{ le64 ${#st_header}; printf '%s' "$st_header"; printf '\0\0\300\177\0\0\0\0'; } > "$tmp/st_nan.safetensors"
+{ le64 ${#st_header}; printf '%s' "$st_header"; printf '\0\0\0\0\0\0\0\0\0'; } > "$tmp/st_trailing.safetensors"
+{ le64 ${#st_header}; printf '%s' "$st_header"; printf '\0\0\0\0\0\0\0\0'; } > "$tmp/st_not_a_model.safetensors"
+file_values+=("$tmp"/st_*.safetensors)
 for f in "$here"/data/configs/*.json; do
   case $(basename "$f") in hf_*) ;; *) file_values+=("$f") ;; esac  # the valid ones are hf_*.json
 done

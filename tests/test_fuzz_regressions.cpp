@@ -85,6 +85,15 @@ TEST_CASE("fuzz corpus and regressions: hardware catalogue reader keeps its cont
   replay(kvlab::fuzz::gpu_spec_input, kFuzzDir / "regressions" / "gpu_spec");
 }
 
+TEST_CASE("fuzz corpus and regressions: safetensors reader keeps its contract") {
+  const Tally corpus = replay(kvlab::fuzz::safetensors_input, kFuzzDir / "corpus" / "safetensors");
+  // Model files of tests/fuzz/corpus/safetensors/model_*.safetensors (kvlab model init, every
+  // dtype) and plain tensor files are accepted; the hostile_* fixtures rejected.
+  CHECK(corpus.accepted >= 5);
+  CHECK(corpus.rejected >= 8);
+  replay(kvlab::fuzz::safetensors_input, kFuzzDir / "regressions" / "safetensors");
+}
+
 TEST_CASE("fuzz entry: tells accepted inputs from rejected ones") {
   const char* small = R"({"num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 4,
                           "vocab_size": 10})";

@@ -8,12 +8,17 @@
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <set>
+#include <span>
+#include <vector>
 #include <string>
 
 #include "core/error.hpp"
 #include "cost/kv_cache.hpp"
 #include "cost/roofline.hpp"
 #include "io/catalogue.hpp"
+#include "io/safetensors.hpp"
+#include "model/weights_io.hpp"
 
 namespace kvlab::fuzz {
 namespace {
@@ -272,7 +277,59 @@ void check_gpu(const GpuSpec& g) {
   check_decode(m, g, 7e9, 32, 8192);
 }
 
+/// An accepted safetensors file: every tensor's values match its shape and are finite, names are
+/// unique and non-empty; writing it again and reading that back gives the same tensors and
+/// metadata (each value is exactly representable in its own dtype). When the metadata holds a
+/// kvlab.config, the MiniGPT loader either refuses it with an InputError or builds a model that
+/// runs a forward pass over up to two tokens.
+void check_safetensors(const SafeTensorsFile& f) {
+  std::set<std::string> names;
+  for (const auto& t : f.tensors) {
+    require(!t.name.empty(), "accepted a tensor with an empty name");
+    require(names.insert(t.name).second, "accepted a duplicate tensor name");
+    require(t.numel() >= 0 && static_cast<std::uint64_t>(t.numel()) == t.values.size(),
+            fmt::format("tensor {}: {} values for its shape", t.name, t.values.size()));
+    for (double x : t.values) require(std::isfinite(x), "accepted a non-finite value");
+  }
+  const auto bytes = encode_safetensors(f.tensors, f.metadata);
+  const SafeTensorsFile back = parse_safetensors(bytes, "fuzz-rewrite");
+  require(back.metadata == f.metadata, "metadata changed through a write and read");
+  require(back.tensors.size() == f.tensors.size(), "tensor count changed through a write and read");
+  for (const auto& t : f.tensors) {
+    const SafeTensor* b = back.find(t.name);
+    require(b != nullptr && b->dtype == t.dtype && b->shape == t.shape && b->values == t.values,
+            fmt::format("tensor {} changed through a write and read", t.name));
+  }
+  const auto cfg = f.metadata.find(kConfigMetadataKey);
+  if (cfg == f.metadata.end()) return;
+  try {
+    const ModelConfig c = model_config_from_json(cfg->second, "fuzz");
+    const MiniGPT<float> m = gpt_from_tensors<float>(c, f, "fuzz");
+    const std::vector<int> ids = {0, c.vocab_size - 1};
+    const std::size_t n = std::min<std::size_t>(2, static_cast<std::size_t>(c.block_size));
+    auto cache = m.make_cache(CacheKind::prealloc, 2);
+    const Mat<float> logits = m.forward(std::span<const int>(ids.data(), n), 0, *cache);
+    require(logits.rows() == static_cast<Eigen::Index>(n) && logits.cols() == c.vocab_size, "logits of the wrong shape");
+  } catch (const InputError& e) {
+    check_message(e);
+  }
+}
+
 }  // namespace
+
+Outcome safetensors_input(std::string_view bytes) {
+  SafeTensorsFile f;
+  try {
+    f = parse_safetensors(std::span<const unsigned char>(reinterpret_cast<const unsigned char*>(bytes.data()),
+                                                         bytes.size()),
+                          "fuzz.safetensors");
+  } catch (const InputError& e) {
+    check_message(e);
+    return Outcome::rejected;
+  }
+  check_safetensors(f);
+  return Outcome::accepted;
+}
 
 Outcome model_config_input(std::string_view bytes) {
   ModelSpec m;

@@ -18,7 +18,8 @@
 //     num_parameters_active) whose figures are not finite and positive, or whose weights read
 //     fall outside [N_active, N].
 //
-//   make fuzz FUZZ_SECONDS=60          # build-fuzz/bin/fuzz_model_config, fuzz_gpu_spec
+//   make fuzz FUZZ_SECONDS=60          # build-fuzz/bin/fuzz_model_config, fuzz_gpu_spec,
+//                                      # fuzz_safetensors
 #pragma once
 
 #include <cstddef>
@@ -53,6 +54,12 @@ Outcome model_config_input(std::string_view bytes);
 /// (kvlab::parse_gpu_config, the path load_gpu takes), then the invariants of the GpuSpec and a
 /// decode step of Llama-2-7B on it. Same contract as model_config_input.
 Outcome gpu_spec_input(std::string_view bytes);
+
+/// The safetensors reader: `bytes` as a whole weights file (kvlab::parse_safetensors, the path
+/// read_safetensors and `--weights` take), then the file's invariants, a write-and-read round trip,
+/// and, when its metadata holds a kvlab.config, the MiniGPT loader and a forward pass. Same
+/// contract as model_config_input.
+Outcome safetensors_input(std::string_view bytes);
 
 /// The body of LLVMFuzzerTestOneInput: runs `entry` on the input and turns a broken contract
 /// into an abort with the reason on stderr, which libFuzzer reports as a crash and saves.

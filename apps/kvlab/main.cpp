@@ -10,6 +10,8 @@
 //   kvlab quiz [--answers]         the course's estimation drills, asked or as a worksheet
 //   kvlab cheatsheet [TABLE...]    the course's numeric tables, computed by the library
 //   kvlab train --out F            train a byte-level mini-GPT on the fortunes text
+//   kvlab model init --out F       a seeded random mini-GPT as safetensors (docs/weights.md)
+//   kvlab perplexity --weights F   validation loss and perplexity of a weights file
 //   kvlab <check> [options]        one check; `kvlab <check> --help` explains it
 //
 // Exit status: 0 every claim held, 1 a claim did not hold, 2 bad usage or input, 3 internal error.
@@ -34,6 +36,7 @@
 #include "cheatsheet_command.hpp"
 #include "bench_command.hpp"
 #include "machine_command.hpp"
+#include "model_command.hpp"
 #include "quiz_command.hpp"
 #include "train_command.hpp"
 #include "support/check.hpp"
@@ -55,6 +58,7 @@ struct CommonFlags {
   std::string device = "auto";
   bool dtype_given = false;  ///< --dtype was on the command line of this check (not of `all`)
   std::string plot;          ///< --plot value ("" = no plot); only on checks with has_plot()
+  std::string weights;       ///< --weights FILE ("" = seeded random model); only with uses_weights()
 };
 
 void add_common_flags(CLI::App& sub, CommonFlags& f) {
@@ -76,6 +80,7 @@ kvlab::checks::RunContext resolve(const CommonFlags& f, const Check& check) {
   ctx.seed = static_cast<std::uint64_t>(f.seed);
   ctx.dtype = kvlab::parse_dtype(f.dtype);
   ctx.device = kvlab::resolve_device(kvlab::parse_device(f.device), check.has_cuda(), check.name());
+  ctx.weights = f.weights;
   return ctx;
 }
 
@@ -217,6 +222,10 @@ int main(int argc, char** argv) {
 
   kvlab::app::CheatsheetFlags cheatsheet_flags;
   auto* cheatsheet = kvlab::app::add_cheatsheet_command(app, cheatsheet_flags);
+  kvlab::app::ModelInitFlags model_init_flags;
+  auto* model_init = kvlab::app::add_model_command(app, model_init_flags);
+  kvlab::app::PerplexityFlags perplexity_flags;
+  auto* perplexity = kvlab::app::add_perplexity_command(app, perplexity_flags);
 
   std::string explain_name;
   auto* explain = app.add_subcommand("explain", "The derivation behind a check's claim, with its source");
@@ -248,6 +257,11 @@ int main(int argc, char** argv) {
     if (checks[i]->has_plot())
       sub->add_option("--plot", flags[i].plot,
                       "Also draw the sweep: FILE.svg, or 'term' for the terminal (needs gnuplot)");
+    if (checks[i]->uses_weights())
+      sub->add_option("--weights", flags[i].weights,
+                      "Run on the model in FILE.safetensors (config from the file; docs/weights.md) "
+                      "instead of a seeded random one")
+          ->type_name("FILE");
     sub->get_option("--dtype")->each([&f = flags[i]](const std::string&) { f.dtype_given = true; });
     subs.push_back(sub);
   }
@@ -273,6 +287,8 @@ int main(int argc, char** argv) {
     if (bench->parsed()) return kvlab::app::run_bench(bench_flags, std::cout);
     if (all->parsed()) return run_all(all_flags, all_bench);
     if (train->parsed()) return kvlab::app::run_train(train_flags, std::cout);
+    if (model_init->parsed()) return kvlab::app::run_model_init(model_init_flags, std::cout);
+    if (perplexity->parsed()) return kvlab::app::run_perplexity(perplexity_flags, std::cout);
     for (std::size_t i = 0; i < checks.size(); ++i)
       if (subs[i]->parsed()) return run_one(*checks[i], flags[i]);
     return kExitUsage;

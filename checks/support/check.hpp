@@ -28,6 +28,9 @@ struct RunContext {
   std::uint64_t seed = 1234;
   Dtype dtype = Dtype::f64;
   Device device = Device::cpu;
+  /// --weights FILE.safetensors (only on checks with uses_weights()): run on the model in the file
+  /// instead of a seeded random one; "" = none. Config from the file (docs/weights.md).
+  std::string weights;
 };
 
 class Check {
@@ -56,6 +59,9 @@ class Check {
   /// Whether --dtype changes what the check computes (model checks); elsewhere an explicit
   /// --dtype is refused rather than silently ignored.
   virtual bool uses_dtype() const { return false; }
+  /// Whether the check builds a MiniGPT and accepts `--weights FILE.safetensors` for it
+  /// (RunContext::weights; checks/support/model_setup.hpp: check_model).
+  virtual bool uses_weights() const { return false; }
   /// Runs the check with its bound options. Throws InputError on invalid options.
   virtual Result run(const RunContext& ctx) = 0;
 };

@@ -2,11 +2,20 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <initializer_list>
+#include <string>
 #include <vector>
 
+#include <fmt/format.h>
+
 #include "core/dtype.hpp"
+#include "core/error.hpp"
 #include "core/rng.hpp"
 #include "model/config.hpp"
+#include "model/gpt.hpp"
+#include "model/weights_io.hpp"
+#include "support/check.hpp"
 
 namespace kvlab::checks {
 
@@ -22,6 +31,55 @@ inline std::vector<int> random_tokens(std::uint64_t seed, int n, int vocab) {
 template <class F>
 auto with_dtype(Dtype dtype, F&& f) {
   return dtype == Dtype::f64 ? f.template operator()<double>() : f.template operator()<float>();
+}
+
+/// One condition a check's claim puts on the shape of a --weights model, e.g.
+/// {"block_size", [](auto& c) { return c.block_size >= 41; }, ">= 41 (--prompt + --new-tokens + 1)"}.
+struct ConfigNeed {
+  std::string field;                              ///< ModelConfig field name, as in docs/weights.md
+  std::function<bool(const ModelConfig&)> ok;
+  std::string allowed;                            ///< what the check needs, for the message
+};
+
+/// Throws InputError "--weights FILE: FIELD = VALUE, CHECK needs ALLOWED" for the first need the
+/// config fails (the CLI's exit 2).
+inline void require_config(const ModelConfig& c, const std::string& path, const std::string& check,
+                           std::initializer_list<ConfigNeed> needs) {
+  for (const auto& n : needs)
+    if (!n.ok(c))
+      throw InputError(fmt::format("--weights {}: {} = {}, {} needs {}", path, n.field, config_field(c, n.field), check,
+                                   n.allowed));
+}
+
+/// load_gpt<T>(path), its InputError prefixed with "--weights: " (the option the user gave).
+template <class T>
+MiniGPT<T> load_weights(const std::string& path) {
+  try {
+    return load_gpt<T>(path);
+  } catch (const InputError& e) {
+    throw InputError(std::string("--weights: ") + e.what());
+  }
+}
+
+/// The model a check runs on: with ctx.weights, the model in that file (load_gpt; its config
+/// replaces `cfg`, after require_config with `needs`); otherwise MiniGPT(cfg, ctx.seed). Throws
+/// InputError for a bad file or a shape the check cannot use.
+template <class T>
+MiniGPT<T> check_model(const ModelConfig& cfg, const RunContext& ctx, const std::string& check,
+                       std::initializer_list<ConfigNeed> needs = {}) {
+  if (ctx.weights.empty()) return MiniGPT<T>(cfg, ctx.seed);
+  MiniGPT<T> m = load_weights<T>(ctx.weights);
+  require_config(m.config(), ctx.weights, check, needs);
+  return m;
+}
+
+/// The note a check prints instead of its random model's description when it ran on --weights:
+/// the file and its shape; the check's own shape options did not apply.
+inline std::string weights_note(const ModelConfig& c, const std::string& path) {
+  return fmt::format("model: {} (--weights): {} layers, d_model {}, {} query / {} K/V heads of {}, {} positions, "
+                     "block_size {}, vocab {}; the check's shape options do not apply",
+                     path, c.n_layer, c.d_model, c.n_head, c.n_kv_head, c.head_dim,
+                     c.positional == Positional::rope ? "RoPE" : "learned", c.block_size, c.vocab_size);
 }
 
 /// The target of the speculative-decoding checks whose output law is enumerated on a small

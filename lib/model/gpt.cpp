@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 #include <stdexcept>
+#include <string>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -49,6 +51,59 @@ MiniGPT<T>::MiniGPT(const ModelConfig& config, std::uint64_t seed) : config_(con
   w.lnf_gain = Vec<T>::Ones(d);
   w.lnf_bias = Vec<T>::Zero(d);
   w.w_lm = random_matrix<T>(rng, d, config_.vocab_size, std);
+}
+
+namespace {
+
+/// Throws InputError "weights: NAME: shape [r, c], config needs [R, C]" unless m is rows x cols.
+template <class M>
+void require_shape(const M& m, Eigen::Index rows, Eigen::Index cols, const std::string& name, bool is_vector) {
+  const bool ok = is_vector ? m.size() == rows : (m.rows() == rows && m.cols() == cols);
+  if (ok) return;
+  if (is_vector)
+    throw InputError(fmt::format("weights: {}: shape [{}], config needs [{}]", name, m.size(), rows));
+  throw InputError(fmt::format("weights: {}: shape [{}, {}], config needs [{}, {}]", name, m.rows(), m.cols(), rows,
+                               cols));
+}
+
+}  // namespace
+
+template <class T>
+MiniGPT<T>::MiniGPT(const ModelConfig& config, GptWeights<T> weights) : config_(config), weights_(std::move(weights)) {
+  config_.validate();
+  const int d = config_.d_model, q_w = config_.n_head * config_.head_dim, kv_w = config_.kv_width();
+  const auto& w = weights_;
+  const auto mat = [](const Mat<T>& m, int r, int c, const std::string& n) { require_shape(m, r, c, n, false); };
+  const auto vec = [](const Vec<T>& v, int r, const std::string& n) { require_shape(v, r, 1, n, true); };
+  mat(w.wte, config_.vocab_size, d, "wte");
+  if (config_.positional == Positional::learned) mat(w.wpe, config_.block_size, d, "wpe");
+  else mat(w.wpe, 0, 0, "wpe (RoPE: none)");
+  if (static_cast<int>(w.blocks.size()) != config_.n_layer)
+    throw InputError(fmt::format("weights: {} blocks, config needs n_layer = {}", w.blocks.size(), config_.n_layer));
+  for (int l = 0; l < config_.n_layer; ++l) {
+    const auto& b = w.blocks[static_cast<std::size_t>(l)];
+    const auto n = [l](const char* f) { return fmt::format("blocks[{}].{}", l, f); };
+    const bool owns_kv = l % config_.cla_share == 0;
+    vec(b.ln1_gain, d, n("ln1_gain"));
+    vec(b.ln1_bias, d, n("ln1_bias"));
+    mat(b.w_q, d, q_w, n("w_q"));
+    vec(b.b_q, q_w, n("b_q"));
+    mat(b.w_k, owns_kv ? d : 0, owns_kv ? kv_w : 0, n("w_k"));
+    vec(b.b_k, owns_kv ? kv_w : 0, n("b_k"));
+    mat(b.w_v, owns_kv ? d : 0, owns_kv ? kv_w : 0, n("w_v"));
+    vec(b.b_v, owns_kv ? kv_w : 0, n("b_v"));
+    mat(b.w_o, q_w, d, n("w_o"));
+    vec(b.b_o, d, n("b_o"));
+    vec(b.ln2_gain, d, n("ln2_gain"));
+    vec(b.ln2_bias, d, n("ln2_bias"));
+    mat(b.w_fc, d, 4 * d, n("w_fc"));
+    vec(b.b_fc, 4 * d, n("b_fc"));
+    mat(b.w_proj, 4 * d, d, n("w_proj"));
+    vec(b.b_proj, d, n("b_proj"));
+  }
+  vec(w.lnf_gain, d, "lnf_gain");
+  vec(w.lnf_bias, d, "lnf_bias");
+  mat(w.w_lm, d, config_.vocab_size, "w_lm");
 }
 
 template <class T>

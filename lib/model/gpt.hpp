@@ -59,6 +59,12 @@ class MiniGPT {
   /// rounded to T, so the f32 and f64 models of one seed are the same model.
   MiniGPT(const ModelConfig& config, std::uint64_t seed);
 
+  /// A model with the given weights (trained, loaded from a file, converted). Validates `config`
+  /// and every weight's shape against it (the shapes in BlockWeights/GptWeights above; K/V only
+  /// in layers l % cla_share == 0, wpe empty under RoPE); InputError naming the weight, e.g.
+  /// "weights: blocks[1].w_q: shape [64, 32], config needs [64, 64]".
+  MiniGPT(const ModelConfig& config, GptWeights<T> weights);
+
   /// Logits [tokens.size(), vocab_size] of tokens at positions start_pos, start_pos + 1, ...;
   /// their K and V are appended to `cache` in every layer.
   /// Throws InputError when a token id is outside [0, vocab_size) or, with learned positions,
