@@ -57,7 +57,18 @@ print(" ".join(c["check"] for c in json.load(sys.stdin) if c.get("bench")))') "
 runs=0 rejected=0 accepted=0 failures=0
 fail() { echo "FAIL: kvlab $*"; failures=$((failures + 1)); }
 
+# The front end's options (main.cpp adds them to every check, or every model check) take one path
+# whatever the check; the quick sweep tries each on its first check only.
+front_end=" --format --seed --dtype --device --plot --weights "
+declare -A front_end_seen=()
+
 while IFS=$'\t' read -r check option type; do
+  if [ -n "${KVLAB_SWEEP_QUICK:-}" ]; then
+    case $front_end in *" $option "*)
+      [ -n "${front_end_seen[$option]:-}" ] && continue
+      front_end_seen[$option]=1 ;;
+    esac
+  fi
   case $type in
     FLAG) continue ;;
     INT* | FLOAT*) values=("${numeric_values[@]}") ;;

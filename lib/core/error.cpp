@@ -32,4 +32,16 @@ void require_finite_range(const std::string& field, double v, double lo, double 
     throw InputError(fmt::format("{}: must be a finite number in [{}, {}] (got {})", field, lo, hi, v));
 }
 
+std::string printable(const std::string& s, std::size_t max) {
+  std::string out;
+  for (unsigned char ch : s) {
+    if (out.size() >= max) {
+      out += "...";
+      break;
+    }
+    out += (ch >= 0x20 && ch < 0x7f) ? static_cast<char>(ch) : '?';
+  }
+  return out;
+}
+
 }  // namespace kvlab

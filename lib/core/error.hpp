@@ -5,6 +5,7 @@
 // values, e.g. "n_kv_head: must divide n_head = 32 (got 5)".
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <stdexcept>
 #include <string>
@@ -29,5 +30,9 @@ void require_range(const std::string& field, long long v, long long lo, long lon
 
 /// Throws InputError unless v is finite and lo <= v <= hi (NaN and inf are rejected).
 void require_finite_range(const std::string& field, double v, double lo, double hi);
+
+/// `s` with every byte outside printable ASCII replaced by '?', cut to `max` characters plus
+/// "...": error messages stay one line even for a path or a file full of random bytes.
+std::string printable(const std::string& s, std::size_t max = 200);
 
 }  // namespace kvlab

@@ -24,20 +24,6 @@ namespace fs = std::filesystem;
 
 constexpr std::uintmax_t kMaxConfigFileBytes = 16u << 20;  // a real config.json is a few KiB
 
-/// `s` with every byte outside printable ASCII replaced by '?', at most `max` characters: error
-/// messages stay one line even for a path or a file full of random bytes.
-std::string printable(const std::string& s, std::size_t max = 200) {
-  std::string out;
-  for (unsigned char ch : s) {
-    if (out.size() >= max) {
-      out += "...";
-      break;
-    }
-    out += (ch >= 0x20 && ch < 0x7f) ? static_cast<char>(ch) : '?';
-  }
-  return out;
-}
-
 /// How a JSON value that is not what we wanted reads in an error: `"32" (a string)`, `32.5`.
 std::string describe(const json& v) {
   switch (v.type()) {

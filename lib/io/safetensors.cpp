@@ -28,19 +28,6 @@ constexpr std::uintmax_t kMaxFileBytes = std::uintmax_t{1} << 34;
 /// Largest dimension in a shape: 2^31.
 constexpr std::uint64_t kMaxDim = std::uint64_t{1} << 31;
 
-/// `s` with bytes outside printable ASCII as '?', at most `max` characters: one-line messages.
-std::string printable(const std::string& s, std::size_t max = 120) {
-  std::string out;
-  for (unsigned char ch : s) {
-    if (out.size() >= max) {
-      out += "...";
-      break;
-    }
-    out += (ch >= 0x20 && ch < 0x7f) ? static_cast<char>(ch) : '?';
-  }
-  return out;
-}
-
 std::string shape_str(const std::vector<std::int64_t>& shape) {
   return fmt::format("[{}]", fmt::join(shape, ", "));
 }

@@ -17,18 +17,6 @@ namespace {
 using nlohmann::json;
 namespace fs = std::filesystem;
 
-std::string printable(const std::string& s, std::size_t max = 200) {
-  std::string out;
-  for (unsigned char ch : s) {
-    if (out.size() >= max) {
-      out += "...";
-      break;
-    }
-    out += (ch >= 0x20 && ch < 0x7f) ? static_cast<char>(ch) : '?';
-  }
-  return out;
-}
-
 std::string block(int l, const char* rest) { return fmt::format("transformer.h.{}.{}", l, rest); }
 
 /// Shapes of every tensor, in the documented order; the value vectors stay empty.
