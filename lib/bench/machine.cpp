@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 #include <unistd.h>
 
+#include "core/huge_pages.hpp"
 #include "model/f32_kernels.hpp"
 #include "model/fast_gpt.hpp"
 
@@ -35,8 +36,13 @@ double median(std::vector<double> v) {
 double stream_bandwidth(StreamKernel kernel, std::uint64_t bytes_per_array, int repeats) {
   if (bytes_per_array < 64 || repeats < 1) throw std::invalid_argument("stream_bandwidth: bytes >= 64, repeats >= 1");
   const std::ptrdiff_t n = static_cast<std::ptrdiff_t>(bytes_per_array / sizeof(double));
-  // Uninitialised allocation, then first touch by the threads that will stream each part.
-  std::unique_ptr<double[]> a(new double[n]), b(new double[n]), c(new double[n]);
+  // Uninitialised allocation (huge pages, as the fast path's weights: core/huge_pages.hpp), then
+  // first touch by the threads that will stream each part.
+  const std::size_t bytes = static_cast<std::size_t>(n) * sizeof(double);
+  const auto release = [bytes](double* p) { free_streamed(p, bytes); };
+  using Buffer = std::unique_ptr<double[], decltype(release)>;
+  Buffer a(static_cast<double*>(allocate_streamed(bytes)), release), b(static_cast<double*>(allocate_streamed(bytes)), release),
+      c(static_cast<double*>(allocate_streamed(bytes)), release);
   double *pa = a.get(), *pb = b.get(), *pc = c.get();
 #pragma omp parallel for schedule(static)
   for (std::ptrdiff_t i = 0; i < n; ++i) pa[i] = 1.0, pb[i] = 2.0, pc[i] = 0.5;

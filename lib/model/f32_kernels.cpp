@@ -1,6 +1,7 @@
 #include "model/f32_kernels.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <cstddef>
 
 #include <Eigen/Core>
@@ -152,17 +153,61 @@ void gemm_f32(int m, int n, int k, const float* a, int lda, const float* b, int 
 }
 
 KVLAB_CLONES
-float dot_f32(const float* a, const float* b, int n) {
-  float s = 0;
+void attend_chunk_f32(const float* q, int n_head, int n_kv_head, int head_dim, const float* k, const float* v,
+                      long row_stride, int n, float scale, float* scores, float* m, float* l, float* out) {
+  const int group = n_head / n_kv_head, hd = head_dim;
+  // Scores, K row by K row: every head's dot products with row j before row j + 1 (one stream).
+  for (int j = 0; j < n; ++j) {
+    const float* kj = k + static_cast<std::ptrdiff_t>(j) * row_stride;
+    for (int h = 0; h < n_head; ++h) {
+      const float* qh = q + static_cast<std::ptrdiff_t>(h) * hd;
+      const float* kh = kj + static_cast<std::ptrdiff_t>(h / group) * hd;
+      float s = 0;
 #pragma omp simd reduction(+ : s)
-  for (int i = 0; i < n; ++i) s += a[i] * b[i];
-  return s;
+      for (int i = 0; i < hd; ++i) s += qh[i] * kh[i];
+      scores[static_cast<std::ptrdiff_t>(h) * n + j] = s * scale;
+    }
+  }
+  for (int h = 0; h < n_head; ++h) {
+    float* sh = scores + static_cast<std::ptrdiff_t>(h) * n;
+    float mx = sh[0];
+    for (int j = 1; j < n; ++j) mx = std::max(mx, sh[j]);
+    float sum = 0;
+    for (int j = 0; j < n; ++j) sum += (sh[j] = std::exp(sh[j] - mx));
+    m[h] = mx;
+    l[h] = sum;
+  }
+  std::fill(out, out + static_cast<std::ptrdiff_t>(n_head) * hd, 0.0f);
+  // Weighted V rows, V row by V row.
+  for (int j = 0; j < n; ++j) {
+    const float* vj = v + static_cast<std::ptrdiff_t>(j) * row_stride;
+    for (int h = 0; h < n_head; ++h) {
+      const float p = scores[static_cast<std::ptrdiff_t>(h) * n + j];
+      const float* vh = vj + static_cast<std::ptrdiff_t>(h / group) * hd;
+      float* oh = out + static_cast<std::ptrdiff_t>(h) * hd;
+#pragma omp simd
+      for (int i = 0; i < hd; ++i) oh[i] += p * vh[i];
+    }
+  }
 }
 
-KVLAB_CLONES
-void axpy_f32(float a, const float* x, float* y, int n) {
-#pragma omp simd
-  for (int i = 0; i < n; ++i) y[i] += a * x[i];
+void combine_chunks_f32(int chunks, int n_head, int head_dim, const float* m, const float* l, const float* out,
+                        float* y) {
+  for (int h = 0; h < n_head; ++h) {
+    float mx = m[h];
+    for (int c = 1; c < chunks; ++c) mx = std::max(mx, m[static_cast<std::ptrdiff_t>(c) * n_head + h]);
+    float* yh = y + static_cast<std::ptrdiff_t>(h) * head_dim;
+    std::fill(yh, yh + head_dim, 0.0f);
+    float den = 0;
+    for (int c = 0; c < chunks; ++c) {
+      const float w = std::exp(m[static_cast<std::ptrdiff_t>(c) * n_head + h] - mx);
+      den += w * l[static_cast<std::ptrdiff_t>(c) * n_head + h];
+      const float* oh = out + (static_cast<std::ptrdiff_t>(c) * n_head + h) * head_dim;
+      for (int i = 0; i < head_dim; ++i) yh[i] += w * oh[i];
+    }
+    const float inv = 1.0f / den;
+    for (int i = 0; i < head_dim; ++i) yh[i] *= inv;
+  }
 }
 
 }  // namespace kvlab

@@ -31,9 +31,23 @@ void stream_matmul_f32(const float* x, int rows, int in, const float* wt, int ou
 /// kvlab (the BLAS may use its own buffers).
 void gemm_f32(int m, int n, int k, const float* a, int lda, const float* b, int ldb, bool trans_b, float* c, int ldc);
 
-/// Dot product of n floats (vectorised; for attention).
-float dot_f32(const float* a, const float* b, int n);
-/// y += a x over n floats (vectorised).
-void axpy_f32(float a, const float* x, float* y, int n);
+/// One chunk of decode attention, split over positions as in flash-decoding (Dao, Haziza, Massa,
+/// Sizov, "Flash-Decoding for long-context inference", 2023): the n_head query heads of one
+/// sequence, q [n_head, head_dim], against `n` consecutive cached positions whose K and V rows are
+/// at k + j * row_stride and v + j * row_stride (each row [n_kv_head, head_dim] floats; query head
+/// h reads K/V head h / (n_head / n_kv_head), 004 §2). Each K and V row is read once, front to
+/// back, for every query head. Writes the chunk's softmax statistics and unnormalised output, with
+/// s_hj = scale * q_h . k_j: m[h] = max_j s_hj, l[h] = sum_j exp(s_hj - m[h]) and
+/// out[h, :] = sum_j exp(s_hj - m[h]) v_j ([n_head, head_dim]). scores: scratch [n_head, n].
+/// Preconditions (not checked): n >= 1, n_kv_head divides n_head, buffers disjoint.
+void attend_chunk_f32(const float* q, int n_head, int n_kv_head, int head_dim, const float* k, const float* v,
+                      long row_stride, int n, float scale, float* scores, float* m, float* l, float* out);
+
+/// Joins `chunks` results of attend_chunk_f32 over consecutive chunks of one sequence (m, l
+/// [chunks, n_head] and out [chunks, n_head, head_dim], chunk-major) into the normalised attention
+/// output y [n_head, head_dim]: y_h = sum_c exp(m_ch - M_h) out_ch / sum_c exp(m_ch - M_h) l_ch,
+/// M_h = max_c m_ch (the softmax over all positions, exactly up to rounding).
+void combine_chunks_f32(int chunks, int n_head, int head_dim, const float* m, const float* l, const float* out,
+                        float* y);
 
 }  // namespace kvlab

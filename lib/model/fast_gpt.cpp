@@ -19,7 +19,7 @@ namespace kvlab {
 namespace {
 
 // W [in, out] (the reference layout) -> W^T [out, in] appended to `dst`.
-void append_transposed(std::vector<float>& dst, const Mat<float>& w) {
+void append_transposed(StreamedFloats& dst, const Mat<float>& w) {
   const auto in = w.rows(), out = w.cols();
   const std::size_t base = dst.size();
   dst.resize(base + static_cast<std::size_t>(in * out));
@@ -27,7 +27,7 @@ void append_transposed(std::vector<float>& dst, const Mat<float>& w) {
     for (Eigen::Index i = 0; i < in; ++i) dst[base + static_cast<std::size_t>(o * in + i)] = w(i, o);
 }
 
-std::vector<float> copy(const Vec<float>& v) { return std::vector<float>(v.data(), v.data() + v.size()); }
+StreamedFloats copy(const Vec<float>& v) { return StreamedFloats(v.data(), v.data() + v.size()); }
 
 // LayerNorm of `rows` rows of width C (biased variance, eps 1e-5, as model/ops.cpp), x -> y.
 void layer_norm_rows(const float* x, int rows, int C, const float* g, const float* b, float* y) {
@@ -154,7 +154,12 @@ FastGpt::FastGpt(const MiniGPT<float>& ref, int max_batch, int max_ctx, int max_
   qkv_.assign(R * (q_w_ + 2 * kv_w_), 0.0f);
   att_.assign(R * q_w_, 0.0f);
   m_.assign(R * 4 * d, 0.0f);
-  scores_.assign(static_cast<std::size_t>(threads_) * c_.group_size() * (max_ctx + 1), 0.0f);
+  scores_.assign(static_cast<std::size_t>(threads_) * c_.n_head * kDecodeChunk, 0.0f);
+  // Decode tasks: batch x ceil(ctx / kDecodeChunk) <= cache_tokens / kDecodeChunk + batch for any shape.
+  const std::size_t tasks = static_cast<std::size_t>(cache_tokens_ / kDecodeChunk + max_batch + 1);
+  part_m_.assign(tasks * c_.n_head, 0.0f);
+  part_l_.assign(tasks * c_.n_head, 0.0f);
+  part_out_.assign(tasks * q_w_, 0.0f);
   prefill_scores_.assign(static_cast<std::size_t>(threads_) * kPrefillBlock * max_ctx, 0.0f);
   if (c_.positional == Positional::rope) {
     const int half = c_.head_dim / 2;
@@ -228,38 +233,31 @@ void FastGpt::layer_forward(int rows, int l, bool decode, int pos0) {
   }
   const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
   if (decode) {
-    // Every (sequence, K/V head) pair reads its cached rows once, for all `group` query heads.
-    const int pairs = rows * c_.n_kv_head, n_ctx = pos0 + 1;
-    // Threads only when the cache read is large (see f32_kernels.cpp, kParallelMacs).
-#pragma omp parallel for schedule(static) if (static_cast<long long>(pairs) * n_ctx * group * hd >= (1ll << 18))
-    for (int pg = 0; pg < pairs; ++pg) {
+    // Flash-decoding: every sequence's cached positions in chunks of kDecodeChunk, one task per
+    // (sequence, chunk) reading its K and V rows once, front to back, for all heads; then each
+    // sequence's chunks are joined by their softmax statistics (f32_kernels.hpp).
+    const int n_ctx = pos0 + 1, chunks = (n_ctx + kDecodeChunk - 1) / kDecodeChunk, tasks = rows * chunks;
+    const bool threaded = static_cast<long long>(rows) * n_ctx * q_w_ >= (1ll << 18);  // as kParallelMacs
+#pragma omp parallel for schedule(dynamic, 1) if (threaded && tasks > 1)
+    for (int task = 0; task < tasks; ++task) {
 #ifdef _OPENMP
       const int tid = omp_get_thread_num();
 #else
       const int tid = 0;
 #endif
-      const int b = pg / c_.n_kv_head, g = pg % c_.n_kv_head;
-      float* s = scores_.data() + static_cast<std::size_t>(tid) * group * (max_ctx_ + 1);
-      const float* q = qkv_.data() + static_cast<std::size_t>(b) * qkv_w + static_cast<std::size_t>(g) * group * hd;
-      for (int j = 0; j < n_ctx; ++j) {
-        const float* kj = k_at(l, b, j) + g * hd;
-        for (int h = 0; h < group; ++h) s[h * (max_ctx_ + 1) + j] = dot_f32(q + h * hd, kj, hd) * scale;
-      }
-      for (int h = 0; h < group; ++h) {
-        float* sh = s + h * (max_ctx_ + 1);
-        float mx = -std::numeric_limits<float>::infinity();
-        for (int j = 0; j < n_ctx; ++j) mx = std::max(mx, sh[j]);
-        float den = 0;
-        for (int j = 0; j < n_ctx; ++j) den += (sh[j] = std::exp(sh[j] - mx));
-        const float inv = 1.0f / den;
-        for (int j = 0; j < n_ctx; ++j) sh[j] *= inv;
-      }
-      float* out = att_.data() + static_cast<std::size_t>(b) * q_w_ + static_cast<std::size_t>(g) * group * hd;
-      std::fill(out, out + group * hd, 0.0f);
-      for (int j = 0; j < n_ctx; ++j) {
-        const float* vj = v_at(l, b, j) + g * hd;
-        for (int h = 0; h < group; ++h) axpy_f32(s[h * (max_ctx_ + 1) + j], vj, out + h * hd, hd);
-      }
+      const int b = task / chunks, j0 = (task % chunks) * kDecodeChunk, n = std::min(kDecodeChunk, n_ctx - j0);
+      attend_chunk_f32(qkv_.data() + static_cast<std::size_t>(b) * qkv_w, c_.n_head, c_.n_kv_head, hd, k_at(l, b, j0),
+                       v_at(l, b, j0), kv_w_, n, scale,
+                       scores_.data() + static_cast<std::size_t>(tid) * c_.n_head * kDecodeChunk,
+                       part_m_.data() + static_cast<std::size_t>(task) * c_.n_head,
+                       part_l_.data() + static_cast<std::size_t>(task) * c_.n_head,
+                       part_out_.data() + static_cast<std::size_t>(task) * q_w_);
+    }
+#pragma omp parallel for schedule(static) if (threaded && rows > 1)
+    for (int b = 0; b < rows; ++b) {
+      const std::size_t t0 = static_cast<std::size_t>(b) * chunks;
+      combine_chunks_f32(chunks, c_.n_head, hd, part_m_.data() + t0 * c_.n_head, part_l_.data() + t0 * c_.n_head,
+                         part_out_.data() + t0 * q_w_, att_.data() + static_cast<std::size_t>(b) * q_w_);
     }
   } else {
     // Prefill: per (head, block of kPrefillBlock queries), one OpenMP task: S = Q K^T over the keys

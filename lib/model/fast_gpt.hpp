@@ -8,8 +8,10 @@
 //     its own rows of W^T once for all B rows of the batch (lib/model/f32_kernels.hpp); products
 //     with many rows (prefill) go to OpenBLAS's sgemm where it was found at build time;
 //   - the KV cache is one preallocated [n_layer, max_batch, max_ctx, kv_w] block for K and one
-//     for V; decode reads each cached row once per step for all query heads of its K/V group;
-//   - every buffer is allocated in the constructor: decode() and prefill() allocate nothing.
+//     for V; decode splits each sequence's cached positions into chunks (flash-decoding), each
+//     chunk's K and V rows read once, front to back, for all heads, then the chunks are joined;
+//   - every buffer is allocated in the constructor (2 MiB huge pages for the large ones,
+//     core/huge_pages.hpp): decode() and prefill() allocate nothing.
 //
 // Scope: causal, learned positions or RoPE, MHA/GQA/MQA; no sliding window, no CLA (InputError).
 // Source: 004 §3 (the mini-GPT), §1.5 (decode is bandwidth-bound); 000 §3.1.
@@ -19,6 +21,7 @@
 #include <span>
 #include <vector>
 
+#include "core/huge_pages.hpp"
 #include "model/config.hpp"
 #include "model/gpt.hpp"
 
@@ -91,21 +94,24 @@ class FastGpt {
   float* v_at(int layer, int b, int t) { return v_.data() + ((static_cast<std::size_t>(layer) * batch_cap_ + b) * ctx_cap_ + t) * kv_w_; }
 
   struct Layer {
-    std::vector<float> ln1_g, ln1_b, wqkv_t, bqkv, wo_t, bo, ln2_g, ln2_b, wfc_t, bfc, wproj_t, bproj;
+    StreamedFloats ln1_g, ln1_b, wqkv_t, bqkv, wo_t, bo, ln2_g, ln2_b, wfc_t, bfc, wproj_t, bproj;
   };
   ModelConfig c_;
   int max_batch_, max_ctx_, max_prompt_, max_rows_, q_w_, kv_w_, threads_;
   int len_ = 0;
   int batch_cap_ = 0, ctx_cap_ = 0;   // the current shape (set_shape)
   std::int64_t cache_tokens_ = 0;
-  std::vector<float> wte_, wpe_, lnf_g_, lnf_b_, wlm_t_, zero_vocab_;
+  StreamedFloats wte_, wpe_, lnf_g_, lnf_b_, wlm_t_, zero_vocab_;
   std::vector<Layer> layers_;
-  std::vector<float> k_, v_;                    // [n_layer, batch_cap, ctx_cap, kv_w]
-  std::vector<float> x_, h_, qkv_, att_, m_;    // [max_rows, ...] activations
-  std::vector<float> scores_;                   // [threads, group, max_ctx] attention scratch
-  std::vector<float> rope_cos_, rope_sin_;      // [max_ctx, head_dim / 2] (RoPE)
+  StreamedFloats k_, v_;                        // [n_layer, batch_cap, ctx_cap, kv_w]
+  StreamedFloats x_, h_, qkv_, att_, m_;        // [max_rows, ...] activations
+  static constexpr int kDecodeChunk = 128;      // cached positions per decode attention task
+  StreamedFloats scores_;                       // [threads, n_head, kDecodeChunk] decode scratch
+  StreamedFloats part_m_, part_l_;              // [tasks, n_head] per-chunk softmax max and sum
+  StreamedFloats part_out_;                     // [tasks, n_head * head_dim] per-chunk outputs
+  StreamedFloats rope_cos_, rope_sin_;          // [max_ctx, head_dim / 2] (RoPE)
   static constexpr int kPrefillBlock = 256;     // prefill queries per attention block
-  std::vector<float> prefill_scores_;           // [threads, kPrefillBlock, max_ctx] (prefill)
+  StreamedFloats prefill_scores_;               // [threads, kPrefillBlock, max_ctx] (prefill)
 };
 
 }  // namespace kvlab
