@@ -285,6 +285,10 @@ Result run_cpu_roofline(const CpuRooflineOptions& in, const RunContext& ctx, con
   if (b1 > 1.0)
     r.notes.push_back(fmt::format("batch-1 decode ran at {:.0f}% of the copy bandwidth: reading streams faster than "
                                   "copying (no writes), or part of the model stayed in cache.", b1 * 100));
+  if (pf > 1.0)
+    r.notes.push_back(fmt::format("the prefill of {} tokens ran at {:.0f}% of the GEMM rate measured in this run: the "
+                                  "rate was measured low (a noisy moment; its runs are in the machine line), so the "
+                                  "capped verdict says little about the prefill.", longest.ctx, pf * 100));
   if (o.quick) r.notes.push_back("--quick: a tiny model that fits in cache; the verdict means little, the run is a smoke test.");
 
   // The roofline drawn with the measured points: achieved FLOP/s against arithmetic intensity.
