@@ -1,4 +1,5 @@
 #include "train_command.hpp"
+#include "model_flags.hpp"
 
 #include <unistd.h>
 
@@ -32,14 +33,9 @@ CLI::App* add_train_command(CLI::App& app, TrainFlags& f) {
       "validation. AdamW (β 0.9/0.95, decay on matrices), global-norm clipping, linear warm-up then "
       "cosine decay to lr/10, windows of block_size+1 bytes at random offsets. The same flags replay "
       "the same run on one build, whatever --threads. Progress (loss, tokens/s, time left) on stderr.");
-  t->add_option("--n-layer", f.n_layer, "Transformer blocks, 1 to 64 (default 4)")->check(IntRange(1, 64));
-  t->add_option("--d-model", f.d_model, "Model width, 1 to 4096 (default 128)")->check(IntRange(1, 4096));
-  t->add_option("--n-head", f.n_head, "Query heads, 1 to 256 (default 4)")->check(IntRange(1, 256));
-  t->add_option("--n-kv-head", f.n_kv_head, "K/V heads, 0 (= n_head, MHA) to 256; must divide n_head")
-      ->check(IntRange(0, 256));
-  t->add_option("--head-dim", f.head_dim, "Head width, 0 (= d_model / n_head) to 1024")->check(IntRange(0, 1024));
-  t->add_option("--block-size", f.block_size, "Context length trained on, 2 to 4096 (default 128)")
-      ->check(IntRange(2, 4096));
+  add_model_shape_options(*t, {&f.n_layer, &f.d_model, &f.n_head, &f.n_kv_head, &f.head_dim, &f.block_size},
+                          {.max_layers = 64, .max_dim = 4096, .max_heads = 256, .max_head_dim = 1024,
+                           .min_derived = 0, .min_block = 2, .max_block = 4096});
   t->add_option("--steps", f.steps, "Optimizer steps, 1 to 10,000,000 (default 1000)")->check(IntRange(1, 10000000));
   t->add_option("--batch", f.batch, "Sequences per step, 1 to 4096 (default 16)")->check(IntRange(1, 4096));
   t->add_option("--lr", f.lr, "Peak learning rate, in [1e-6, 1] (default 3e-3)")->check(FiniteRange(1e-6, 1.0));
