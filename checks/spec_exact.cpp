@@ -16,8 +16,13 @@
 // whose soft probabilities are given to the verifier) fails both (unit test).
 // Refused (InputError, exit 2): runs too small for the TV bound to be below its range (1), and
 // --samples × (--new-tokens + --k) over the work budget.
+// On a file pair (--weights target, --draft-weights draft; issue 10) the same test runs on the
+// files' vocabulary (V^N ≤ 2^20 outcomes; prompt "The" for a byte model), with the unlikely
+// outcomes pooled into one cell fixed before sampling (spec_exactness_rows); spec-real runs it on
+// the trained pair at temperature 1.
 //
 //   kvlab spec-exact [--samples 5000] [--new-tokens 2] [--k 2] [--temperature 0.1] [--seed 1234]
+//   kvlab spec-exact --weights data/weights/target.safetensors --draft-weights data/weights/draft.safetensors
 #include "spec_exact.hpp"
 
 #include <fmt/format.h>
@@ -338,7 +343,8 @@ class SpecExactCheck final : public Check {
            "enumeration, against --samples sequences from direct sampling, the loop with a soft\n"
            "draft and the loop with a greedy draft: TV below the Bretagnolle–Huber–Carol bound\n"
            "and Pearson's chi-square below its critical value (family false alarm 1e-4).\n"
-           "--samples × (--new-tokens + --k) at most 3e6.";
+           "--samples × (--new-tokens + --k) at most 3e6. --weights T --draft-weights D: the same\n"
+           "test on a file pair (e.g. the trained pair of data/weights), unlikely outcomes pooled.";
   }
   bool uses_dtype() const override { return true; }
   bool uses_weights() const override { return true; }

@@ -14,6 +14,9 @@
 //     at temperature 0 both are exact (acceptances are 0 or 1) and the bound is rounding only;
 //   - exactness at temperature 0: the speculative output equals the target's greedy decoding,
 //     token for token, for every prompt and K (a count of differing tokens, exact 0).
+//   - exactness at temperature 1: spec-exact's distribution test (spec_exactness_rows) on the
+//     law of 2 tokens after 4 validation bytes, --exact-samples sequences per sampler (200;
+//     --long 2000): TV below the Bretagnolle–Huber–Carol bound and χ² below its critical value.
 // Shown, not judged: α teacher-forced on --alpha-windows validation windows (mean Σ min(p̃, q̃) at
 // temperature 1, argmax agreement at 0) beside Leviathan et al.'s Table 3; c measured (draft
 // forward / target decode forward); E[τ]/(1 + K·c) and the measured speedup per K (wall-clock on
@@ -181,7 +184,8 @@ Result run_spec_real(const SpecRealOptions& o_in, const RunContext& ctx, const S
   r.source = kSource;
   r.claim = "With a trained draft on real text, a speculative step emits E[τ] tokens, E[τ] given by the "
             "per-position acceptances ((1 − α^(K+1))/(1 − α) at one α), for one target forward and K draft "
-            "forwards; speedup E[τ]/(1 + K·c); at temperature 0 the output is the target's greedy decoding.";
+            "forwards; speedup E[τ]/(1 + K·c); at temperature 0 the output is the target's greedy decoding, "
+            "at temperature 1 its law is the target's.";
   const double per = kFalseAlarm / kStatRows;
   Table per_k{"per temperature and K: α, tokens per step, E[τ]", {"temperature", "K", "steps", "α observed",
               "α exact (verified)", "tokens/step", "E[τ | drafts]", "E[τ] formula (α exact)",
@@ -351,8 +355,9 @@ class SpecRealCheck final : public Check {
     return "The trained target/draft of data/weights (docs/weights.md) on validation text of the\n"
            "fortunes package: α teacher-forced beside Leviathan et al.'s Table 3; for K = 1..8 at\n"
            "temperatures 1 and 0, α observed vs exact and tokens per step vs E[τ | drafts] within\n"
-           "Freedman bounds; greedy output equal to the target's; c, predicted and measured speedup\n"
-           "(not judged). Skipped when the checkpoints or the text are absent.";
+           "Freedman bounds; greedy output equal to the target's; at temperature 1 spec-exact's\n"
+           "distribution test on the pair; c, predicted and measured speedup (not judged).\n"
+           "Skipped when the checkpoints or the text are absent.";
   }
   std::string derivation() const override {
     return "A step verifies drafts 1..K; draft i is accepted with a_i = min(1, p̃(d_i)/q̃(d_i)), so\n"
