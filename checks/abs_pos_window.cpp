@@ -174,7 +174,8 @@ class AbsPosWindow final : public Check {
   }
   bool uses_dtype() const override { return true; }
   std::string weights_refusal() const override {
-    return "it runs the same seeded weights under learned and under RoPE positions, and a file's weights were made for one of the two";
+    return "it runs the same seeded weights under learned and under RoPE positions, and a file's "
+           "weights were made for one of the two";
   }
   Result run(const RunContext& ctx) override { return run_abs_pos_window(opts_, ctx); }
 

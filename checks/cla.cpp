@@ -203,7 +203,8 @@ class Cla final : public Check {
   }
   bool uses_dtype() const override { return true; }
   std::string weights_refusal() const override {
-    return "it compares one seeded model with and without cross-layer K/V sharing (cla_share), and a file holds one model whose layers were not trained to share K/V";
+    return "it compares one seeded model with and without cross-layer K/V sharing (cla_share), and a "
+           "file holds one model whose layers were not trained to share K/V";
   }
   Result run(const RunContext& ctx) override { return run_cla(opts_, ctx); }
 
