@@ -383,8 +383,9 @@ class SpecRealCheck final : public Check {
         ->check(IntRange(1, kMaxExactSamples));
     sub.add_flag("--long", opts_.long_run,
                  "8 prompts × 64 tokens, 64 α windows, 2000 exactness samples (about 10 s here)");
-    sub.add_option("--target", opts_.target, "Target checkpoint (default data/weights/target.safetensors)");
-    sub.add_option("--draft", opts_.draft, "Draft checkpoint (default data/weights/draft.safetensors)");
+    // --weights / --draft-weights: the names the other model checks use for a pair (issue 10).
+    sub.add_option("--target,--weights", opts_.target, "Target checkpoint (default data/weights/target.safetensors)");
+    sub.add_option("--draft,--draft-weights", opts_.draft, "Draft checkpoint (default data/weights/draft.safetensors)");
     sub.add_option("--fortunes", opts_.fortunes, "Fortunes directory (default /usr/share/games/fortunes)");
   }
   Result run(const RunContext& ctx) override { return run_spec_real(opts_, ctx); }

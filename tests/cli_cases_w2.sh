@@ -47,4 +47,7 @@ if [ -f "$w2root/data/weights/target.safetensors" ] && [ -f "$w2root/data/weight
   expect_exit 0 spec-exact --weights "$w2root/data/weights/target.safetensors" \
     --draft-weights "$w2root/data/weights/draft.safetensors" --dtype f32 --samples 600 --temperature 1
 fi
+# spec-real: --weights/--draft-weights are --target/--draft.
+expect_exit 2 spec-real --weights /nonexistent/kvlab/t.safetensors
+expect_stderr_mentions --target spec-real --weights /nonexistent/kvlab/t.safetensors
 rm -rf "$w2dir"
