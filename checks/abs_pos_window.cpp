@@ -173,6 +173,10 @@ class AbsPosWindow final : public Check {
     sub.add_option("--layers", opts_.layers, "Layers")->check(IntRange(1, kMaxLayers));
   }
   bool uses_dtype() const override { return true; }
+  std::string weights_refusal() const override {
+    return "it runs the same seeded weights under learned and under RoPE positions, and a file's "
+           "weights were made for one of the two";
+  }
   Result run(const RunContext& ctx) override { return run_abs_pos_window(opts_, ctx); }
 
  private:

@@ -99,13 +99,24 @@ Result run_bench_generate(const BenchGenerateOptions& o, const RunContext& ctx, 
                                                              std::optional<std::int64_t> b) {
     return generation_schedule(m, p, n, b);
   };
-  const ModelConfig cfg = bench_config();
-  MiniGPT<double> model(cfg, ctx.seed);
-  model.weights().wte *= 10.0;  // as in greedy-generate: make the random model's output follow its input
-  model.weights().wpe *= 10.0;
+  const std::vector<int> lengths = bench_lengths(o.long_sweep);
+  const int need = kPrompt + lengths.back();
+  // --weights: the file's model as it is (the counts follow its config; the ×10 embedding that
+  // makes a random model's output follow its input is not applied).
+  MiniGPT<double> model = check_model<double>(
+      bench_config(), ctx, kName,
+      {{"causal", [](const ModelConfig& c) { return c.causal; }, "true (greedy generation)"},
+       {"sliding_window", [](const ModelConfig& c) { return c.sliding_window == 0; }, "0"},
+       {"block_size", [need](const ModelConfig& c) { return c.block_size >= need; },
+        fmt::format(">= prompt {} + the longest length {} = {}{}", kPrompt, lengths.back(), need,
+                    o.long_sweep ? " (--long)" : "")}});
+  if (ctx.weights.empty()) {
+    model.weights().wte *= 10.0;  // as in greedy-generate: make the random model's output follow its input
+    model.weights().wpe *= 10.0;
+  }
+  const ModelConfig cfg = model.config();
   const auto prompt = random_tokens(ctx.seed + 1, kPrompt, cfg.vocab_size);
   const auto window = position_window(cfg);
-  const std::vector<int> lengths = bench_lengths(o.long_sweep);
 
   Result r;
   r.check = kName;
@@ -171,6 +182,7 @@ Result run_bench_generate(const BenchGenerateOptions& o, const RunContext& ctx, 
   plot.series.push_back(std::move(naive_series));
   plot.series.push_back(std::move(cached_series));
   r.plots.push_back(std::move(plot));
+  if (!ctx.weights.empty()) r.notes.push_back(weights_note(cfg, ctx.weights) + " (its weights as stored)");
   r.notes.push_back(fmt::format("mini-GPT for the bench: {} layers, d_model {}, {} heads of {}, learned positions, block_size "
                                 "{}, float64 on the CPU, seed {}; 1-token prompt, greedy.", cfg.n_layer, cfg.d_model,
                                 cfg.n_head, cfg.head_dim, cfg.block_size, ctx.seed));
@@ -206,6 +218,7 @@ class BenchGenerate final : public Check {
     sub.add_option("--repeats", opts_.repeats, "Timing runs per cell (median)")->check(IntRange(1, kMaxRepeats));
   }
   bool has_plot() const override { return true; }
+  bool uses_weights() const override { return true; }
   Result run(const RunContext& ctx) override { return run_bench_generate(opts_, ctx); }
 
  private:

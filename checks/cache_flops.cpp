@@ -191,6 +191,10 @@ class CacheFlops final : public Check {
         ->check(IntRange(4, kMaxCountTokens));
   }
   bool has_plot() const override { return true; }
+  std::string weights_refusal() const override {
+    return "it counts multiply-adds over a sweep of model widths, and the counts depend on the "
+           "shapes, not on the weights' values (a file holds one width)";
+  }
   Result run(const RunContext& ctx) override { return run_cache_flops(opts_, ctx); }
 
  private:

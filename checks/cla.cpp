@@ -202,6 +202,10 @@ class Cla final : public Check {
     sub.add_option("--decode", opts_.decode, "Tokens decoded one at a time")->check(IntRange(0, kMaxTokens));
   }
   bool uses_dtype() const override { return true; }
+  std::string weights_refusal() const override {
+    return "it compares one seeded model with and without cross-layer K/V sharing (cla_share), and a "
+           "file holds one model whose layers were not trained to share K/V";
+  }
   Result run(const RunContext& ctx) override { return run_cla(opts_, ctx); }
 
  private:

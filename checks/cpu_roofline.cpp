@@ -359,6 +359,10 @@ class CpuRoofline final : public Check {
   }
   bool has_plot() const override { return true; }
   bool is_bench() const override { return true; }
+  std::string weights_refusal() const override {
+    return "it times this machine on the shapes its own options set, and a forward's time depends on "
+           "the shape, not on the weights' values";
+  }
   Result run(const RunContext& ctx) override { return run_cpu_roofline(opts_, ctx); }
 
  private:

@@ -15,7 +15,7 @@
 // committed MHA target's validation loss against its G = 2 and G = 1 conversions (shown), the
 // identity conversion G = n_kv_head (judged: exact), and with --long uptraining ~5% of the steps.
 //
-//   kvlab gqa-meanpool [--tokens 16] [--dtype f64|f32] [--long] [--trained-weights F] [--windows 4]
+//   kvlab gqa-meanpool [--tokens 16] [--dtype f64|f32] [--long] [--trained-weights|--weights F] [--windows 4]
 #include <algorithm>
 #include <cmath>
 
@@ -189,8 +189,11 @@ class GqaMeanpool final : public Check {
   }
   void bind(OptionSet& sub) override {
     sub.add_option("--tokens", opts_.tokens, "Positions compared")->check(IntRange(1, kMaxTokens));
-    sub.add_option("--trained-weights", opts_.trained_weights,
-                   "Trained mode: MHA checkpoint (default data/weights/target.safetensors)");
+    // --weights: the name every other model check uses for a file (issue 10); --trained-weights
+    // stays, since option names are a contract.
+    sub.add_option("--trained-weights,--weights", opts_.trained_weights,
+                   "Trained mode: MHA checkpoint (default data/weights/target.safetensors)")
+        ->type_name("FILE");
     sub.add_option("--fortunes", opts_.fortunes, "Trained mode: fortunes directory (default /usr/share/games/fortunes)");
     sub.add_option("--windows", opts_.windows, "Trained mode: validation windows, 1-4096 (default 4; --long 64)")
         ->check(IntRange(1, 4096));

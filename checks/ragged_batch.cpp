@@ -20,6 +20,7 @@
 #include "core/error.hpp"
 #include "core/rng.hpp"
 #include "model/ragged.hpp"
+#include "support/model_setup.hpp"
 #include "support/options.hpp"
 
 namespace kvlab::checks {
@@ -43,10 +44,15 @@ Result run_ragged_batch(const RaggedBatchOptions& o, const RunContext& ctx, cons
                               : [](const BlockWeights<double>& b, const ModelConfig& c, const Mat<double>& x,
                                    const std::vector<int>& lengths) { return ragged_attention_sublayer(b, c, x, lengths); };
 
-  ModelConfig cfg;
-  cfg.n_layer = 1;
-  cfg.n_kv_head = 2;
-  const MiniGPT<double> model(cfg, ctx.seed);
+  ModelConfig base;
+  base.n_layer = 1;
+  base.n_kv_head = 2;
+  // --weights: the file's first block (its widths and heads); the claim holds for any weights.
+  const MiniGPT<double> model = check_model<double>(
+      base, ctx, "ragged-batch",
+      {{"causal", [](const ModelConfig& c) { return c.causal; }, "true (requests are causal sequences)"},
+       {"sliding_window", [](const ModelConfig& c) { return c.sliding_window == 0; }, "0 (full causal attention)"}});
+  const ModelConfig& cfg = model.config();
   const BlockWeights<double>& block = model.weights().blocks[0];
 
   // Request lengths in [1, max_len] and their hidden states, N(0, 1), from the seed.
@@ -129,8 +135,14 @@ Result run_ragged_batch(const RaggedBatchOptions& o, const RunContext& ctx, cons
   r.metric("max_abs_diff_block", block_diff);
   r.metric_exact("requests_changed_by_mixing", static_cast<std::uint64_t>(changed));
   r.metric_exact("tokens", static_cast<std::uint64_t>(total));
-  r.notes.push_back(fmt::format("one block of the mini-GPT (d_model 64, 8 query heads, 2 K/V heads, causal), float64, "
-                                "seed {}; request lengths and hidden states N(0, 1) from seed {}", ctx.seed, ctx.seed + 2));
+  if (ctx.weights.empty())
+    r.notes.push_back(fmt::format("one block of the mini-GPT (d_model 64, 8 query heads, 2 K/V heads, causal), "
+                                  "float64, seed {}; request lengths and hidden states N(0, 1) from seed {}",
+                                  ctx.seed, ctx.seed + 2));
+  else
+    r.notes.push_back(weights_note(cfg, ctx.weights) +
+                      fmt::format("; its first block, float64; request lengths and hidden states N(0, 1) from "
+                                  "seed {}", ctx.seed + 2));
   r.notes.push_back("real servers get the same effect with varlen attention (FlashAttention's cu_seqlens, vLLM's "
                     "PagedAttention): one kernel launch, but each query only reads its own request's keys.");
   return r;
@@ -159,6 +171,7 @@ class RaggedBatch final : public Check {
     sub.add_option("--requests", opts_.requests, "Requests in the batch")->check(IntRange(1, kMaxRequests));
     sub.add_option("--max-len", opts_.max_len, "Longest request (lengths drawn in [1, max-len])")->check(IntRange(1, kMaxLen));
   }
+  bool uses_weights() const override { return true; }
   Result run(const RunContext& ctx) override { return run_ragged_batch(opts_, ctx); }
 
  private:

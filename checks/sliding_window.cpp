@@ -112,14 +112,28 @@ Mat<T> rolling_decode(const MiniGPT<T>& model, const std::vector<int>& ids, int 
 template <class T>
 Result run_impl(const SlidingWindowOptions& o, const RunContext& ctx, const SlidingWindowParts& parts,
                 const WindowCacheMaker<T>& make_cache, const WindowCacheMaker<double>& make_cache64) {
-  const int W = o.window, L = o.layers, N = o.tokens, s = o.perturb;
+  const int W = o.window, N = o.tokens, s = o.perturb;
   ModelConfig cfg;
-  cfg.n_layer = L;
+  cfg.n_layer = o.layers;
   cfg.n_kv_head = 2;
   cfg.block_size = std::max(64, N);
   cfg.positional = parse_positional(o.positional);
   cfg.sliding_window = parts.model_window.value_or(W);
-  const MiniGPT<T> model(cfg, ctx.seed);
+  // --weights: the file's model with the window applied at inference (a mask, not a weight: any
+  // causal model can run windowed); its layers, positions and widths replace the options'.
+  const std::initializer_list<ConfigNeed> needs = {
+      {"causal", [](const ModelConfig& c) { return c.causal; }, "true (a sliding window is a causal mask)"},
+      {"block_size", [N](const ModelConfig& c) { return c.positional == Positional::rope || c.block_size >= N; },
+       fmt::format(">= --tokens = {} with learned positions", N)}};
+  const auto windowed = [&]<class U>(MiniGPT<U> m) {
+    ModelConfig c = m.config();
+    c.sliding_window = parts.model_window.value_or(W);
+    return MiniGPT<U>(c, std::move(m.weights()));
+  };
+  const MiniGPT<T> model = ctx.weights.empty() ? MiniGPT<T>(cfg, ctx.seed)
+                                               : windowed(check_model<T>(cfg, ctx, "sliding-window", needs));
+  cfg = model.config();
+  const int L = cfg.n_layer;
   const auto ids = random_tokens(ctx.seed + 1, N, cfg.vocab_size);
 
   // 1. Rolling cache vs the masked full forward.
@@ -176,7 +190,9 @@ Result run_impl(const SlidingWindowOptions& o, const RunContext& ctx, const Slid
   // 8 layers × 15 positions) would round away, and the claim is about which outputs can move.
   auto perturbed = ids;
   perturbed[s] = (ids[s] + 1) % cfg.vocab_size;
-  const MiniGPT<double> model64(cfg, ctx.seed);
+  const MiniGPT<double> model64 = ctx.weights.empty()
+                                      ? MiniGPT<double>(cfg, ctx.seed)
+                                      : windowed(check_model<double>(cfg, ctx, "sliding-window", needs));
   int unused = 0;
   auto cache_a = make_cache64(cfg.n_kv_layer(), cfg.kv_width(), W);
   auto cache_b = make_cache64(cfg.n_kv_layer(), cfg.kv_width(), W);
@@ -240,9 +256,16 @@ Result run_impl(const SlidingWindowOptions& o, const RunContext& ctx, const Slid
                               std::int64_t{cfg.n_kv_layer()}, static_cast<std::int64_t>(rc->bytes_allocated())});
   r.tables.push_back(std::move(mem_table));
   r.tables.push_back(std::move(field));
-  r.notes.push_back(fmt::format("mini-GPT: {} layers, d_model 64, 8 query heads, 2 KV heads, window {}, {} positions, "
-                                "{} on {}, seed {}; prefill {} tokens then decode one at a time",
-                                L, W, o.positional, dtype_name(ctx.dtype), device_name(ctx.device), ctx.seed, o.prefill));
+  if (ctx.weights.empty())
+    r.notes.push_back(fmt::format("mini-GPT: {} layers, d_model 64, 8 query heads, 2 KV heads, window {}, {} positions, "
+                                  "{} on {}, seed {}; prefill {} tokens then decode one at a time",
+                                  L, W, o.positional, dtype_name(ctx.dtype), device_name(ctx.device), ctx.seed,
+                                  o.prefill));
+  else
+    r.notes.push_back(weights_note(cfg, ctx.weights) +
+                      fmt::format("; the window W = {} applied at inference (a mask on the file's weights); "
+                                  "claim's layer count: the file's {}; {} on {}; prefill {} tokens",
+                                  W, L, dtype_name(ctx.dtype), device_name(ctx.device), o.prefill));
   r.notes.push_back("The receptive-field probe runs in f64 whatever --dtype is: it asks which outputs can move, "
                     "and in f32 an influence below the float spacing would round away.");
   return r;
@@ -272,10 +295,14 @@ Result run_sliding_window(const SlidingWindowOptions& o, const RunContext& ctx, 
   });
   r.check = "sliding-window";
   r.source = "004 §2.7, §1.6; 003 part 2";
+  const ModelConfig used = ctx.weights.empty() ? ModelConfig{} : read_weights_config(ctx.weights);  // loaded above
+  const int layers = ctx.weights.empty() ? o.layers : used.n_layer;
+  const std::string positional =
+      ctx.weights.empty() ? o.positional : (used.positional == Positional::rope ? "rope" : "learned");
   r.claim = fmt::format("A rolling cache of W = {} positions gives the logits of full attention with a window mask, "
                         "before and after wrap-arounds ({} positions); its memory stays at W; {} layers reach "
                         "{}·(W − 1) = {} positions back.",
-                        o.window, o.positional, o.layers, o.layers, o.layers * (o.window - 1));
+                        o.window, positional, layers, layers, layers * (o.window - 1));
   return r;
 }
 
@@ -317,6 +344,7 @@ class SlidingWindow final : public Check {
         ->check(IsMember({"rope", "learned"}));
   }
   bool uses_dtype() const override { return true; }
+  bool uses_weights() const override { return true; }
   Result run(const RunContext& ctx) override { return run_sliding_window(opts_, ctx); }
 
  private:

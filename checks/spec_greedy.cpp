@@ -57,11 +57,14 @@ Result run_impl(const SpecGreedyOptions& o, const RunContext& ctx, const spec::S
       "At temperature 0 (greedy target and draft) speculative decoding emits exactly the target's "
       "own greedy decoding, token for token, whatever the draft; the caches are rolled back so that "
       "cache length = sequence length − 1 at the top of every step.";
-  const MiniGPT<T> target(target_config(), ctx.seed);
-  const MiniGPT<T> small(draft_config(), spec::derive_seed(ctx.seed, 1));
+  const int need = kPromptLen + o.new_tokens + o.k - 1;
+  const auto [target, small] = check_pair<T>(
+      target_config(), draft_config(), spec::derive_seed(ctx.seed, 1), ctx, "spec-greedy",
+      {{"block_size", [need](const ModelConfig& c) { return c.block_size >= need; },
+        fmt::format(">= prompt {} + --new-tokens + --k − 1 = {}", kPromptLen, need)}});
   // The target with noise N(0, 0.01²) added to its LM head: agrees with the target on most
   // tokens but not all, so steps end with 1 .. K − 1 drafts accepted (rollback to a non-empty prefix).
-  MiniGPT<T> near(target_config(), ctx.seed);
+  MiniGPT<T> near = target;
   {
     Rng noise(spec::derive_seed(ctx.seed, 2));
     auto& w = near.weights().w_lm;
@@ -145,7 +148,11 @@ Result run_impl(const SpecGreedyOptions& o, const RunContext& ctx, const spec::S
   }
   r.tables.push_back(std::move(table));
   r.tables.push_back(std::move(timing));
-  r.notes.push_back(fmt::format(
+  if (!ctx.weights.empty())
+    r.notes.push_back(pair_note(target.config(), small.config(), ctx) +
+                      " (the 'small' draft is --draft-weights; the noisy one is the target's copy)");
+  else
+    r.notes.push_back(fmt::format(
       "seed {}: target MiniGPT(seed), small draft MiniGPT(SplitMix64(seed, 1)); prompt i has {} "
       "random tokens from stream 100 + i. K = {}. Reference: the target alone, greedy, one token "
       "per forward with its KV cache. Both models have random weights, so the small draft agrees "
@@ -195,6 +202,8 @@ class SpecGreedyCheck final : public Check {
            "--k − 1 must fit block_size 64.";
   }
   bool uses_dtype() const override { return true; }
+  bool uses_weights() const override { return true; }
+  bool uses_draft_weights() const override { return true; }
   void bind(OptionSet& sub) override {
     sub.add_option("--prompts", opts_.prompts, "Seeded prompts (default 4)")->check(IntRange(1, 64));
     sub.add_option("--new-tokens", opts_.new_tokens, "Tokens generated per prompt (default 24)")

@@ -14,6 +14,9 @@
 //     at temperature 0 both are exact (acceptances are 0 or 1) and the bound is rounding only;
 //   - exactness at temperature 0: the speculative output equals the target's greedy decoding,
 //     token for token, for every prompt and K (a count of differing tokens, exact 0).
+//   - exactness at temperature 1: spec-exact's distribution test (spec_exactness_rows) on the
+//     law of 2 tokens after 4 validation bytes, --exact-samples sequences per sampler (200;
+//     --long 2000): TV below the Bretagnolle–Huber–Carol bound and χ² below its critical value.
 // Shown, not judged: α teacher-forced on --alpha-windows validation windows (mean Σ min(p̃, q̃) at
 // temperature 1, argmax agreement at 0) beside Leviathan et al.'s Table 3; c measured (draft
 // forward / target decode forward); E[τ]/(1 + K·c) and the measured speedup per K (wall-clock on
@@ -23,6 +26,7 @@
 //
 //   kvlab spec-real [--prompts 2] [--new-tokens 24] [--alpha-windows 4] [--long]
 #include "spec_real.hpp"
+#include "spec_exact.hpp"
 
 #include <fmt/format.h>
 
@@ -53,7 +57,10 @@ constexpr int kMaxPrompts = 64;
 constexpr int kMaxNewTokens = 96;  // 16 + 96 + 8 − 1 <= block_size 128 of the committed pair
 constexpr int kMaxWindows = 4096;
 constexpr double kFalseAlarm = 1e-4;
-constexpr int kStatRows = 2 * 2 * kMaxK;  // (α, tokens/step) × 2 temperatures × K
+constexpr int kExactPromptLen = 4;       // bytes of context before the exactness test's 2 tokens
+constexpr int kExactRows = 6;             // spec-exact's core: 3 samplers × (TV, chi-square)
+constexpr int kStatRows = 2 * 2 * kMaxK + kExactRows;  // (α, tokens/step) × 2 temperatures × K, + exactness
+constexpr std::int64_t kMaxExactSamples = 100'000;
 
 using Clock = std::chrono::steady_clock;
 double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
@@ -132,7 +139,8 @@ Result skipped(const std::string& why) {
 Result run_spec_real(const SpecRealOptions& o_in, const RunContext& ctx, const SpecRealParts& parts) {
   SpecRealOptions o = o_in;
   if (o.long_run) o.prompts = std::max(o.prompts, 8), o.new_tokens = std::max(o.new_tokens, 64),
-                  o.alpha_windows = std::max(o.alpha_windows, 64);
+                  o.alpha_windows = std::max(o.alpha_windows, 64), o.exact_samples = std::max<std::int64_t>(o.exact_samples, 2000);
+  require_range("--exact-samples", o.exact_samples, 1, kMaxExactSamples);
   require_range("--prompts", o.prompts, 1, kMaxPrompts);
   require_range("--new-tokens", o.new_tokens, 1, kMaxNewTokens);
   require_range("--alpha-windows", o.alpha_windows, 1, kMaxWindows);
@@ -176,7 +184,8 @@ Result run_spec_real(const SpecRealOptions& o_in, const RunContext& ctx, const S
   r.source = kSource;
   r.claim = "With a trained draft on real text, a speculative step emits E[τ] tokens, E[τ] given by the "
             "per-position acceptances ((1 − α^(K+1))/(1 − α) at one α), for one target forward and K draft "
-            "forwards; speedup E[τ]/(1 + K·c); at temperature 0 the output is the target's greedy decoding.";
+            "forwards; speedup E[τ]/(1 + K·c); at temperature 0 the output is the target's greedy decoding, "
+            "at temperature 1 its law is the target's.";
   const double per = kFalseAlarm / kStatRows;
   Table per_k{"per temperature and K: α, tokens per step, E[τ]", {"temperature", "K", "steps", "α observed",
               "α exact (verified)", "tokens/step", "E[τ | drafts]", "E[τ] formula (α exact)",
@@ -288,6 +297,19 @@ Result run_spec_real(const SpecRealOptions& o_in, const RunContext& ctx, const S
             "every prompt and K)", "000 §7.5, §7.6", "tokens", 0.0, 0.0,
             "exact: greedy verification accepts a draft only when it is the target's argmax", 
             static_cast<double>(mismatches_total), std::nullopt, ""});
+  // Exactness at temperature 1 (spec-exact's distribution test on the pair, issue 10): the law of
+  // 2 tokens after the last kExactPromptLen bytes of the first prompt, enumerated, against the
+  // loop's samples (a short prompt: each sample prefills it afresh, and the time budget is ~1 s).
+  SpecExactOptions eo;
+  eo.samples = o.exact_samples;
+  eo.new_tokens = 2;
+  eo.k = 2;
+  eo.temperature = 1.0;
+  const auto t_exact = Clock::now();
+  const std::vector<int> exact_prompt(prompts[0].end() - kExactPromptLen, prompts[0].end());
+  spec_exactness_rows(r, target, draft, exact_prompt, eo, spec::derive_seed(ctx.seed, 77),
+                      kFalseAlarm * kExactRows / kStatRows, false, "000 §7.6, §A.2 [e]", parts.faults);
+  r.metric("seconds_exactness", since(t_exact));
   r.metric("alpha_teacher_forced_t1", ta.mean1);
   r.metric("alpha_teacher_forced_t0", ta.mean0);
 
@@ -333,8 +355,9 @@ class SpecRealCheck final : public Check {
     return "The trained target/draft of data/weights (docs/weights.md) on validation text of the\n"
            "fortunes package: α teacher-forced beside Leviathan et al.'s Table 3; for K = 1..8 at\n"
            "temperatures 1 and 0, α observed vs exact and tokens per step vs E[τ | drafts] within\n"
-           "Freedman bounds; greedy output equal to the target's; c, predicted and measured speedup\n"
-           "(not judged). Skipped when the checkpoints or the text are absent.";
+           "Freedman bounds; greedy output equal to the target's; at temperature 1 spec-exact's\n"
+           "distribution test on the pair; c, predicted and measured speedup (not judged).\n"
+           "Skipped when the checkpoints or the text are absent.";
   }
   std::string derivation() const override {
     return "A step verifies drafts 1..K; draft i is accepted with a_i = min(1, p̃(d_i)/q̃(d_i)), so\n"
@@ -354,9 +377,15 @@ class SpecRealCheck final : public Check {
     sub.add_option("--alpha-windows", opts_.alpha_windows,
                    fmt::format("Validation windows for the teacher-forced α, 1-{} (default 4)", kMaxWindows))
         ->check(IntRange(1, kMaxWindows));
-    sub.add_flag("--long", opts_.long_run, "8 prompts × 64 tokens and 64 α windows (about 6 s here)");
-    sub.add_option("--target", opts_.target, "Target checkpoint (default data/weights/target.safetensors)");
-    sub.add_option("--draft", opts_.draft, "Draft checkpoint (default data/weights/draft.safetensors)");
+    sub.add_option("--exact-samples", opts_.exact_samples,
+                   fmt::format("Sequences per sampler of the exactness test at temperature 1, 1-{} (default 200; "
+                               "--long 2000)", kMaxExactSamples))
+        ->check(IntRange(1, kMaxExactSamples));
+    sub.add_flag("--long", opts_.long_run,
+                 "8 prompts × 64 tokens, 64 α windows, 2000 exactness samples (about 10 s here)");
+    // --weights / --draft-weights: the names the other model checks use for a pair (issue 10).
+    sub.add_option("--target,--weights", opts_.target, "Target checkpoint (default data/weights/target.safetensors)");
+    sub.add_option("--draft,--draft-weights", opts_.draft, "Draft checkpoint (default data/weights/draft.safetensors)");
     sub.add_option("--fortunes", opts_.fortunes, "Fortunes directory (default /usr/share/games/fortunes)");
   }
   Result run(const RunContext& ctx) override { return run_spec_real(opts_, ctx); }

@@ -1,6 +1,7 @@
 // spec-real: options, injectable parts and the pure run function (see spec_real.cpp).
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <optional>
 #include <span>
@@ -18,7 +19,10 @@ struct SpecRealOptions {
   int prompts = 2;            ///< prompts from the validation text, per K and temperature
   int new_tokens = 24;        ///< tokens generated per prompt
   int alpha_windows = 4;      ///< validation windows of block_size bytes for the teacher-forced α
-  bool long_run = false;      ///< 8 prompts × 64 tokens, 64 α windows
+  bool long_run = false;      ///< 8 prompts × 64 tokens, 64 α windows, 2000 exactness samples
+  /// Sequences per sampler of the exactness test at temperature 1 (spec-exact's core on the pair:
+  /// 2 tokens after the first prompt, soft draft K = 1 and 2, greedy draft K = 2).
+  std::int64_t exact_samples = 200;
   std::string target;         ///< checkpoint; empty: data/weights/target.safetensors
   std::string draft;          ///< checkpoint; empty: data/weights/draft.safetensors
   std::string fortunes;       ///< text directory; empty: /usr/share/games/fortunes

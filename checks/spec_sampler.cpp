@@ -302,6 +302,10 @@ class SpecSamplerCheck final : public Check {
     sub.add_option("--top-p", opts_.top_p, "Target's top-p, 1 = off (default 0.9)")
         ->check(FiniteRange(0.01, 1.0));
   }
+  std::string weights_refusal() const override {
+    return "it enumerates the sampled law over a vocabulary of 8, where top-k/top-p cut-offs and its "
+           "bounds are sized; spec-exact runs the distribution test on a file pair";
+  }
   Result run(const RunContext& ctx) override { return run_spec_sampler(opts_, ctx); }
 
  private:

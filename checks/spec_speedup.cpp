@@ -103,8 +103,11 @@ struct PerK {
 
 template <class T>
 Result run_impl(const SpecSpeedupOptions& o, const RunContext& ctx, const SpecSpeedupParts& parts) {
-  const MiniGPT<T> target(target_config(), ctx.seed);
-  const MiniGPT<T> draft(draft_config(), spec::derive_seed(ctx.seed, 1));
+  const int need = kPromptLen + o.new_tokens + kMaxK - 1;
+  const auto [target, draft] = check_pair<T>(
+      target_config(), draft_config(), spec::derive_seed(ctx.seed, 1), ctx, "spec-speedup",
+      {{"block_size", [need](const ModelConfig& c) { return c.block_size >= need; },
+        fmt::format(">= prompt {} + --new-tokens + {} − 1 = {}", kPromptLen, kMaxK, need)}});
   const int vocab = target.config().vocab_size;
   spec::SamplerConfig sampler;
   sampler.temperature = o.temperature;
@@ -331,6 +334,10 @@ Result run_impl(const SpecSpeedupOptions& o, const RunContext& ctx, const SpecSp
   plot.series = {s_doc, s_ver, s_meas, s_one};
   r.plots.push_back(std::move(plot));
 
+  if (!ctx.weights.empty())
+    r.notes.push_back(pair_note(target.config(), draft.config(), ctx) +
+                      fmt::format(" (c = {:.4f} by weight FLOPs); the note below describes the random pair "
+                                  "this run replaced", c_flops));
   r.notes.push_back(fmt::format(
       "seed {}: target MiniGPT(seed) (2 layers, d_model 64), draft MiniGPT(SplitMix64(seed, 1)) "
       "(1 layer, d_model 16; c = {:.4f} by weight FLOPs), temperature {:g} for both; {} prompts of "
@@ -410,6 +417,8 @@ class SpecSpeedupCheck final : public Check {
            "Source: 000 §7.4, §9.2; 003 part 5.";
   }
   bool uses_dtype() const override { return true; }
+  bool uses_weights() const override { return true; }
+  bool uses_draft_weights() const override { return true; }
   bool has_plot() const override { return true; }
   void bind(OptionSet& sub) override {
     sub.add_option("--prompts", opts_.prompts, "Seeded prompts per K (default 3)")

@@ -444,6 +444,10 @@ class TreeVerifyCheck final : public Check {
     sub.add_option("--temperature", opts_.temperature, "Sampling temperature (default 0.1)")
         ->check(FiniteRange(0.01, 10.0));
   }
+  std::string weights_refusal() const override {
+    return "it enumerates complete token trees over a vocabulary of 8 and compares learned and RoPE "
+           "targets of one seed; spec-exact runs the distribution test on a file pair";
+  }
   Result run(const RunContext& ctx) override { return run_tree_verify(opts_, ctx); }
 
  private:

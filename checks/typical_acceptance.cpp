@@ -287,6 +287,10 @@ class TypicalAcceptanceCheck final : public Check {
     sub.add_option("--delta", opts_.delta, "Medusa's posterior_alpha δ (default 0.3)")
         ->check(FiniteRange(0.001, 1.0));
   }
+  std::string weights_refusal() const override {
+    return "its statistical bounds are sized for a vocabulary of 8 (M = 8 outcomes per context); "
+           "spec-exact runs the distribution test on a file pair";
+  }
   Result run(const RunContext& ctx) override { return run_typical_acceptance(opts_, ctx); }
 
  private:

@@ -59,7 +59,7 @@ fail() { echo "FAIL: kvlab $*"; failures=$((failures + 1)); }
 
 # The front end's options (main.cpp adds them to every check, or every model check) take one path
 # whatever the check; the quick sweep tries each on its first check only.
-front_end=" --format --seed --dtype --device --plot --weights "
+front_end=" --format --seed --dtype --device --plot --weights --draft-weights "
 declare -A front_end_seen=()
 
 while IFS=$'\t' read -r check option type; do

@@ -59,6 +59,7 @@ struct CommonFlags {
   bool dtype_given = false;  ///< --dtype was on the command line of this check (not of `all`)
   std::string plot;          ///< --plot value ("" = no plot); only on checks with has_plot()
   std::string weights;       ///< --weights FILE ("" = seeded random model); only with uses_weights()
+  std::string draft_weights; ///< --draft-weights FILE (the draft); only with uses_draft_weights()
 };
 
 void add_common_flags(CLI::App& sub, CommonFlags& f) {
@@ -81,6 +82,13 @@ kvlab::checks::RunContext resolve(const CommonFlags& f, const Check& check) {
   ctx.dtype = kvlab::parse_dtype(f.dtype);
   ctx.device = kvlab::resolve_device(kvlab::parse_device(f.device), check.has_cuda(), check.name());
   ctx.weights = f.weights;
+  ctx.draft_weights = f.draft_weights;
+  if (!f.weights.empty() && !check.weights_refusal().empty())
+    throw kvlab::InputError("--weights: " + check.name() + " does not run on a weights file: " +
+                            check.weights_refusal());
+  if (check.uses_draft_weights() && f.weights.empty() != f.draft_weights.empty())
+    throw kvlab::InputError("--weights, --draft-weights: " + check.name() +
+                            " takes both (the target and the draft) or neither (a seeded random pair)");
   return ctx;
 }
 
@@ -257,11 +265,24 @@ int main(int argc, char** argv) {
     if (checks[i]->has_plot())
       sub->add_option("--plot", flags[i].plot,
                       "Also draw the sweep: FILE.svg, or 'term' for the terminal (needs gnuplot)");
-    if (checks[i]->uses_weights())
+    if (checks[i]->uses_draft_weights()) {
+      sub->add_option("--weights", flags[i].weights,
+                      "The target: the model in FILE.safetensors (config from the file; docs/weights.md) "
+                      "instead of a seeded random one; with --draft-weights")
+          ->type_name("FILE");
+      sub->add_option("--draft-weights", flags[i].draft_weights,
+                      "The draft: the model in FILE.safetensors (same vocabulary as the target); with --weights")
+          ->type_name("FILE");
+    } else if (checks[i]->uses_weights()) {
       sub->add_option("--weights", flags[i].weights,
                       "Run on the model in FILE.safetensors (config from the file; docs/weights.md) "
                       "instead of a seeded random one")
           ->type_name("FILE");
+    } else if (!checks[i]->weights_refusal().empty()) {
+      sub->add_option("--weights", flags[i].weights,
+                      "Not on this check (it says why when given): " + checks[i]->weights_refusal())
+          ->type_name("FILE");
+    }
     sub->get_option("--dtype")->each([&f = flags[i]](const std::string&) { f.dtype_given = true; });
     subs.push_back(sub);
   }

@@ -1,4 +1,5 @@
 #include "model_command.hpp"
+#include "model_flags.hpp"
 
 #include <cmath>
 #include <filesystem>
@@ -86,13 +87,10 @@ CLI::App* add_model_command(CLI::App& app, ModelInitFlags& f) {
                "reads such a file with --weights.");
   init->add_option("--seed", f.seed, "Seed of the weights")->check(IntRange(0, std::numeric_limits<std::int64_t>::max()));
   init->add_option("--out", f.out, "Output file (FILE.safetensors)")->required();
-  init->add_option("--layers", f.n_layer, "n_layer")->check(IntRange(1, kMaxLayers));
-  init->add_option("--d-model", f.d_model, "d_model")->check(IntRange(1, kMaxDim));
-  init->add_option("--heads", f.n_head, "Query heads n_head")->check(IntRange(1, kMaxDim));
-  init->add_option("--kv-heads", f.n_kv_head, "K/V heads n_kv_head (divides n_head)")->check(IntRange(1, kMaxDim));
-  init->add_option("--head-dim", f.head_dim, "head_dim")->check(IntRange(1, kMaxDim));
-  init->add_option("--vocab", f.vocab_size, "vocab_size (256: byte-level text)")->check(IntRange(1, kMaxVocab));
-  init->add_option("--block-size", f.block_size, "block_size (maximum sequence length)")->check(IntRange(1, kMaxBlock));
+  add_model_shape_options(*init, {&f.n_layer, &f.d_model, &f.n_head, &f.n_kv_head, &f.head_dim, &f.block_size,
+                                  &f.vocab_size},
+                          {.max_layers = kMaxLayers, .max_dim = kMaxDim, .max_heads = kMaxDim, .max_head_dim = kMaxDim,
+                           .min_derived = 1, .min_block = 1, .max_block = kMaxBlock, .max_vocab = kMaxVocab});
   init->add_option("--positional", f.positional, "learned or rope")->check(CLI::IsMember({"learned", "rope"}));
   init->add_option("--rope-theta", f.rope_theta, "RoPE base")->check(FiniteRange(1.0000001, 1e12));
   init->add_option("--window", f.sliding_window, "Sliding window W (0 = off)")->check(IntRange(0, kMaxBlock));

@@ -1,4 +1,5 @@
 #include "train_command.hpp"
+#include "model_flags.hpp"
 
 #include <unistd.h>
 
@@ -32,14 +33,9 @@ CLI::App* add_train_command(CLI::App& app, TrainFlags& f) {
       "validation. AdamW (β 0.9/0.95, decay on matrices), global-norm clipping, linear warm-up then "
       "cosine decay to lr/10, windows of block_size+1 bytes at random offsets. The same flags replay "
       "the same run on one build, whatever --threads. Progress (loss, tokens/s, time left) on stderr.");
-  t->add_option("--n-layer", f.n_layer, "Transformer blocks, 1 to 64 (default 4)")->check(IntRange(1, 64));
-  t->add_option("--d-model", f.d_model, "Model width, 1 to 4096 (default 128)")->check(IntRange(1, 4096));
-  t->add_option("--n-head", f.n_head, "Query heads, 1 to 256 (default 4)")->check(IntRange(1, 256));
-  t->add_option("--n-kv-head", f.n_kv_head, "K/V heads, 0 (= n_head, MHA) to 256; must divide n_head")
-      ->check(IntRange(0, 256));
-  t->add_option("--head-dim", f.head_dim, "Head width, 0 (= d_model / n_head) to 1024")->check(IntRange(0, 1024));
-  t->add_option("--block-size", f.block_size, "Context length trained on, 2 to 4096 (default 128)")
-      ->check(IntRange(2, 4096));
+  add_model_shape_options(*t, {&f.n_layer, &f.d_model, &f.n_head, &f.n_kv_head, &f.head_dim, &f.block_size},
+                          {.max_layers = 64, .max_dim = 4096, .max_heads = 256, .max_head_dim = 1024,
+                           .min_derived = 0, .min_block = 2, .max_block = 4096});
   t->add_option("--steps", f.steps, "Optimizer steps, 1 to 10,000,000 (default 1000)")->check(IntRange(1, 10000000));
   t->add_option("--batch", f.batch, "Sequences per step, 1 to 4096 (default 16)")->check(IntRange(1, 4096));
   t->add_option("--lr", f.lr, "Peak learning rate, in [1e-6, 1] (default 3e-3)")->check(FiniteRange(1e-6, 1.0));
@@ -56,6 +52,11 @@ CLI::App* add_train_command(CLI::App& app, TrainFlags& f) {
   t->add_option("--eval-windows", f.eval_windows,
                 "Validation windows of block_size+1 bytes, evenly spaced; 0 = all (default), 1 to 1,000,000")
       ->check(IntRange(0, 1000000));
+  t->add_option("--stop-after", f.stop_after,
+                "Run only the first N steps of the --steps schedule (same learning rates), 0 to 10,000,000; "
+                "0 = all (default)")
+      ->check(IntRange(0, 10000000));
+  t->add_option("--loss-log", f.loss_log, "Write every step's loss, lr and gradient norm to FILE (TSV)");
   t->add_option("--out", f.out, "Write the trained model to FILE.safetensors");
   t->add_option("--fortunes", f.fortunes, "Directory of the fortune files (default /usr/share/games/fortunes)");
   return t;
@@ -94,6 +95,13 @@ int run_train(const TrainFlags& f, std::ostream& out) {
   cfg.grad_clip = f.grad_clip;
   cfg.seed = static_cast<std::uint64_t>(f.seed) + 1;
   cfg.threads = f.threads;
+  cfg.stop_after = f.stop_after;
+  std::FILE* loss_log = nullptr;
+  if (!f.loss_log.empty()) {
+    loss_log = std::fopen(f.loss_log.c_str(), "w");
+    if (!loss_log) throw InputError(fmt::format("--loss-log: cannot write {}", f.loss_log));
+    std::fprintf(loss_log, "# step\tloss (nats/byte, this step's batch)\tlr\tgradient norm (before clipping)\n");
+  }
   const std::size_t n_params = train::param_count(model.weights());
   out << fmt::format("kvlab train: {} parameters (n_layer {}, d_model {}, n_head {}, n_kv_head {}, head_dim {}, "
                      "block_size {}, vocab 256)\n",
@@ -105,11 +113,14 @@ int run_train(const TrainFlags& f, std::ostream& out) {
   out << fmt::format("run: {} steps x {} sequences x {} tokens, lr {:g} (warm-up {}, cosine to {:g}), seed {}, "
                      "{} threads\n", cfg.steps, cfg.batch, c.block_size, cfg.lr, cfg.warmup, cfg.lr * cfg.min_lr_ratio,
                      f.seed, cfg.threads);
+  if (cfg.stop_after > 0 && cfg.stop_after < cfg.steps)
+    out << fmt::format("stopping after step {} of the {}-step schedule (--stop-after)\n", cfg.stop_after, cfg.steps);
   out.flush();
 
   const bool tty = isatty(STDERR_FILENO);
   const int every = std::max(1, cfg.steps / 20);
   const auto on_step = [&](const train::StepInfo& s) {
+    if (loss_log) std::fprintf(loss_log, "%d\t%.9g\t%.9g\t%.9g\n", s.step, s.loss, s.lr, s.grad_norm);
     const double left = s.elapsed_s / s.step * (s.steps - s.step);
     if (tty) {
       const int filled = static_cast<int>(30.0 * s.step / s.steps);
@@ -125,6 +136,7 @@ int run_train(const TrainFlags& f, std::ostream& out) {
     std::fflush(stderr);
   };
   const train::TrainResult r = train::train_model(model, corpus->train, cfg, on_step);
+  if (loss_log) std::fclose(loss_log);
   const auto t_eval = std::chrono::steady_clock::now();
   const train::EvalResult ev = train::evaluate(model, corpus->validation, f.eval_windows, f.threads);
   const double eval_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_eval).count();

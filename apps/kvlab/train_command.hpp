@@ -16,6 +16,8 @@ namespace kvlab::app {
 struct TrainFlags {
   int n_layer = 4, d_model = 128, n_head = 4, n_kv_head = 0, head_dim = 0, block_size = 128;
   int steps = 1000, batch = 16, warmup = 50, threads = 2, eval_windows = 0, init_steps = 0;
+  int stop_after = 0;                    ///< run only the first N steps of the schedule (0 = all)
+  std::string loss_log;                  ///< FILE: every step's loss, lr and gradient norm (TSV)
   double lr = 3e-3, weight_decay = 0.1, grad_clip = 1.0;
   std::int64_t seed = 1;
   std::string out;                       ///< FILE.safetensors; empty: do not save

@@ -11,7 +11,7 @@
 set -euo pipefail
 KVLAB=${1:?usage: train-weights.sh KVLAB_BINARY [OUT] [TOL]}
 OUT=${2:-build/weights}
-TOL=${3:-0.1}
+TOL=${3:-0.02}
 HERE=$(cd "$(dirname "$0")/../.." && pwd)
 RECORD=${KVLAB_WEIGHTS_RECORD:-"$HERE/data/weights/recorded.tsv"}   # name, loss, kvlab train flags
 mkdir -p "$OUT"

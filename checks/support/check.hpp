@@ -31,6 +31,9 @@ struct RunContext {
   /// --weights FILE.safetensors (only on checks with uses_weights()): run on the model in the file
   /// instead of a seeded random one; "" = none. Config from the file (docs/weights.md).
   std::string weights;
+  /// --draft-weights FILE.safetensors (only on checks with uses_draft_weights()): the draft of a
+  /// target/draft pair, given together with `weights` (the target); "" = none.
+  std::string draft_weights;
 };
 
 class Check {
@@ -62,6 +65,13 @@ class Check {
   /// Whether the check builds a MiniGPT and accepts `--weights FILE.safetensors` for it
   /// (RunContext::weights; checks/support/model_setup.hpp: check_model).
   virtual bool uses_weights() const { return false; }
+  /// Whether the check builds a target and a draft: --weights is then the target and
+  /// `--draft-weights FILE.safetensors` the draft, given together (model_setup.hpp: check_pair).
+  virtual bool uses_draft_weights() const { return false; }
+  /// Why the check cannot run on a weights file (e.g. its claim compares variants of one seeded
+  /// model that a file cannot hold); non-empty: the front end accepts --weights and refuses it with
+  /// this reason, one line, exit 2 (docs/weights.md, "check → what --weights does").
+  virtual std::string weights_refusal() const { return {}; }
   /// Runs the check with its bound options. Throws InputError on invalid options.
   virtual Result run(const RunContext& ctx) = 0;
 };

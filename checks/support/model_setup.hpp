@@ -41,23 +41,23 @@ struct ConfigNeed {
   std::string allowed;                            ///< what the check needs, for the message
 };
 
-/// Throws InputError "--weights FILE: FIELD = VALUE, CHECK needs ALLOWED" for the first need the
-/// config fails (the CLI's exit 2).
+/// Throws InputError "OPTION FILE: FIELD = VALUE, CHECK needs ALLOWED" for the first need the
+/// config fails (the CLI's exit 2); OPTION is "--weights" or "--draft-weights".
 inline void require_config(const ModelConfig& c, const std::string& path, const std::string& check,
-                           std::initializer_list<ConfigNeed> needs) {
+                           std::initializer_list<ConfigNeed> needs, const std::string& option = "--weights") {
   for (const auto& n : needs)
     if (!n.ok(c))
-      throw InputError(fmt::format("--weights {}: {} = {}, {} needs {}", path, n.field, config_field(c, n.field), check,
-                                   n.allowed));
+      throw InputError(fmt::format("{} {}: {} = {}, {} needs {}", option, path, n.field, config_field(c, n.field),
+                                   check, n.allowed));
 }
 
-/// load_gpt<T>(path), its InputError prefixed with "--weights: " (the option the user gave).
+/// load_gpt<T>(path), its InputError prefixed with "OPTION: " (the option the user gave).
 template <class T>
-MiniGPT<T> load_weights(const std::string& path) {
+MiniGPT<T> load_weights(const std::string& path, const std::string& option = "--weights") {
   try {
     return load_gpt<T>(path);
   } catch (const InputError& e) {
-    throw InputError(std::string("--weights: ") + e.what());
+    throw InputError(option + ": " + e.what());
   }
 }
 
@@ -71,6 +71,43 @@ MiniGPT<T> check_model(const ModelConfig& cfg, const RunContext& ctx, const std:
   MiniGPT<T> m = load_weights<T>(ctx.weights);
   require_config(m.config(), ctx.weights, check, needs);
   return m;
+}
+
+/// A target and its draft (the speculative checks).
+template <class T>
+struct ModelPair {
+  MiniGPT<T> target, draft;
+};
+
+/// The pair a speculative check runs on: with ctx.weights and ctx.draft_weights, the models in
+/// those files (config from each file, `needs` checked on both, naming the option); otherwise
+/// MiniGPT(target_cfg, ctx.seed) and MiniGPT(draft_cfg, draft_seed). Throws InputError when only
+/// one of the two files is given, for a bad file, a shape the check cannot use, or two vocabulary
+/// sizes (a draft proposes the target's token ids, so they must match).
+template <class T>
+ModelPair<T> check_pair(const ModelConfig& target_cfg, const ModelConfig& draft_cfg, std::uint64_t draft_seed,
+                        const RunContext& ctx, const std::string& check, std::initializer_list<ConfigNeed> needs = {}) {
+  if (ctx.weights.empty() != ctx.draft_weights.empty())
+    throw InputError("--weights, --draft-weights: " + check +
+                     " takes both (the target and the draft) or neither (a seeded random pair)");
+  if (ctx.weights.empty()) return {MiniGPT<T>(target_cfg, ctx.seed), MiniGPT<T>(draft_cfg, draft_seed)};
+  ModelPair<T> p{load_weights<T>(ctx.weights, "--weights"), load_weights<T>(ctx.draft_weights, "--draft-weights")};
+  require_config(p.target.config(), ctx.weights, check, needs, "--weights");
+  require_config(p.draft.config(), ctx.draft_weights, check, needs, "--draft-weights");
+  if (p.target.config().vocab_size != p.draft.config().vocab_size)
+    throw InputError(fmt::format("--weights, --draft-weights: the target {} has vocab_size {}, the draft {} has {}; "
+                                 "a draft proposes the target's token ids, so they must match",
+                                 ctx.weights, p.target.config().vocab_size, ctx.draft_weights,
+                                 p.draft.config().vocab_size));
+  return p;
+}
+
+/// The note of a check that ran on --weights and --draft-weights: both files and shapes.
+inline std::string pair_note(const ModelConfig& t, const ModelConfig& d, const RunContext& ctx) {
+  return fmt::format("pair: target {} (--weights): {} layers, d_model {}, {} / {} heads; draft {} (--draft-weights): "
+                     "{} layers, d_model {}, {} / {} heads; vocab {}; the check's shape options do not apply",
+                     ctx.weights, t.n_layer, t.d_model, t.n_head, t.n_kv_head, ctx.draft_weights, d.n_layer, d.d_model,
+                     d.n_head, d.n_kv_head, t.vocab_size);
 }
 
 /// The note a check prints instead of its random model's description when it ran on --weights:

@@ -83,7 +83,9 @@ TrainResult train_model(MiniGPT<float>& model, const std::vector<int>& tokens, c
 
   TrainResult result;
   const auto t0 = std::chrono::steady_clock::now();
-  for (int step = 0; step < cfg.steps; ++step) {
+  require_range("stop_after", cfg.stop_after, 0, 100000000);
+  const int last = cfg.stop_after > 0 ? std::min(cfg.steps, cfg.stop_after) : cfg.steps;
+  for (int step = 0; step < last; ++step) {
     for (auto& o : offsets) o = static_cast<std::size_t>(rng.uniform() * static_cast<double>(n_offsets));
     parallel_for(shards, cfg.threads, [&](int s) {
       for (auto& p : grad_refs[s]) std::fill(p.data, p.data + p.size, 0.0f);

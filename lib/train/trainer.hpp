@@ -32,6 +32,10 @@ struct TrainConfig {
   double grad_clip = 1.0;       ///< global L2 norm; 0 = off
   std::uint64_t seed = 1;       ///< data order (the initial weights come from the model's own seed)
   int threads = 2;              ///< worker threads; results do not depend on it
+  /// Run only steps 1..stop_after of the `steps`-step schedule (0 = all): the learning rates are
+  /// those of the full run, so its first steps replay exactly (the replay test of the committed
+  /// target, tests/test_train_replay.cpp).
+  int stop_after = 0;
 };
 
 /// What the progress callback sees after each step.
