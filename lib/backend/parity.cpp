@@ -232,7 +232,10 @@ std::vector<ParityRow> run_parity(KernelRunner& runner, std::uint64_t seed) {
       in.v_cache = normals(rng, in.layout.elems());
       in.lengths = c.lengths;
       std::string lens;
-      for (int len : c.lengths) lens += (lens.empty() ? "" : ",") + std::to_string(len);
+      for (int len : c.lengths) {
+        if (!lens.empty()) lens += ',';
+        lens += std::to_string(len);
+      }
       add("decode_attention",
           fmt::format("B={} H={} KV={} hd={} len={} {}", c.batch, c.n_head, c.n_kv, c.hd, lens, layout_text(in.layout)),
           st, runner.decode_attention(in), ref_decode_attention(in));
