@@ -10,15 +10,21 @@
 #include <cstdint>
 #include <numeric>
 #include <random>
+#include <string>
+#include <type_traits>
 
-#include <cublas_v2.h>
+#include <cublas_v2.h>  // types and constants only: libcublas is opened at run time (dlopen)
 #include <cuda_runtime.h>
+#include <dlfcn.h>
 
 #include "kernels/attention_launch.cuh"
 #include "kernels/cuda_check.cuh"
 
 namespace kvlab::kernels {
 namespace {
+
+#define KVLAB_STR2(x) #x
+#define KVLAB_STR(x) KVLAB_STR2(x)
 
 #define KVLAB_CUBLAS_CHECK(call)                                                                   \
   do {                                                                                             \
@@ -27,6 +33,35 @@ namespace {
       throw CudaError(std::string(#call) + " failed: cuBLAS status " + std::to_string(static_cast<int>(kvlab_cublas_)) + \
                       " (" + __FILE__ + ":" + std::to_string(__LINE__) + ")");                     \
   } while (0)
+
+/// cuBLAS, opened on first use: linking it would load ~0.5 GB of libcublas/libcublasLt into every
+/// kvlab process (0.24 s and 220 MB at start-up, measured), for the one benchmark that uses it.
+struct Cublas {
+  decltype(&cublasCreate_v2) create = nullptr;
+  decltype(&cublasDestroy_v2) destroy = nullptr;
+  decltype(&cublasSetMathMode) set_math_mode = nullptr;
+  decltype(&cublasSgemm_v2) sgemm = nullptr;
+};
+
+const Cublas& cublas() {
+  static const Cublas api = [] {
+    void* lib = nullptr;
+    for (const char* name : {"libcublas.so." KVLAB_STR(CUBLAS_VER_MAJOR), "libcublas.so"})
+      if (!lib) lib = dlopen(name, RTLD_NOW | RTLD_LOCAL);
+    if (!lib) throw CudaError(std::string("dlopen(libcublas.so) failed: ") + dlerror());
+    Cublas c;
+    auto sym = [&](auto& fn, const char* name) {
+      fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(dlsym(lib, name));
+      if (!fn) throw CudaError(std::string("dlsym(") + name + ") failed: not in libcublas");
+    };
+    sym(c.create, "cublasCreate_v2");
+    sym(c.destroy, "cublasDestroy_v2");
+    sym(c.set_math_mode, "cublasSetMathMode");
+    sym(c.sgemm, "cublasSgemm_v2");
+    return c;
+  }();
+  return api;
+}
 
 /// A pair of CUDA events around each launch.
 class EventTimer {
@@ -176,14 +211,16 @@ KernelTiming bench_sgemm(int m, int n, int k, int warmup, int repeats) {
   const std::size_t c_bytes = static_cast<std::size_t>(m) * n * 4;
   DeviceBuffer A(a_bytes), B(b_bytes), C(c_bytes);
   fill(A.as<void>(), a_bytes, 21), fill(B.as<void>(), b_bytes, 22);
+  const Cublas& blas = cublas();
   cublasHandle_t h = nullptr;
-  KVLAB_CUBLAS_CHECK(cublasCreate(&h));
+  KVLAB_CUBLAS_CHECK(blas.create(&h));
   struct Destroy {
+    const Cublas& blas;
     cublasHandle_t h;
-    ~Destroy() { cublasDestroy(h); }
-  } destroy{h};
+    ~Destroy() { blas.destroy(h); }
+  } destroy{blas, h};
   // Plain FP32 (no TF32 tensor-core shortcut): the products of the f32 model, as computed.
-  KVLAB_CUBLAS_CHECK(cublasSetMathMode(h, CUBLAS_DEFAULT_MATH));
+  KVLAB_CUBLAS_CHECK(blas.set_math_mode(h, CUBLAS_DEFAULT_MATH));
   const float alpha = 1.f, beta = 0.f;
   KVLAB_CUDA_CHECK(cudaDeviceSynchronize());
   EventTimer timer;
@@ -191,7 +228,7 @@ KernelTiming bench_sgemm(int m, int n, int k, int warmup, int repeats) {
   for (int r = 0; r < warmup + repeats; ++r) {
     // Row-major C[m, n] = A[m, k] B[k, n] is column-major C^T = B^T A^T.
     const double ms = timer.time_ms([&] {
-      KVLAB_CUBLAS_CHECK(cublasSgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, n, m, k, &alpha, B.as<float>(), n, A.as<float>(),
+      KVLAB_CUBLAS_CHECK(blas.sgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, n, m, k, &alpha, B.as<float>(), n, A.as<float>(),
                                      k, &beta, C.as<float>(), n));
     });
     if (r >= warmup) t.ms.push_back(ms);
