@@ -288,14 +288,15 @@ HeadPair parse_heads(const std::string& s, int head_dim) {
 int run_bench_kernels(const BenchFlags& f, std::ostream& out) {
   std::vector<HeadPair> heads;
   for (const auto& s : f.heads) heads.push_back(parse_heads(s, f.head_dim));
-  if (!cuda_compiled()) {
-    out << "skipped: built without CUDA\n";
-    return 0;
-  }
   std::string why;
-  const auto devices = cuda_devices(&why);
-  if (devices.empty()) {
-    out << "skipped: no CUDA device (" << why << ")\n";
+  const std::string skipped = !cuda_compiled()                 ? "built without CUDA"
+                              : cuda_devices(&why).empty()     ? "no CUDA device (" + why + ")"
+                                                               : "";
+  if (!skipped.empty()) {
+    if (f.format == "json")
+      out << nlohmann::json{{"command", "bench kernels"}, {"skipped", skipped}}.dump(2) << '\n';
+    else
+      out << "skipped: " << skipped << '\n';
     return 0;
   }
   const int repeats = f.repeats_given ? f.repeats : 20, warmup = 3;
