@@ -41,8 +41,8 @@ inline std::size_t attention_workspace_floats(const AttentionArgs& a) {
 /// Launches the partial (one span per block) and combine kernels on `stream`; checks both launches.
 void launch_decode_attention(const AttentionArgs& args, cudaStream_t stream);
 
-/// Validates the shapes a launch supports (head_dim <= 256, group x head_dim <= 8192, n_kv_head
-/// divides n_head); throws CudaError naming the limit otherwise (the CLI checks earlier).
+/// Validates the shapes a launch supports (head_dim <= 256, group <= 128, group x head_dim <= 8192,
+/// n_kv_head divides n_head); throws CudaError naming the limit otherwise (the CLI checks earlier).
 void check_attention_shape(int n_head, int n_kv_head, int head_dim);
 
 }  // namespace kvlab::kernels

@@ -49,3 +49,4 @@ fi
 timeout 120 "$kvlab" bench kernels --batch 1 --kv-ctx 256 --heads 8/2 --gemm-m 8 --gemm-d 256 --copy-mib 64 --repeats 2 --format json |
   python3 -c 'import json,sys; j=json.load(sys.stdin); assert "skipped" in j or (j["attention"] and j["copy"]["gb_per_s"] > 0)' \
   && echo "ok: bench kernels --format json parses" || { echo "FAIL: bench kernels --format json"; failures=$((failures + 1)); }
+expect_exit 2 bench kernels --heads 256/1 --head-dim 16

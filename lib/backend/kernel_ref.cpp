@@ -128,8 +128,13 @@ Reference ref_decode_attention(const kernels::DecodeAttentionInput& in) {
   }
   const double u = kUnitF32, us = storage_unit(L.storage);
   const double e_s = (gamma_f32(hd) + us + 3 * u) * max_qk;
-  r.bound = 4 * (2 * e_s + u * range + 4 * u) + 2 * gamma_f32(n_max + 2) + us + u;
-  r.bound_why = fmt::format("4(2e_s + uR + 4u) + 2gamma_{} + u_s + u; e_s = (gamma_{} + u_s + 3u) x {:.3g}, R = {:.3g}",
+  // Each weight is exp(s^_j - M^)(1 + z_j), |z_j| <= 2(4u + uR) + u (two expf, their rounded
+  // arguments, the product). The error of M^ is common to every j and cancels in the normalisation,
+  // so the relative error left is eps = e_s + 2uR + 9u, and sum_j p_j eps_j (v_j - o) is at most
+  // 2 eps sum_j p_j |v_j|. The numerator and denominator sums (any order: a tree over n leaves, a
+  // product per span) add gamma_(n+2) each, V's storage u_s, the division u.
+  r.bound = 2 * (e_s + 2 * u * range + 9 * u) + 2 * gamma_f32(n_max + 2) + us + u;
+  r.bound_why = fmt::format("2(e_s + 2uR + 9u) + 2gamma_{} + u_s + u; e_s = (gamma_{} + u_s + 3u) x {:.3g}, R = {:.3g}",
                             n_max + 2, hd, max_qk, range);
   return r;
 }

@@ -56,7 +56,7 @@ Reference ref_rope(const kernels::RopeInput& in);
 
 /// Decode attention through attention/gqa.hpp's grouped_query_attention<double> on each
 /// sequence's gathered rows (the float32 cache values, unrounded); scale_i = sum_j p_j |v_j,d|.
-/// Bound (docs/gpu.md): 4 (2 e_s + u R + 4u) + 2 gamma_(n+2) + u_s + u, with the score error
+/// Bound (docs/gpu.md): 2 (e_s + 2u R + 9u) + 2 gamma_(n+2) + u_s + u, with the score error
 /// e_s = (gamma_hd + u_s + 3u) max_j (|q|.|k_j|)/sqrt(hd), R the widest score range, n the
 /// longest sequence, u_s the storage unit.
 Reference ref_decode_attention(const kernels::DecodeAttentionInput& in);

@@ -97,13 +97,16 @@ std::vector<float> CpuF32Runner::rope(const kernels::RopeInput& in) {
 }
 
 std::vector<float> CpuF32Runner::decode_attention(const kernels::DecodeAttentionInput& in) {
+  // The GPU kernel's algorithm in float32: spans of kSpan positions, each with its own max, exp-sum
+  // and un-normalised output, merged as flash-decoding does (kernels/decode_kernels.cu).
+  constexpr int kSpan = 64;
   const auto& L = in.layout;
   const int hd = L.head_dim, kvw = L.n_kv_head * hd, group = in.n_head / L.n_kv_head;
   const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
   std::vector<float> out(in.q.size(), kNaNf);
   for (int b = 0; b < L.batch; ++b) {
     const int len = in.lengths[b] - (faults_.attention_drops_last && in.lengths[b] > 1 ? 1 : 0);
-    std::vector<float> s(len);
+    const int spans = (len + kSpan - 1) / kSpan;
     for (int h = 0; h < in.n_head; ++h) {
       const int g = h / group;
       const float* q = in.q.data() + (static_cast<std::size_t>(b) * in.n_head + h) * hd;
@@ -112,20 +115,31 @@ std::vector<float> CpuF32Runner::decode_attention(const kernels::DecodeAttention
           return (static_cast<std::size_t>(b) * L.blocks_per_seq * L.block_size + j) * kvw + g * hd;
         return L.slot(b, j) * kvw + static_cast<std::size_t>(g) * hd;
       };
-      float m = -std::numeric_limits<float>::infinity();
-      for (int j = 0; j < len; ++j) {
-        float dot = 0;
-        for (int c = 0; c < hd; ++c) dot += q[c] * stored(in.k_cache[row(j) + c], L.storage, faults_.bf16_truncates);
-        s[j] = dot * scale;
-        m = std::max(m, s[j]);
+      std::vector<float> m(spans), l(spans), acc(static_cast<std::size_t>(spans) * hd, 0.0f), e(kSpan);
+      for (int c = 0; c < spans; ++c) {
+        const int j0 = c * kSpan, n = std::min(kSpan, len - j0);
+        m[c] = -std::numeric_limits<float>::infinity();
+        for (int jj = 0; jj < n; ++jj) {
+          float dot = 0;
+          for (int d = 0; d < hd; ++d) dot += q[d] * stored(in.k_cache[row(j0 + jj) + d], L.storage, faults_.bf16_truncates);
+          e[jj] = dot * scale;
+          m[c] = std::max(m[c], e[jj]);
+        }
+        l[c] = 0;
+        for (int jj = 0; jj < n; ++jj) l[c] += e[jj] = std::exp(e[jj] - m[c]);
+        for (int d = 0; d < hd; ++d)
+          for (int jj = 0; jj < n; ++jj)
+            acc[static_cast<std::size_t>(c) * hd + d] +=
+                e[jj] * stored(in.v_cache[row(j0 + jj) + d], L.storage, faults_.bf16_truncates);
       }
-      float l = 0;
-      for (int j = 0; j < len; ++j) l += s[j] = std::exp(s[j] - m);
+      float M = -std::numeric_limits<float>::infinity(), total = 0;
+      for (int c = 0; c < spans; ++c) M = std::max(M, m[c]);
+      for (int c = 0; c < spans; ++c) total += std::exp(m[c] - M) * l[c];
       float* o = out.data() + (static_cast<std::size_t>(b) * in.n_head + h) * hd;
-      for (int c = 0; c < hd; ++c) {
-        float acc = 0;
-        for (int j = 0; j < len; ++j) acc += s[j] * stored(in.v_cache[row(j) + c], L.storage, faults_.bf16_truncates);
-        o[c] = acc / l;
+      for (int d = 0; d < hd; ++d) {
+        float a = 0;
+        for (int c = 0; c < spans; ++c) a += std::exp(m[c] - M) * acc[static_cast<std::size_t>(c) * hd + d];
+        o[d] = a / total;
       }
     }
   }

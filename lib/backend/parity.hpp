@@ -44,8 +44,8 @@ struct KernelFaults {
   bool layer_norm_no_eps = false;    ///< LayerNorm without the 1e-5 inside the square root
 };
 
-/// float32 CPU versions of the kernels (same order of operations in spirit: f32 sums, f32 exp),
-/// with optional faults. Outputs start as NaN, like the device's poisoned buffers.
+/// float32 CPU versions of the kernels (f32 sums, f32 exp; decode attention split into spans of
+/// 64 positions merged flash-decoding style, as the GPU kernel does), with optional faults. Outputs start as NaN, like the device's poisoned buffers.
 class CpuF32Runner final : public KernelRunner {
  public:
   explicit CpuF32Runner(KernelFaults faults = {}) : faults_(faults) {}
