@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The GPU run of issue 8, on a machine with an NVIDIA GPU: kvlab info, the unit tests (their
-# device case included), kvlab parity (text and json), kvlab bench kernels (f32 and bf16 cache),
+# device case included), kvlab parity (text and json; again under compute-sanitizer memcheck and
+# racecheck when installed), kvlab bench kernels (f32 and bf16 cache),
 # every output into OUTDIR (at most 8 files). Sized for under 5 minutes on an H200
 # (/work/.library/device/H200.md): the build about 1-2 min on 16 cores, parity seconds, the
 # benchmark grid (2 batches x 3 contexts x 2 head configs x contiguous/paged, 20 repeats, two
@@ -52,6 +53,11 @@ step "kvlab info" info.txt "$kvlab" info
 step "unit tests (gpu parity case included)" unit.txt "$tests" -tc="gpu*"
 step "kvlab parity" parity.txt "$kvlab" parity
 step "kvlab parity --format json" parity.json "$kvlab" parity --format json
+# The kernels under compute-sanitizer (out-of-bounds and shared-memory races), the same cases.
+if command -v compute-sanitizer >/dev/null; then
+  step "compute-sanitizer memcheck: kvlab parity" parity.txt compute-sanitizer --tool memcheck --error-exitcode 9 "$kvlab" parity
+  step "compute-sanitizer racecheck: kvlab parity" parity.txt compute-sanitizer --tool racecheck --error-exitcode 9 "$kvlab" parity
+fi
 step "kvlab bench kernels (f32 cache)" bench_kernels.txt "$kvlab" bench kernels
 step "kvlab bench kernels --cache bf16" bench_kernels.txt "$kvlab" bench kernels --cache bf16 --gemm-m 4096
 step "kvlab bench kernels --format json" bench_kernels.json "$kvlab" bench kernels --format json
