@@ -44,7 +44,7 @@ status=0
 step() {  # step NAME FILE COMMAND...: runs with a time limit, appends its exit status
   local name=$1 file=$2; shift 2
   local t0; t0=$(date +%s)
-  timeout 240 "$@" >> "$out/$file" 2>&1
+  timeout "${STEP_TIMEOUT:-240}" "$@" >> "$out/$file" 2>&1
   local rc=$?
   echo "$name: exit $rc in $(( $(date +%s) - t0 )) s" >> "$summary"
   [ $rc = 0 ] || status=1
@@ -55,8 +55,8 @@ step "kvlab parity" parity.txt "$kvlab" parity
 step "kvlab parity --format json" parity.json "$kvlab" parity --format json
 # The kernels under compute-sanitizer (out-of-bounds and shared-memory races), the same cases.
 if command -v compute-sanitizer >/dev/null; then
-  step "compute-sanitizer memcheck: kvlab parity" parity.txt compute-sanitizer --tool memcheck --error-exitcode 9 "$kvlab" parity
-  step "compute-sanitizer racecheck: kvlab parity" parity.txt compute-sanitizer --tool racecheck --error-exitcode 9 "$kvlab" parity
+  STEP_TIMEOUT=90 step "compute-sanitizer memcheck: kvlab parity" parity.txt compute-sanitizer --tool memcheck --error-exitcode 9 "$kvlab" parity
+  STEP_TIMEOUT=90 step "compute-sanitizer racecheck: kvlab parity" parity.txt compute-sanitizer --tool racecheck --error-exitcode 9 "$kvlab" parity
 fi
 step "kvlab bench kernels (f32 cache)" bench_kernels.txt "$kvlab" bench kernels
 step "kvlab bench kernels --cache bf16" bench_kernels.txt "$kvlab" bench kernels --cache bf16 --gemm-m 4096
