@@ -178,45 +178,46 @@ TEST_CASE("gpu parity: the honest float32 CPU stand-in passes every case and sha
 }
 
 TEST_CASE("gpu parity: every deliberate fault of the stand-in fails its kernel") {
-  auto run_with = [](KernelFaults f) {
+  auto run_with = [](KernelFaults f, const std::string& only = "") {
     CpuF32Runner cpu(f);
-    return run_parity(cpu, 1234);
+    return run_parity(cpu, 1234, only);
   };
   KernelFaults f;
   f.paged_ignores_table = true;
-  auto rows = run_with(f);
+  auto rows = run_with(f, "decode_attention");
   CHECK(failures(rows, "decode_attention", "paged") > 0);
   CHECK(failures(rows, "decode_attention", "contiguous") == 0);  // the fault touches only the gather
 
   f = {};
   f.attention_drops_last = true;
-  CHECK(failures(run_with(f), "decode_attention") > 0);
+  CHECK(failures(run_with(f, "decode_attention"), "decode_attention") > 0);
 
   f = {};
   f.bf16_truncates = true;  // truncation errs up to 2^-7 relative: above the 2^-8 storage bound
-  rows = run_with(f);
+  rows = run_with(f, "kv_append");
   int bf16_append_fail = 0;
   for (const auto& r : rows) bf16_append_fail += r.kernel == "kv_append" && r.dtype == "bf16" && !r.result.passed;
   CHECK(bf16_append_fail > 0);
 
   f = {};
   f.append_wrong_slot = true;
-  CHECK(failures(run_with(f), "kv_append") > 0);
+  CHECK(failures(run_with(f, "kv_append"), "kv_append") > 0);
 
   f = {};
   f.skips_last_element = true;  // the NaN poison shows
-  rows = run_with(f);
-  for (const char* k : {"rope", "layer_norm", "gelu", "softmax"}) CHECK_MESSAGE(failures(rows, k) > 0, k);
-  for (const auto& r : rows)
-    if (r.kernel == "gelu") CHECK(r.result.non_finite == 1);
+  for (const char* k : {"rope", "layer_norm", "gelu", "softmax"}) {
+    rows = run_with(f, k);
+    CHECK_MESSAGE(failures(rows, k) == static_cast<int>(rows.size()), k);  // every case of the kernel
+    for (const auto& r : rows) CHECK(r.result.non_finite == 1);
+  }
 
   f = {};
   f.rope_float_angle = true;
-  CHECK(failures(run_with(f), "rope") > 0);
+  CHECK(failures(run_with(f, "rope"), "rope") > 0);
 
   f = {};
   f.layer_norm_no_eps = true;
-  CHECK(failures(run_with(f), "layer_norm") > 0);
+  CHECK(failures(run_with(f, "layer_norm"), "layer_norm") > 0);
 }
 
 namespace {

@@ -185,7 +185,8 @@ std::vector<float> CpuF32Runner::softmax(const kernels::RowsInput& in) {
 
 // ---- the cases ----------------------------------------------------------------------------
 
-std::vector<ParityRow> run_parity(KernelRunner& runner, std::uint64_t seed) {
+std::vector<ParityRow> run_parity(KernelRunner& runner, std::uint64_t seed, const std::string& only) {
+  auto wanted = [&](const char* kernel) { return only.empty() || only == kernel; };
   Rng rng(seed);
   std::vector<ParityRow> rows;
   auto add = [&](std::string kernel, std::string shape, kernels::Storage st, std::span<const float> got,
@@ -196,6 +197,7 @@ std::vector<ParityRow> run_parity(KernelRunner& runner, std::uint64_t seed) {
 
   // KV append: contiguous, paged (one block; many blocks, odd block size), both storages.
   struct AppendCase { int batch, n_kv, hd; bool paged; int block_size, capacity; };
+  if (wanted("kv_append"))
   for (Storage st : {Storage::f32, Storage::bf16})
     for (const AppendCase& c : {AppendCase{3, 2, 40, false, 16, 37}, AppendCase{2, 1, 64, true, 16, 16},
                                 AppendCase{4, 4, 128, true, 16, 200}, AppendCase{3, 3, 33, true, 7, 50}}) {
@@ -213,6 +215,7 @@ std::vector<ParityRow> run_parity(KernelRunner& runner, std::uint64_t seed) {
 
   // RoPE: positions up to 8191 (where a float32 angle would be visibly off), odd head counts.
   struct RopeCase { int batch, heads, hd; double theta; };
+  if (wanted("rope"))
   for (const RopeCase& c : {RopeCase{3, 5, 64, 10000.0}, RopeCase{2, 32, 128, 500000.0}, RopeCase{1, 1, 2, 10000.0}}) {
     kernels::RopeInput in;
     in.batch = c.batch, in.n_heads = c.heads, in.head_dim = c.hd, in.theta = c.theta;
@@ -234,6 +237,7 @@ std::vector<ParityRow> run_parity(KernelRunner& runner, std::uint64_t seed) {
       {2, 6, 1, 96, {250, 61}, true, 7},              // paged MQA, odd block size
       {1, 12, 3, 200, {129}, true, 16},               // odd ratio 4 with a wide head
   };
+  if (wanted("decode_attention"))
   for (Storage st : {Storage::f32, Storage::bf16})
     for (const AttnCase& c : attn) {
       if (st == Storage::bf16 && !c.paged && c.n_kv == 4 && c.hd == 64) continue;  // keep the table short
@@ -257,6 +261,7 @@ std::vector<ParityRow> run_parity(KernelRunner& runner, std::uint64_t seed) {
 
   // LayerNorm (inputs offset by 3: the mean must be taken out first), GELU over [-10, 10], softmax
   // with logits of spread up to +-10.
+  if (wanted("layer_norm"))
   for (int cols : {1, 7, 256, 1000, 4099}) {
     kernels::RowsInput in;
     in.rows = 5, in.cols = cols;
@@ -264,12 +269,14 @@ std::vector<ParityRow> run_parity(KernelRunner& runner, std::uint64_t seed) {
     in.gain = normals(rng, cols, 0.2, 1.0), in.bias = normals(rng, cols, 0.1);
     add("layer_norm", fmt::format("rows=5 C={}", cols), Storage::f32, runner.layer_norm(in), ref_layer_norm(in));
   }
+  if (wanted("gelu"))
   {
     kernels::RowsInput in;
     in.rows = 3, in.cols = 1001;
     for (int i = 0; i < 3 * 1001; ++i) in.x.push_back(static_cast<float>(-10.0 + 20.0 * rng.uniform()));
     add("gelu", "rows=3 C=1001 x in [-10, 10]", Storage::f32, runner.gelu(in), ref_gelu(in));
   }
+  if (wanted("softmax"))
   for (int cols : {1, 33, 1000, 50257}) {
     kernels::RowsInput in;
     in.rows = 4, in.cols = cols;

@@ -71,8 +71,9 @@ struct ParityRow {
 };
 
 /// Every kernel on every shape of the built-in list, inputs drawn from Rng(seed) (normal values;
-/// paged block tables a seeded random permutation of the pool). Throws what the runner throws
-/// (kernels::CudaError on a device failure).
-std::vector<ParityRow> run_parity(KernelRunner& runner, std::uint64_t seed);
+/// paged block tables a seeded random permutation of the pool). `only` (optional): run just that
+/// kernel's cases (the unit tests' faults; the inputs then differ from the full run's). Throws
+/// what the runner throws (kernels::CudaError on a device failure).
+std::vector<ParityRow> run_parity(KernelRunner& runner, std::uint64_t seed, const std::string& only = "");
 
 }  // namespace kvlab::gpu
