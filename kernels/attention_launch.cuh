@@ -27,9 +27,7 @@ struct AttentionArgs {
   int n_chunks = 1;                ///< spans per sequence: ceil(max length / chunk)
 };
 
-/// Positions per thread block for a launch: a power of two in [32, 4096 / group], so that the
-/// scores of a span fit in shared memory (group x chunk floats <= 16 KiB), and small enough that
-/// batch x n_kv_head x spans gives about 4 blocks per SM. Sets args.chunk and args.n_chunks.
+/// Sets args.chunk and args.n_chunks from plan_attention_spans (gpu_kernels.hpp).
 void plan_attention(AttentionArgs& args, int max_len, int sm_count);
 
 /// Workspace floats the plan needs: part_acc, then part_m, then part_l.

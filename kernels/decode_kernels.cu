@@ -297,16 +297,9 @@ void check_attention_shape(int n_head, int n_kv_head, int head_dim) {
 }
 
 void plan_attention(AttentionArgs& a, int max_len, int sm_count) {
-  const int G = a.n_head / a.n_kv_head;
-  int cap = 32;
-  while (cap * 2 * G <= 4096 && cap < 4096) cap *= 2;  // scores [G, chunk] <= 16 KiB
-  // Enough blocks to fill the device: about 4 per SM.
-  const long long target = 4LL * (sm_count > 0 ? sm_count : 1);
-  const long long heads = static_cast<long long>(a.batch) * a.n_kv_head;
-  int chunk = 32;
-  while (chunk < cap && heads * ((max_len + chunk * 2 - 1) / (chunk * 2)) >= target) chunk *= 2;
-  a.chunk = chunk;
-  a.n_chunks = (max_len + chunk - 1) / chunk;
+  const AttentionPlan p = plan_attention_spans(a.n_head / a.n_kv_head, a.n_kv_head, a.batch, max_len, sm_count);
+  a.chunk = p.chunk;
+  a.n_chunks = p.n_chunks;
 }
 
 void launch_decode_attention(const AttentionArgs& a, cudaStream_t stream) {

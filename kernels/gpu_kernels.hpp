@@ -109,6 +109,27 @@ struct RowsInput {
   std::vector<float> x, gain, bias;
 };
 
+/// How decode attention splits each sequence: `chunk` positions per thread block (a span), and
+/// `n_chunks` spans per sequence.
+struct AttentionPlan {
+  int chunk = 32;
+  int n_chunks = 1;
+};
+
+/// The span size for a launch: a power of two in [32, 4096 / group] so that the span's scores
+/// [group, chunk] fit in 16 KiB of shared memory (beside the group's queries, <= 32 KiB), grown
+/// while batch x n_kv_head x spans still gives about 4 blocks per SM. group = n_head / n_kv_head
+/// (1 .. 128), max_len >= 1. Plain C++ so that the unit tests check it without a GPU.
+inline AttentionPlan plan_attention_spans(int group, int n_kv_head, int batch, int max_len, int sm_count) {
+  int cap = 32;
+  while (cap * 2 * group <= 4096 && cap < 4096) cap *= 2;
+  const long long target = 4LL * (sm_count > 0 ? sm_count : 1);
+  const long long heads = static_cast<long long>(batch) * n_kv_head;
+  int chunk = 32;
+  while (chunk < cap && heads * ((max_len + chunk * 2 - 1) / (chunk * 2)) >= target) chunk *= 2;
+  return {chunk, (max_len + chunk - 1) / chunk};
+}
+
 // ---- kernels/decode_kernels.cu (defined only with KVLAB_HAVE_CUDA) -------------------------
 
 /// KV append into a contiguous or paged cache (poisoned with NaN first). Throws CudaError.

@@ -133,6 +133,24 @@ TEST_CASE("gpu ref: KV append marks untouched slots, RoPE and the row kernels ma
   CHECK(g.value[1] == doctest::Approx(0.8413447460685429));
 }
 
+TEST_CASE("gpu plan: spans fit shared memory, cover every position and fill the device") {
+  for (int group : {1, 2, 4, 8, 16, 32, 64, 128})
+    for (int max_len : {1, 31, 32, 33, 1000, 4096, 131072})
+      for (int batch : {1, 8, 64})
+        for (int sms : {1, 108, 132}) {
+          const auto p = kernels::plan_attention_spans(group, 8, batch, max_len, sms);
+          CAPTURE(group), CAPTURE(max_len), CAPTURE(batch), CAPTURE(sms);
+          CHECK(p.chunk >= 32);
+          CHECK((p.chunk & (p.chunk - 1)) == 0);                      // a power of two
+          CHECK(group * p.chunk * 4 <= 16 * 1024);                     // scores [G, chunk] in 16 KiB
+          CHECK(static_cast<long long>(p.chunk) * p.n_chunks >= max_len);  // every position in a span
+          CHECK(static_cast<long long>(p.chunk) * (p.n_chunks - 1) < max_len);  // no empty trailing span
+        }
+  // Long contexts at batch 1 are split across the device (flash-decoding), not one block per head.
+  const auto p = kernels::plan_attention_spans(4, 8, 1, 131072, 132);
+  CHECK(8LL * p.n_chunks >= 4 * 132);
+}
+
 TEST_CASE("gpu parity: compare() flags NaN first, stray writes, and errors above the bound") {
   Reference ref;
   ref.value = {1.0, 2.0, std::numeric_limits<double>::quiet_NaN()};
