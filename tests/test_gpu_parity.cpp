@@ -139,7 +139,10 @@ TEST_CASE("gpu plan: spans fit shared memory, cover every position and fill the 
       for (int batch : {1, 8, 64})
         for (int sms : {1, 108, 132}) {
           const auto p = kernels::plan_attention_spans(group, 8, batch, max_len, sms);
-          CAPTURE(group), CAPTURE(max_len), CAPTURE(batch), CAPTURE(sms);
+          CAPTURE(group);
+          CAPTURE(max_len);
+          CAPTURE(batch);
+          CAPTURE(sms);
           CHECK(p.chunk >= 32);
           CHECK((p.chunk & (p.chunk - 1)) == 0);                      // a power of two
           CHECK(group * p.chunk * 4 <= 16 * 1024);                     // scores [G, chunk] in 16 KiB
