@@ -148,7 +148,7 @@ __global__ void attn_partial_kernel(AttentionArgs a) {
   }
   __syncthreads();
   // Weighted V: a thread per output dimension, four query heads at a time; each V element is
-  // loaded once per four heads (the repeats hit L1), never once per query head from DRAM.
+  // loaded once per four heads (the repeats should come from L1/L2, not DRAM: not measured yet).
   for (int d = tid; d < hd; d += blockDim.x) {
     for (int h0 = 0; h0 < G; h0 += 4) {
       float acc[4] = {0.f, 0.f, 0.f, 0.f};
