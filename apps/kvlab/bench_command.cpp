@@ -13,6 +13,8 @@
 #include <nlohmann/json.hpp>
 #include <unistd.h>
 
+#include "backend/cuda_entry.hpp"
+#include "backend/device.hpp"
 #include "bench/machine.hpp"
 #include "core/build_info.hpp"
 #include "core/error.hpp"
@@ -79,14 +81,20 @@ std::string spread_text(const std::vector<double>& v) {
 }  // namespace
 
 CLI::App* add_bench_command(CLI::App& app, BenchFlags& f) {
-  auto* sub = app.add_subcommand("bench", "Benchmarks of kvlab's fast f32 path: `bench decode [--vs-torch]`");
+  auto* sub = app.add_subcommand(
+      "bench", "Benchmarks: `bench decode [--vs-torch]` (fast f32 CPU path), `bench kernels` (CUDA kernels)");
   sub->footer(
       "bench decode: tokens/s of decode steps (fast float32 path, model/fast_gpt.hpp) for each d_model "
       "(4 layers, head_dim 64, MHA, vocab 4096) and batch, with --ctx positions cached; each figure the "
       "median of --repeats timed runs of --steps steps, with the range. --vs-torch runs the same config "
       "and weights in PyTorch (bench/torch_decode.py, preallocated KV cache, same thread count) in the "
-      "same run and prints the ratio. Without PyTorch, --vs-torch exits 2.");
-  sub->add_option("what", f.what, "The benchmark: decode")->required()->check(CLI::IsMember({"decode"}));
+      "same run and prints the ratio. Without PyTorch, --vs-torch exits 2.\n"
+      "bench kernels: the CUDA decode-attention kernel (contiguous and paged) for every --batch x --kv-ctx x "
+      "--heads, median of --repeats CUDA-event timings after warm-up over rotating buffers larger than L2: "
+      "GB/s = (K/V + q + out bytes) / time, and its ratio to a device-to-device copy of --copy-mib measured "
+      "in the same run; cuBLAS SGEMM FLOP/s for the MLP shapes (--gemm-m x --gemm-d x 4 --gemm-d). Without "
+      "a GPU: 'skipped', exit 0.");
+  sub->add_option("what", f.what, "The benchmark: decode or kernels")->required()->check(CLI::IsMember({"decode", "kernels"}));
   sub->add_option("--d-model", f.d_models, "Model widths, multiples of 64 in [64, 4096] (default 256 512 1024 2048)")
       ->check(kvlab::checks::IntRange(64, 4096));
   sub->add_option("--batch", f.batches, "Batch sizes, 1 to 64 (default 1 8)")->check(kvlab::checks::IntRange(1, 64));
@@ -95,17 +103,34 @@ CLI::App* add_bench_command(CLI::App& app, BenchFlags& f) {
       ->check(kvlab::checks::IntRange(1, 8192));
   sub->add_option("--steps", f.steps, "Decode steps per timed run, 1 to 1000 (default 16)")
       ->check(kvlab::checks::IntRange(1, 1000));
-  sub->add_option("--repeats", f.repeats, "Timed runs per configuration, 1 to 100 (default 3)")
-      ->check(kvlab::checks::IntRange(1, 100));
+  sub->add_option("--repeats", f.repeats, "Timed runs per configuration, 1 to 100 (default 3; kernels: 20)")
+      ->check(kvlab::checks::IntRange(1, 100))
+      ->each([&f](const std::string&) { f.repeats_given = true; });
   sub->add_flag("--vs-torch", f.vs_torch, "Also run the same model in PyTorch, side by side");
   sub->add_option("--python", f.python,
                   "Python interpreter for --vs-torch (default python3, else /usr/bin/python3 if only it has torch)");
   sub->add_option("--script", f.script, "The PyTorch driver (default bench/torch_decode.py of the source tree)");
   sub->add_option("--format", f.format, "text (default), md or json")->check(CLI::IsMember({"text", "md", "json"}));
+  sub->add_option("--kv-ctx", f.kv_ctx, "kernels: cached positions per sequence, 1 to 1048576 (default 4096 32768 131072)")
+      ->check(kvlab::checks::IntRange(1, 1048576));
+  sub->add_option("--heads", f.heads, "kernels: query/KV head pairs as H/KV, e.g. 32/8 (default 32/8 32/32)");
+  sub->add_option("--head-dim", f.head_dim, "kernels: head_dim, 1 to 256 (default 128)")
+      ->check(kvlab::checks::IntRange(1, 256));
+  sub->add_option("--block-size", f.block_size, "kernels: paged block size in positions, 1 to 1024 (default 16)")
+      ->check(kvlab::checks::IntRange(1, 1024));
+  sub->add_option("--cache", f.cache, "kernels: cache storage, f32 (default) or bf16")
+      ->check(CLI::IsMember({"f32", "bf16"}));
+  sub->add_option("--gemm-m", f.gemm_m, "kernels: SGEMM rows (tokens), 1 to 65536 (default 8 512 4096)")
+      ->check(kvlab::checks::IntRange(1, 65536));
+  sub->add_option("--gemm-d", f.gemm_d, "kernels: d_model of the SGEMM shapes, 64 to 16384 (default 4096)")
+      ->check(kvlab::checks::IntRange(64, 16384));
+  sub->add_option("--copy-mib", f.copy_mib, "kernels: device-to-device copy size in MiB, 64 to 16384 (default 2048)")
+      ->check(kvlab::checks::IntRange(64, 16384));
   return sub;
 }
 
 int run_bench(const BenchFlags& f, std::ostream& out) {
+  if (f.what == "kernels") return run_bench_kernels(f, out);
   for (int d : f.d_models)
     if (d % 64 != 0) throw InputError(fmt::format("--d-model: must be a multiple of 64 (head_dim 64) (got {})", d));
   const std::string script =
@@ -233,6 +258,137 @@ int run_bench(const BenchFlags& f, std::ostream& out) {
     write_table(out, t, parse_format(f.format));
     out << fmt::format("load average {:.2f} at the start; GB/s = the step's bytes (weights + KV, "
                        "decode_step_cost) x steps/s\n", load[0]);
+  }
+  return 0;
+}
+
+namespace {
+
+struct HeadPair {
+  int n_head = 0, n_kv_head = 0;
+};
+
+/// "32/8" -> {32, 8}; InputError naming --heads unless 1 <= KV <= H <= 256, KV divides H and the
+/// group fits the kernel's shared memory ((H / KV) x head_dim <= 8192).
+HeadPair parse_heads(const std::string& s, int head_dim) {
+  const auto slash = s.find('/');
+  auto digits = [](const std::string& t) { return !t.empty() && t.size() <= 4 && t.find_first_not_of("0123456789") == std::string::npos; };
+  if (slash == std::string::npos || !digits(s.substr(0, slash)) || !digits(s.substr(slash + 1)))
+    throw InputError("--heads: want H/KV with 1 <= KV <= H <= 256, e.g. 32/8 (got '" + printable(s, 40) + "')");
+  const int h = std::stoi(s.substr(0, slash)), kv = std::stoi(s.substr(slash + 1));
+  if (h < 1 || h > 256 || kv < 1 || kv > h || h % kv != 0)
+    throw InputError(fmt::format("--heads: want H/KV with 1 <= KV <= H <= 256 and KV dividing H (got {})", printable(s, 40)));
+  if (h / kv > 128) throw InputError(fmt::format("--heads: H / KV must be at most 128 (got {})", printable(s, 40)));
+  if (h / kv * head_dim > 8192)
+    throw InputError(fmt::format("--heads: (H / KV) x --head-dim must be at most 8192 (got {} x {})", h / kv, head_dim));
+  return {h, kv};
+}
+
+}  // namespace
+
+int run_bench_kernels(const BenchFlags& f, std::ostream& out) {
+  std::vector<HeadPair> heads;
+  for (const auto& s : f.heads) heads.push_back(parse_heads(s, f.head_dim));
+  std::string why;
+  const std::string skipped = !cuda_compiled()                 ? "built without CUDA"
+                              : cuda_devices(&why).empty()     ? "no CUDA device (" + why + ")"
+                                                               : "";
+  if (!skipped.empty()) {
+    if (f.format == "json")
+      out << nlohmann::json{{"command", "bench kernels"}, {"skipped", skipped}}.dump(2) << '\n';
+    else
+      out << "skipped: " << skipped << '\n';
+    return 0;
+  }
+  const int repeats = f.repeats_given ? f.repeats : 20, warmup = 3;
+  const kernels::Storage storage = f.cache == "bf16" ? kernels::Storage::bf16 : kernels::Storage::f32;
+  const double elem = storage == kernels::Storage::f32 ? 4.0 : 2.0;
+  try {
+    const kernels::DeviceFacts dev = gpu::device_facts();
+    // The copy: read + write bytes (STREAM's convention) over its median time.
+    const std::size_t copy_bytes = static_cast<std::size_t>(f.copy_mib) << 20;
+    const kernels::KernelTiming copy = gpu::bench_copy(copy_bytes, warmup, repeats);
+    const double copy_gbs = 2.0 * static_cast<double>(copy_bytes) / (median(copy.ms) * 1e-3) / 1e9;
+
+    Table t{fmt::format("decode attention on {} (L2 {} MiB), {} cache, head_dim {}, median of {} after {} warm-up; "
+                        "copy {:.0f} GB/s",
+                        dev.name, dev.l2_bytes >> 20, f.cache, f.head_dim, repeats, warmup, copy_gbs),
+            {"kernel", "batch", "ctx", "H/KV", "MiB moved", "median us", "range us", "GB/s", "vs copy",
+             "roofline us", "paged/contig", "buffers"}, {}};
+    nlohmann::json jrows = nlohmann::json::array();
+    for (int B : f.batches)
+      for (int ctx : f.kv_ctx)
+        for (const HeadPair& hp : heads) {
+          double contiguous_us = 0;
+          for (bool paged : {false, true}) {
+            kernels::AttentionBenchConfig c;
+            c.batch = B, c.ctx = ctx, c.n_head = hp.n_head, c.n_kv_head = hp.n_kv_head, c.head_dim = f.head_dim;
+            c.paged = paged, c.block_size = f.block_size, c.storage = storage, c.warmup = warmup, c.repeats = repeats;
+            const kernels::KernelTiming tm = gpu::bench_decode_attention(c);
+            // Bytes the launch must move: every cached K and V element once, q and out once
+            // (float32), and the block table (paged).
+            const double kv = 2.0 * B * static_cast<double>(ctx) * hp.n_kv_head * f.head_dim * elem;
+            const double qo = 2.0 * B * hp.n_head * f.head_dim * 4.0;
+            const double table = paged ? 4.0 * B * ((ctx + f.block_size - 1) / f.block_size) : 0.0;
+            const double bytes = kv + qo + table;
+            const double med_us = median(tm.ms) * 1e3;
+            const auto [lo, hi] = std::minmax_element(tm.ms.begin(), tm.ms.end());
+            const double gbs = bytes / (med_us * 1e-6) / 1e9;
+            const double roof_us = bytes / (copy_gbs * 1e9) * 1e6;
+            if (!paged) contiguous_us = med_us;
+            const std::string heads_text = fmt::format("{}/{}", hp.n_head, hp.n_kv_head);
+            t.rows.push_back({std::string(paged ? fmt::format("paged bs={}", f.block_size) : "contiguous"),
+                              static_cast<std::int64_t>(B), static_cast<std::int64_t>(ctx), heads_text, bytes / 1048576.0,
+                              med_us, fmt::format("{:.4g}–{:.4g}", *lo * 1e3, *hi * 1e3), gbs, gbs / copy_gbs, roof_us,
+                              paged ? Cell{med_us / contiguous_us} : Cell{std::string("")},
+                              static_cast<std::int64_t>(tm.buffers)});
+            jrows.push_back({{"kernel", paged ? "paged" : "contiguous"}, {"batch", B}, {"ctx", ctx},
+                             {"n_head", hp.n_head}, {"n_kv_head", hp.n_kv_head}, {"head_dim", f.head_dim},
+                             {"block_size", paged ? f.block_size : 0}, {"cache", f.cache}, {"bytes", bytes},
+                             {"ms", tm.ms}, {"median_us", med_us}, {"gb_per_s", gbs}, {"fraction_of_copy", gbs / copy_gbs},
+                             {"roofline_us", roof_us}, {"buffers", tm.buffers},
+                             {"paged_over_contiguous", paged ? med_us / contiguous_us : 1.0}});
+          }
+        }
+    // cuBLAS SGEMM for the MLP's two products: [m, d] x [d, 4d] and [m, 4d] x [4d, d].
+    Table g{fmt::format("cuBLAS SGEMM (FP32, no TF32), MLP shapes of d_model {}", f.gemm_d),
+            {"m", "n", "k", "median us", "TFLOP/s"}, {}};
+    nlohmann::json jgemm = nlohmann::json::array();
+    std::string gemm_error;  // e.g. no libcublas on this machine: the attention figures still print
+    for (int m : f.gemm_m)
+      for (const auto& [n, k] : {std::pair{4 * f.gemm_d, f.gemm_d}, std::pair{f.gemm_d, 4 * f.gemm_d}}) {
+        if (!gemm_error.empty()) break;
+        kernels::KernelTiming tm;
+        try {
+          tm = gpu::bench_sgemm(m, n, k, warmup, repeats);
+        } catch (const kernels::CudaError& e) {
+          gemm_error = e.what();
+          break;
+        }
+        const double us = median(tm.ms) * 1e3;
+        const double tflops = 2.0 * m * static_cast<double>(n) * k / (us * 1e-6) / 1e12;
+        g.rows.push_back({static_cast<std::int64_t>(m), static_cast<std::int64_t>(n), static_cast<std::int64_t>(k), us, tflops});
+        jgemm.push_back({{"m", m}, {"n", n}, {"k", k}, {"ms", tm.ms}, {"median_us", us}, {"tflop_per_s", tflops}});
+      }
+    if (f.format == "json") {
+      out << nlohmann::json{{"device", dev.name}, {"l2_bytes", dev.l2_bytes}, {"repeats", repeats}, {"warmup", warmup},
+                            {"copy", {{"bytes", copy_bytes}, {"ms", copy.ms}, {"gb_per_s", copy_gbs}}},
+                            {"attention", jrows}, {"sgemm", jgemm}, {"sgemm_error", gemm_error}}
+                 .dump(2)
+          << '\n';
+    } else {
+      write_table(out, t, parse_format(f.format));
+      out << '\n';
+      write_table(out, g, parse_format(f.format));
+      if (!gemm_error.empty()) out << "SGEMM not measured: " << gemm_error << '\n';
+      out << fmt::format("copy: cudaMemcpyAsync device-to-device of {} MiB, (read + write) / median time = {:.1f} GB/s; "
+                         "roofline us = MiB moved / copy rate. Goals (issue 8): >= 0.80 of copy at >= 1 GiB moved; "
+                         "paged/contig <= 1.10 at block size 16.\n",
+                         f.copy_mib, copy_gbs);
+    }
+  } catch (const kernels::CudaError& e) {
+    std::cerr << "kvlab: bench kernels: CUDA error: " << e.what() << '\n';
+    return 2;
   }
   return 0;
 }

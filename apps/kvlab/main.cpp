@@ -5,6 +5,8 @@
 //                                  (--bench also runs the benchmarks, e.g. cpu-roofline)
 //   kvlab machine [--save]         this machine's bandwidth and GEMM rate (hardware entry "local")
 //   kvlab bench decode [--vs-torch] tokens/s of the fast f32 decode (and PyTorch's)
+//   kvlab bench kernels            CUDA decode attention GB/s vs a device copy, SGEMM (skips without GPU)
+//   kvlab parity                   CUDA kernels vs their float64 references (skips without GPU)
 //   kvlab info                     version, build type, CUDA, library versions
 //   kvlab explain <check>          the derivation behind a check's claim, with its source
 //   kvlab quiz [--answers]         the course's estimation drills, asked or as a worksheet
@@ -37,6 +39,7 @@
 #include "bench_command.hpp"
 #include "machine_command.hpp"
 #include "model_command.hpp"
+#include "parity_command.hpp"
 #include "quiz_command.hpp"
 #include "train_command.hpp"
 #include "support/check.hpp"
@@ -249,6 +252,8 @@ int main(int argc, char** argv) {
   auto* machine = kvlab::app::add_machine_command(app, machine_flags);
   kvlab::app::BenchFlags bench_flags;
   auto* bench = kvlab::app::add_bench_command(app, bench_flags);
+  kvlab::app::ParityFlags parity_flags;
+  auto* parity = kvlab::app::add_parity_command(app, parity_flags);
 
   std::string info_format = "text";
   auto* info = app.add_subcommand("info", "Version, build type, CUDA, devices, library versions");
@@ -306,6 +311,7 @@ int main(int argc, char** argv) {
     if (cheatsheet->parsed()) return kvlab::app::run_cheatsheet(cheatsheet_flags, std::cout);
     if (machine->parsed()) return kvlab::app::run_machine(machine_flags, std::cout);
     if (bench->parsed()) return kvlab::app::run_bench(bench_flags, std::cout);
+    if (parity->parsed()) return kvlab::app::run_parity_command(parity_flags, std::cout);
     if (all->parsed()) return run_all(all_flags, all_bench);
     if (train->parsed()) return kvlab::app::run_train(train_flags, std::cout);
     if (model_init->parsed()) return kvlab::app::run_model_init(model_init_flags, std::cout);
