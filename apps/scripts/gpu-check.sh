@@ -7,13 +7,13 @@
 # benchmark grid (2 batches x 3 contexts x 2 head configs x contiguous/paged, 20 repeats, two
 # cache dtypes, the largest 34 GB of KV) well under a minute.
 #
-#   scripts/gpu-check.sh OUTDIR
-# Uses gpu-pack/ (scripts/gpu-pack.sh, built elsewhere) when it is there and runs; otherwise
+#   apps/scripts/gpu-check.sh OUTDIR
+# Uses gpu-pack/ (apps/scripts/gpu-pack.sh, built elsewhere) when it is there and runs; otherwise
 # builds here with CUDA into build-gpu/ (needs cmake, nvcc and the -dev packages of the Makefile).
 # Exit 0 when every step exited 0; the steps' statuses are in OUTDIR/summary.txt.
 set -u
-cd "$(dirname "$0")/.."
-out=${1:?usage: scripts/gpu-check.sh OUTDIR}
+cd "$(dirname "$0")/../.."
+out=${1:?usage: apps/scripts/gpu-check.sh OUTDIR}
 mkdir -p "$out"
 summary="$out/summary.txt"
 {

@@ -3,11 +3,11 @@
 # what a GPU machine needs to run it into gpu-pack/ (git-ignored): the executables, libkvlab and
 # the shared libraries that are not glibc. A GPU machine whose image lacks fmt/Eigen/CLI11/
 # nlohmann-json/doctest (this project's H200 image, /work/.library/device/KINDS.md) then runs
-# scripts/gpu-check.sh on the pack instead of building. Issue 8; docs/gpu.md.
+# apps/scripts/gpu-check.sh on the pack instead of building. Issue 8; docs/gpu.md.
 #
-#   scripts/gpu-pack.sh            # then carry gpu-pack/ to the GPU machine
+#   apps/scripts/gpu-pack.sh            # then carry gpu-pack/ to the GPU machine
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 build=${KVLAB_GPU_BUILD:-build-cu}
 # OpenBLAS off: one library fewer to carry (the CUDA checks do not use the CPU prefill GEMMs).
 cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DKVLAB_CUDA=ON -DKVLAB_OPENBLAS=OFF \
