@@ -98,6 +98,19 @@ TEST_CASE("train replay: the target's first 8 steps give the recorded losses" * 
   MESSAGE("largest per-step difference from the record: " << worst << " nats/byte (tolerance " << kReplayTol << ")");
 }
 
+// Multiplies every weight matrix entry of `m` by 1 ± 2^-23 (one float32 ulp, sign drawn from
+// `seed`): a rounding-sized change, the stand-in for another compiler's reassociation.
+static void nudge_weights(MiniGPT<float>& m, std::uint64_t seed) {
+  Rng rng(seed);
+  auto nudge = [&](auto& mat) {
+    for (Eigen::Index i = 0; i < mat.size(); ++i)
+      mat.data()[i] *= 1.0f + (rng.uniform() < 0.5 ? -1.0f : 1.0f) * 1.1920929e-7f;
+  };
+  auto& w = m.weights();
+  nudge(w.wte), nudge(w.wpe), nudge(w.w_lm);
+  for (auto& b : w.blocks) nudge(b.w_q), nudge(b.w_k), nudge(b.w_v), nudge(b.w_o), nudge(b.w_fc), nudge(b.w_proj);
+}
+
 TEST_CASE("train replay: sensitivity of the 8 steps to one-ulp changes of the weights" * doctest::skip()) {
   const auto corpus = train::load_fortunes();
   if (!corpus) return;
@@ -105,14 +118,7 @@ TEST_CASE("train replay: sensitivity of the 8 steps to one-ulp changes of the we
   const auto ref = train::train_model(base, corpus->train, target_run(kReplaySteps));
   for (std::uint64_t trial = 0; trial < 3; ++trial) {
     MiniGPT<float> m(target_config(), 1);
-    Rng rng(100 + trial);
-    auto nudge = [&](auto& mat) {
-      for (Eigen::Index i = 0; i < mat.size(); ++i)
-        mat.data()[i] *= 1.0f + (rng.uniform() < 0.5 ? -1.0f : 1.0f) * 1.1920929e-7f;
-    };
-    auto& w = m.weights();
-    nudge(w.wte), nudge(w.wpe), nudge(w.w_lm);
-    for (auto& b : w.blocks) nudge(b.w_q), nudge(b.w_k), nudge(b.w_v), nudge(b.w_o), nudge(b.w_fc), nudge(b.w_proj);
+    nudge_weights(m, 100 + trial);
     const auto r = train::train_model(m, corpus->train, target_run(kReplaySteps));
     double worst = 0;
     for (int i = 0; i < kReplaySteps; ++i)
@@ -136,14 +142,7 @@ TEST_CASE("make weights tolerance: the draft's full run after a one-ulp change o
   t.seed = 3;  // the draft's recorded command: --seed 2, data seed 3
   for (std::uint64_t trial = 0; trial < 2; ++trial) {
     MiniGPT<float> m(c, 2);
-    Rng rng(100 + trial);
-    auto nudge = [&](auto& mat) {
-      for (Eigen::Index i = 0; i < mat.size(); ++i)
-        mat.data()[i] *= 1.0f + (rng.uniform() < 0.5 ? -1.0f : 1.0f) * 1.1920929e-7f;
-    };
-    auto& w = m.weights();
-    nudge(w.wte), nudge(w.wpe), nudge(w.w_lm);
-    for (auto& b : w.blocks) nudge(b.w_q), nudge(b.w_k), nudge(b.w_v), nudge(b.w_o), nudge(b.w_fc), nudge(b.w_proj);
+    nudge_weights(m, 100 + trial);
     train::train_model(m, corpus->train, t);
     const auto ev = train::evaluate(m, corpus->validation);
     MESSAGE("trial " << trial << ": validation loss " << ev.loss << " (recorded 2.133628, difference "
