@@ -3,7 +3,8 @@
 // linear_f32 is y = x W + b with W given transposed (W^T [out, in], one contiguous row per output
 // feature). Few rows (decode, B <= kGemmRows): the output features are split across OpenMP
 // threads and each thread streams its rows of W^T once, computing all B dot products per row
-// (a vectorised kernel compiled for AVX-512, AVX2+FMA and baseline x86-64, picked at run time).
+// (a vectorised kernel compiled for AVX-512, AVX2+FMA and baseline x86-64, picked at run time by
+// the CPU's feature bits: fast_isa()).
 // Many rows (prefill): each OpenMP thread multiplies its slice of the output features by OpenBLAS
 // sgemm (set to one thread: one pool of threads, kvlab's) when kvlab was built with it, else by
 // Eigen's GEMM. The choice and its measurements: docs/perf.md.
@@ -30,6 +31,11 @@ void stream_matmul_f32(const float* x, int rows, int in, const float* wt, int ou
 /// built with it, else Eigen), so OpenMP threads may call it concurrently. Allocates nothing in
 /// kvlab (the BLAS may use its own buffers).
 void gemm_f32(int m, int n, int k, const float* a, int lda, const float* b, int ldb, bool trans_b, float* c, int ldc);
+
+/// The instruction set the kernels run with on this CPU ("AVX-512", "AVX2+FMA" or "baseline (no
+/// AVX2)"): each kernel is compiled for all three and the widest the CPU's feature bits allow is
+/// picked once, at first use.
+const char* fast_isa();
 
 /// One chunk of decode attention, split over positions as in flash-decoding (Dao, Haziza, Massa,
 /// Sizov, "Flash-Decoding for long-context inference", 2023): the n_head query heads of one
