@@ -1,6 +1,6 @@
 # The serving checks (fragmentation, continuous-batching, chunked-prefill): bad options, legal
 # extremes, the csv export of the series, determinism. Sourced by tests/cli_test.sh, which defines
-# $kvlab, expect_exit and expect_stderr_mentions (and expect_usage_error, from cli_cases_cost.sh).
+# $kvlab, expect_exit and expect_stderr_mentions.
 
 serve_usage_error() {
   local word=$1; shift
