@@ -43,6 +43,27 @@ expect_stderr_mentions() {
   esac
 }
 
+# expect_usage_error WORD ARGS... : exit 2, one stderr line that names WORD, empty stdout, from
+# one run (expect_exit 2 followed by expect_stderr_mentions asserts the same with two runs).
+expect_usage_error() {
+  local word=$1; shift
+  local out err rc lines
+  out=$(timeout 60 "$kvlab" "$@" 2>/tmp/kvlab_cli_err.$$); rc=$?
+  err=$(cat /tmp/kvlab_cli_err.$$)
+  lines=$(printf '%s\n' "$err" | wc -l)
+  if [ "$rc" != 2 ]; then
+    echo "FAIL: kvlab $* exited $rc, want 2; stderr: $err"; failures=$((failures + 1))
+  elif [ "$lines" != 1 ] || [ -n "$out" ]; then
+    echo "FAIL: kvlab $*: want one stderr line and empty stdout; got $lines lines: $err / stdout: ${out:0:200}"
+    failures=$((failures + 1))
+  else
+    case "$err" in
+      *"$word"*) echo "ok: kvlab $* -> 2 ($err)" ;;
+      *) echo "FAIL: kvlab $*: error does not name '$word': $err"; failures=$((failures + 1)) ;;
+    esac
+  fi
+}
+
 core_cases() {
   expect_exit 0 --help
   expect_exit 0 list
