@@ -51,11 +51,18 @@ test: build
 # Any sanitizer report aborts the process; ctest then fails.
 # SAN_CXX: the sanitizer build's compiler. clang++ compiles it in about half g++'s CPU time
 # (docs/perf.md, "CI time"); the Release build stays g++. `make test-sanitize SAN_CXX=g++` for
-# g++'s sanitizers. A folder configured with another compiler is reconfigured from scratch (CMake).
+# g++'s sanitizers. A folder configured with another compiler is removed first: CMake would
+# delete its cache on the compiler change and configure again without the other -D options
+# (a Release build, unsanitized, where build-asan/ was expected).
 SAN_CXX ?= clang++
+SAN_CXX_PATH = $(shell command -v $(SAN_CXX))
 SAN_ENV := ASAN_OPTIONS=abort_on_error=1:detect_leaks=1:strict_string_checks=1 \
            UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 KVLAB_SWEEP_SECONDS=10 KVLAB_SWEEP_QUICK=1
 test-sanitize: deps
+	@if [ -f $(ASAN_BUILD)/CMakeCache.txt ] && \
+	    ! grep -qx 'CMAKE_CXX_COMPILER:[A-Z]*=$(SAN_CXX_PATH)' $(ASAN_BUILD)/CMakeCache.txt; then \
+	  echo "kvlab: $(ASAN_BUILD)/ was configured with another compiler than $(SAN_CXX); building it afresh"; \
+	  rm -rf $(ASAN_BUILD); fi
 	@cmake -S . -B $(ASAN_BUILD) -DCMAKE_CXX_COMPILER=$(SAN_CXX) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKVLAB_SANITIZE=ON \
 	  -DKVLAB_CUDA=OFF | grep -E "^-- kvlab:|Error" || true
 	@cmake --build $(ASAN_BUILD) -j $(JOBS)
