@@ -6,8 +6,7 @@ expect_exit 0 cheatsheet --list --format json
 expect_exit 0 cheatsheet 000-9.1 004-2.5 --ctx 32768 --batch 4 --kv-dtype fp8 --gpu h100-sxm
 expect_exit 0 cheatsheet --format csv
 expect_exit 0 cheatsheet --ctx 2097152 --batch 65536
-expect_exit 2 cheatsheet no-such-table
-expect_stderr_mentions no-such-table cheatsheet no-such-table
+expect_usage_error no-such-table cheatsheet no-such-table
 for bad in "--ctx 0" "--ctx 2097153" "--ctx -1" "--ctx 1e3" "--batch 0" "--batch 65537" "--batch abc" \
            "--kv-dtype fp4" "--gpu tpu" "--format yaml"; do
   # shellcheck disable=SC2086

@@ -1,13 +1,9 @@
 # Bad input to kv-size and roofline: exit 2, one stderr line that names the option or field.
-# Sourced by tests/cli_test.sh, which defines $kvlab, expect_exit and expect_stderr_mentions.
+# Sourced by tests/cli_test.sh, which defines $kvlab, expect_exit, expect_stderr_mentions and
+# expect_usage_error.
 configs="$(dirname "$0")/data/configs"
 
-# expect_usage_error WORD ARGS... : exit 2 with one line, and that line names WORD.
-expect_usage_error() {
-  local word=$1; shift
-  expect_exit 2 "$@"
-  expect_stderr_mentions "$word" "$@"
-}
+# expect_usage_error WORD ARGS... (tests/cli_test.sh): exit 2 with one line, and that line names WORD.
 
 # kv-size: options
 expect_usage_error --batch kv-size --model gpt2 --batch 0

@@ -1,6 +1,5 @@
 # Bad input to the issue-5 checks (sourced by cli_test.sh): exit 2, one line naming the option.
-expect_exit 2 rope-relative --head-dim 7
-expect_stderr_mentions --head-dim rope-relative --head-dim 7
+expect_usage_error --head-dim rope-relative --head-dim 7
 expect_exit 2 rope-relative --pairs 0
 expect_exit 2 rope-relative --pairs 257
 expect_exit 2 rope-relative --theta 1

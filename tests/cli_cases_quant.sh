@@ -22,23 +22,18 @@ expect_exit 0 kv-quant --group-size 32 --tokens 64 --format csv
 expect_exit 0 kv-quant --group-size 8 --tokens 16 --head-dim 8 --kv-heads 1 --queries 1 --outlier-channels 1
 expect_exit 0 kv-quant --outlier-scale 1000
 for bad in 0 15 4097 abc 1e3; do
-  expect_exit 2 kv-quant --tokens "$bad"
-  expect_stderr_mentions --tokens kv-quant --tokens "$bad"
+  expect_usage_error --tokens kv-quant --tokens "$bad"
 done
-expect_exit 2 kv-quant --head-dim 63
-expect_stderr_mentions --head-dim kv-quant --head-dim 63
-expect_exit 2 kv-quant --group-size 129
-expect_stderr_mentions --group-size kv-quant --group-size 129
+expect_usage_error --head-dim kv-quant --head-dim 63
+expect_usage_error --group-size kv-quant --group-size 129
 expect_exit 2 kv-quant --outlier-channels 65
 expect_stderr_mentions --outlier-channels kv-quant --outlier-channels 200 --head-dim 64 --kv-heads 1
 expect_stderr_mentions --outlier-channels kv-quant --outlier-channels 5 --head-dim 8 --kv-heads 1
 expect_exit 0 kv-quant --outlier-channels 4 --head-dim 8 --kv-heads 1 --group-size 8
 for bad in nan inf 0.5 1001; do
-  expect_exit 2 kv-quant --outlier-scale "$bad"
-  expect_stderr_mentions --outlier-scale kv-quant --outlier-scale "$bad"
+  expect_usage_error --outlier-scale kv-quant --outlier-scale "$bad"
 done
-expect_exit 2 kv-quant --tokens 4096 --kv-heads 8 --head-dim 256
-expect_stderr_mentions "--tokens × --kv-heads × --head-dim" kv-quant --tokens 4096 --kv-heads 8 --head-dim 256
+expect_usage_error "--tokens × --kv-heads × --head-dim" kv-quant --tokens 4096 --kv-heads 8 --head-dim 256
 expect_exit 2 kv-quant --dtype f32
 
 # int8-outliers
@@ -46,14 +41,12 @@ expect_exit 0 int8-outliers --format json
 json_has int8-outliers -- 'd["status"] == "pass" and d["metrics"]["rms_error_llm_int8"] < d["metrics"]["rms_error_int8_outliers"] / 5 and d["metrics"]["outlier_dims_found"] == 4'
 expect_exit 0 int8-outliers --tokens 1 --features 8 --outputs 1 --outlier-dims 1
 expect_exit 0 int8-outliers --threshold 100 --outlier-magnitude 1000
-expect_exit 2 int8-outliers --outlier-magnitude 11
-expect_stderr_mentions --outlier-magnitude int8-outliers --outlier-magnitude 11
+expect_usage_error --outlier-magnitude int8-outliers --outlier-magnitude 11
 expect_exit 2 int8-outliers --threshold 0
 expect_stderr_mentions --threshold int8-outliers --threshold nan
 expect_exit 2 int8-outliers --outlier-dims 5 --features 8
 expect_stderr_mentions --outlier-dims int8-outliers --outlier-dims 33
-expect_exit 2 int8-outliers --tokens 512 --features 512 --outputs 512
-expect_stderr_mentions "--tokens × --features × --outputs" int8-outliers --tokens 512 --features 512 --outputs 512
+expect_usage_error "--tokens × --features × --outputs" int8-outliers --tokens 512 --features 512 --outputs 512
 
 # kv-size reads an MLA config.json (kv_lora_rank, qk_rope_head_dim): DeepSeek-V2's
 # 60 layers × (512 + 64) elements × 2 bytes = 69,120 B per token, 283,115,520 B at 4096 tokens.

@@ -1,12 +1,8 @@
 # The serving checks (fragmentation, continuous-batching, chunked-prefill): bad options, legal
 # extremes, the csv export of the series, determinism. Sourced by tests/cli_test.sh, which defines
-# $kvlab, expect_exit and expect_stderr_mentions (and expect_usage_error, from cli_cases_cost.sh).
+# $kvlab, expect_exit and expect_stderr_mentions.
 
-serve_usage_error() {
-  local word=$1; shift
-  expect_exit 2 "$@"
-  expect_stderr_mentions "$word" "$@"
-}
+serve_usage_error() { expect_usage_error "$@"; }  # exit 2, one line naming the word (cli_test.sh)
 
 # fragmentation
 serve_usage_error --block fragmentation --block 0

@@ -3,20 +3,16 @@
 
 # spec-speedup
 for bad in 0 -1 abc 33 1.5; do
-  expect_exit 2 spec-speedup --prompts "$bad"
-  expect_stderr_mentions --prompts spec-speedup --prompts "$bad"
+  expect_usage_error --prompts spec-speedup --prompts "$bad"
 done
 for bad in 0 54 abc; do
-  expect_exit 2 spec-speedup --new-tokens "$bad"
-  expect_stderr_mentions --new-tokens spec-speedup --new-tokens "$bad"
+  expect_usage_error --new-tokens spec-speedup --new-tokens "$bad"
 done
 for bad in 0 0.001 nan inf 11; do
-  expect_exit 2 spec-speedup --temperature "$bad"
-  expect_stderr_mentions --temperature spec-speedup --temperature "$bad"
+  expect_usage_error --temperature spec-speedup --temperature "$bad"
 done
 # Too small for the Freedman bounds to be able to fail: refused, naming the options.
-expect_exit 2 spec-speedup --prompts 1 --new-tokens 1
-expect_stderr_mentions "could not fail" spec-speedup --prompts 1 --new-tokens 1
+expect_usage_error "could not fail" spec-speedup --prompts 1 --new-tokens 1
 expect_exit 0 spec-speedup --dtype f32
 speed_json=$("$kvlab" spec-speedup --format json)
 if printf '%s' "$speed_json" | python3 -c '
@@ -33,25 +29,20 @@ assert any(t["title"].startswith("timing") for t in d["tables"])'; then
 else
   echo "FAIL: spec-speedup --format json keys"; failures=$((failures + 1))
 fi
-expect_exit 2 spec-speedup --plot speed.png
-expect_stderr_mentions --plot spec-speedup --plot speed.png
+expect_usage_error --plot spec-speedup --plot speed.png
 
 # spec-sampler
 for bad in 0 -1 abc 28 20001; do
-  expect_exit 2 spec-sampler --samples "$bad"
-  expect_stderr_mentions --samples spec-sampler --samples "$bad"
+  expect_usage_error --samples spec-sampler --samples "$bad"
 done
 for bad in -1 9 abc; do
-  expect_exit 2 spec-sampler --top-k "$bad"
-  expect_stderr_mentions --top-k spec-sampler --top-k "$bad"
+  expect_usage_error --top-k spec-sampler --top-k "$bad"
 done
 for bad in 0 1.5 nan 0.001; do
-  expect_exit 2 spec-sampler --top-p "$bad"
-  expect_stderr_mentions --top-p spec-sampler --top-p "$bad"
+  expect_usage_error --top-p spec-sampler --top-p "$bad"
 done
 for bad in 0 nan 11; do
-  expect_exit 2 spec-sampler --temperature "$bad"
-  expect_stderr_mentions --temperature spec-sampler --temperature "$bad"
+  expect_usage_error --temperature spec-sampler --temperature "$bad"
 done
 expect_exit 0 spec-sampler --samples 29 --top-k 1
 expect_exit 0 spec-sampler --top-k 0 --top-p 1 --temperature 10 --format json

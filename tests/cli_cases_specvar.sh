@@ -2,17 +2,13 @@
 # values are exit 2 with one stderr line naming the option; good cases exit 0 with the JSON keys.
 
 for bad in 0 -1 abc 1.5 10000001; do
-  expect_exit 2 typical-acceptance --samples "$bad"
-  expect_stderr_mentions --samples typical-acceptance --samples "$bad"
+  expect_usage_error --samples typical-acceptance --samples "$bad"
 done
-expect_exit 2 typical-acceptance --samples 30
-expect_stderr_mentions "--samples: must be at least 35" typical-acceptance --samples 30
-expect_exit 2 typical-acceptance --samples 10000000 --contexts 16
-expect_stderr_mentions budget typical-acceptance --samples 10000000 --contexts 16
+expect_usage_error "--samples: must be at least 35" typical-acceptance --samples 30
+expect_usage_error budget typical-acceptance --samples 10000000 --contexts 16
 for opt in --epsilon --delta --temperature; do
   for bad in 0 nan inf -0.5 1e30; do
-    expect_exit 2 typical-acceptance "$opt" "$bad"
-    expect_stderr_mentions "$opt" typical-acceptance "$opt" "$bad"
+    expect_usage_error "$opt" typical-acceptance "$opt" "$bad"
   done
 done
 expect_exit 2 typical-acceptance --contexts 17
@@ -28,20 +24,15 @@ expect_exit 0 jacobi --block 1
 expect_exit 0 jacobi --block 59 --prompts 1
 expect_exit 0 jacobi --dtype f32
 
-expect_exit 2 tree-verify --keep 781
-expect_stderr_mentions --keep tree-verify --keep 781
+expect_usage_error --keep tree-verify --keep 781
 expect_exit 2 tree-verify --heads 5
 expect_stderr_mentions --heads tree-verify --heads 0
-expect_exit 2 tree-verify --top-k 9
-expect_stderr_mentions --top-k tree-verify --top-k 9
-expect_exit 2 tree-verify --depth 3
-expect_stderr_mentions --depth tree-verify --depth 3
+expect_usage_error --top-k tree-verify --top-k 9
+expect_usage_error --depth tree-verify --depth 3
 expect_exit 2 tree-verify --width 5
 expect_stderr_mentions --width tree-verify --width 0
-expect_exit 2 tree-verify --samples 100
-expect_stderr_mentions "--samples: must be at least" tree-verify --samples 100
-expect_exit 2 tree-verify --samples 2000000 --width 4
-expect_stderr_mentions budget tree-verify --samples 2000000 --width 4
+expect_usage_error "--samples: must be at least" tree-verify --samples 100
+expect_usage_error budget tree-verify --samples 2000000 --width 4
 expect_exit 0 tree-verify --heads 1 --top-k 1 --keep 1 --depth 1 --width 1 --samples 1000
 expect_exit 0 tree-verify --heads 4 --top-k 8 --keep 4680 --dtype f32
 

@@ -4,21 +4,15 @@
 
 # kvlab train: bad options (no training starts)
 for bad in 0 -1 abc 10000001; do
-  expect_exit 2 train --steps "$bad"
-  expect_stderr_mentions --steps train --steps "$bad"
+  expect_usage_error --steps train --steps "$bad"
 done
 for bad in 0 nan inf 2; do
-  expect_exit 2 train --lr "$bad"
-  expect_stderr_mentions --lr train --lr "$bad"
+  expect_usage_error --lr train --lr "$bad"
 done
-expect_exit 2 train --n-head 3 --d-model 64
-expect_stderr_mentions --head-dim train --n-head 3 --d-model 64
-expect_exit 2 train --n-head 4 --n-kv-head 3
-expect_stderr_mentions --n-kv-head train --n-head 4 --n-kv-head 3
-expect_exit 2 train --fortunes /nonexistent/kvlab/fortunes --steps 1
-expect_stderr_mentions fortunes train --fortunes /nonexistent/kvlab/fortunes --steps 1
-expect_exit 2 train --out /nonexistent/dir/x.safetensors --steps 1
-expect_stderr_mentions --out train --out /nonexistent/dir/x.safetensors --steps 1
+expect_usage_error --head-dim train --n-head 3 --d-model 64
+expect_usage_error --n-kv-head train --n-head 4 --n-kv-head 3
+expect_usage_error fortunes train --fortunes /nonexistent/kvlab/fortunes --steps 1
+expect_usage_error --out train --out /nonexistent/dir/x.safetensors --steps 1
 
 # A tiny run on a fixture text: exit 0, prints the validation loss and writes a checkpoint that
 # spec-real reads back (as both target and draft: α = 1, every draft accepted).
@@ -44,25 +38,18 @@ rm -rf "$train_dir"
 
 # spec-real: a named checkpoint or text directory that is absent is bad input (exit 2); only the
 # absent defaults skip (unit-tested: the committed pair is in the tree)
-expect_exit 2 spec-real --target /nonexistent/kvlab/t.safetensors
-expect_stderr_mentions --target spec-real --target /nonexistent/kvlab/t.safetensors
-expect_exit 2 spec-real --fortunes /nonexistent/kvlab/fortunes
-expect_stderr_mentions --fortunes spec-real --fortunes /nonexistent/kvlab/fortunes
-expect_exit 2 spec-real --draft /etc/passwd
-expect_stderr_mentions --draft spec-real --draft /etc/passwd
+expect_usage_error --target spec-real --target /nonexistent/kvlab/t.safetensors
+expect_usage_error --fortunes spec-real --fortunes /nonexistent/kvlab/fortunes
+expect_usage_error --draft spec-real --draft /etc/passwd
 for bad in 0 -1 abc 65; do
-  expect_exit 2 spec-real --prompts "$bad"
-  expect_stderr_mentions --prompts spec-real --prompts "$bad"
+  expect_usage_error --prompts spec-real --prompts "$bad"
 done
 for bad in 0 97 abc; do
-  expect_exit 2 spec-real --new-tokens "$bad"
-  expect_stderr_mentions --new-tokens spec-real --new-tokens "$bad"
+  expect_usage_error --new-tokens spec-real --new-tokens "$bad"
 done
 
 # gqa-meanpool: a named trained checkpoint that is absent is bad input
-expect_exit 2 gqa-meanpool --trained-weights /nonexistent/kvlab/t.safetensors
-expect_stderr_mentions --trained-weights gqa-meanpool --trained-weights /nonexistent/kvlab/t.safetensors
+expect_usage_error --trained-weights gqa-meanpool --trained-weights /nonexistent/kvlab/t.safetensors
 for bad in 0 4097 abc; do
-  expect_exit 2 gqa-meanpool --windows "$bad"
-  expect_stderr_mentions --windows gqa-meanpool --windows "$bad"
+  expect_usage_error --windows gqa-meanpool --windows "$bad"
 done

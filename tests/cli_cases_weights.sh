@@ -20,10 +20,8 @@ expect_exit 0 jacobi --weights "$wm" --prompts 2
 expect_exit 0 prefix-cache --weights "$wm"
 expect_exit 0 parallel-sampling --weights "$wm"
 # block_size 96 cannot hold 101 positions: the error names the field.
-expect_exit 2 kv-invariance --weights "$wm" --tokens 100
-expect_stderr_mentions "block_size = 96" kv-invariance --weights "$wm" --tokens 100
-expect_exit 2 greedy-generate --weights /nonexistent/m.safetensors
-expect_stderr_mentions --weights greedy-generate --weights /nonexistent/m.safetensors
+expect_usage_error "block_size = 96" kv-invariance --weights "$wm" --tokens 100
+expect_usage_error --weights greedy-generate --weights /nonexistent/m.safetensors
 expect_exit 2 greedy-generate --weights "$wdir"
 expect_exit 0 model init --seed 3 --out "$wdir/win.safetensors" --window 8 --store F16
 expect_stderr_mentions sliding_window greedy-generate --weights "$wdir/win.safetensors"
@@ -39,8 +37,7 @@ expect_exit 2 perplexity --weights "$wdir/t.txt" --text "$wdir/t.txt"
 expect_exit 2 perplexity
 head -c 50 "$wdir/t.txt" > "$wdir/short.txt"
 expect_stderr_mentions "block_size + 1 = 97" perplexity --weights "$wm" --text "$wdir/short.txt"
-expect_exit 2 model init --out "$wdir/x.safetensors" --kv-heads 3
-expect_stderr_mentions n_kv_head model init --out "$wdir/x.safetensors" --kv-heads 3
+expect_usage_error n_kv_head model init --out "$wdir/x.safetensors" --kv-heads 3
 expect_exit 2 model init --out /nonexistent/dir/x.safetensors
 expect_exit 2 model init --seed 1
 expect_exit 2 model init --out "$wdir/x.safetensors" --store I8
