@@ -29,6 +29,7 @@
 
 #include "bench/machine.hpp"
 #include "core/error.hpp"
+#include "model/f32_kernels.hpp"
 #include "model/fast_gpt.hpp"
 #include "support/options.hpp"
 
@@ -278,10 +279,10 @@ Result run_cpu_roofline(const CpuRooflineOptions& in, const RunContext& ctx, con
       roof.what));
   r.notes.push_back(fmt::format(
       "model: mini-GPT d {}, {} layers, {} heads / {} K/V heads of {}, vocab {}: {:.0f} MB of float32 weights streamed "
-      "per step; fast path ({} threads, prefill GEMMs: {}). Bytes = weights + each sequence's KV cache read + the new "
+      "per step; fast path ({} threads, {} kernels, prefill GEMMs: {}). Bytes = weights + each sequence's KV cache read + the new "
       "K/V written; FLOPs = 2 per weight per token + 4·ctx·d_q per token per layer (model/fast_gpt.hpp).",
       c.d_model, c.n_layer, c.n_head, c.n_kv_head, c.head_dim, c.vocab_size, 4.0 * static_cast<double>(streamed_parameters(c)) / 1e6,
-      fast_threads(), fast_gemm_backend()));
+      fast_threads(), fast_isa(), fast_gemm_backend()));
   if (b1 > 1.0)
     r.notes.push_back(fmt::format("batch-1 decode ran at {:.0f}% of the copy bandwidth: reading streams faster than "
                                   "copying (no writes), or part of the model stayed in cache.", b1 * 100));
