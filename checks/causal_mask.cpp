@@ -72,7 +72,10 @@ Result run_causal_mask(const CausalMaskOptions& o, const RunContext& ctx, const 
     r.expect(count_row(fmt::format("{}: grouped_query_attention's mask vs from positions", c.name), "004 §3.3", 0,
                        kernel.mismatches(from_positions)));
     std::string seen;
-    for (int i = 0; i < c.T; ++i) seen += (i ? " " : "") + std::to_string(kernel.visible(i));
+    for (int i = 0; i < c.T; ++i) {
+      if (i) seen += ' ';
+      seen += std::to_string(kernel.visible(i));
+    }
     cases.rows.push_back({std::string(c.name), std::int64_t{c.T}, std::int64_t{S}, std::int64_t{S - c.T},
                           S <= 16 ? seen : fmt::format("{} .. {}", kernel.visible(0), kernel.visible(c.T - 1)),
                           S <= 16 ? kernel.to_string() : std::string("(S > 16: not drawn)")});

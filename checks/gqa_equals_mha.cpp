@@ -101,7 +101,7 @@ Result run_impl(const GqaEqualsMhaOptions& o, const RunContext& ctx, const GqaFn
   r.tables.push_back(std::move(detail));
   r.notes.push_back(fmt::format("h = G = {} heads, head_dim {}, {} tokens, causal, random q, K, V ~ N(0, 1), {}, seed {}",
                                 h, d, S, dtype_name(ctx.dtype), ctx.seed));
-  r.notes.push_back("MHA is written here head by head (head j uses its own K/V head j, no group index); GQA is the "
+  r.notes.emplace_back("MHA is written here head by head (head j uses its own K/V head j, no group index); GQA is the "
                     "library kernel that the mini-GPT uses, with n_kv_head = n_head.");
   return r;
 }
