@@ -11,57 +11,15 @@
 #include <numeric>
 #include <random>
 #include <string>
-#include <type_traits>
 
-#include <cublas_v2.h>  // types and constants only: libcublas is opened at run time (dlopen)
 #include <cuda_runtime.h>
-#include <dlfcn.h>
 
 #include "kernels/attention_launch.cuh"
+#include "kernels/cublas_loader.cuh"
 #include "kernels/cuda_check.cuh"
 
 namespace kvlab::kernels {
 namespace {
-
-#define KVLAB_STR2(x) #x
-#define KVLAB_STR(x) KVLAB_STR2(x)
-
-#define KVLAB_CUBLAS_CHECK(call)                                                                   \
-  do {                                                                                             \
-    const cublasStatus_t kvlab_cublas_ = (call);                                                   \
-    if (kvlab_cublas_ != CUBLAS_STATUS_SUCCESS)                                                    \
-      throw CudaError(std::string(#call) + " failed: cuBLAS status " + std::to_string(static_cast<int>(kvlab_cublas_)) + \
-                      " (" + __FILE__ + ":" + std::to_string(__LINE__) + ")");                     \
-  } while (0)
-
-/// cuBLAS, opened on first use: linking it would load ~0.5 GB of libcublas/libcublasLt into every
-/// kvlab process (0.24 s and 220 MB at start-up, measured), for the one benchmark that uses it.
-struct Cublas {
-  decltype(&cublasCreate_v2) create = nullptr;
-  decltype(&cublasDestroy_v2) destroy = nullptr;
-  decltype(&cublasSetMathMode) set_math_mode = nullptr;
-  decltype(&cublasSgemm_v2) sgemm = nullptr;
-};
-
-const Cublas& cublas() {
-  static const Cublas api = [] {
-    void* lib = nullptr;
-    for (const char* name : {"libcublas.so." KVLAB_STR(CUBLAS_VER_MAJOR), "libcublas.so"})
-      if (!lib) lib = dlopen(name, RTLD_NOW | RTLD_LOCAL);
-    if (!lib) throw CudaError(std::string("dlopen(libcublas.so) failed: ") + dlerror());
-    Cublas c;
-    auto sym = [&](auto& fn, const char* name) {
-      fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(dlsym(lib, name));
-      if (!fn) throw CudaError(std::string("dlsym(") + name + ") failed: not in libcublas");
-    };
-    sym(c.create, "cublasCreate_v2");
-    sym(c.destroy, "cublasDestroy_v2");
-    sym(c.set_math_mode, "cublasSetMathMode");
-    sym(c.sgemm, "cublasSgemm_v2");
-    return c;
-  }();
-  return api;
-}
 
 /// A pair of CUDA events around each launch.
 class EventTimer {

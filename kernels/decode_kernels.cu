@@ -239,12 +239,6 @@ __global__ void gelu_kernel(const float* x, float* y, std::size_t n) {
   if (i < n) y[i] = 0.5f * x[i] * (1.f + erff(x[i] * 0.70710678118654752f));
 }
 
-unsigned grid_for(std::size_t n, int threads) {
-  const std::size_t blocks = (n + threads - 1) / threads;
-  if (blocks > 0x7fffffffu) throw CudaError("kernel launch: " + std::to_string(n) + " elements exceed one grid");
-  return static_cast<unsigned>(blocks > 0 ? blocks : 1);
-}
-
 /// A NaN-poisoned device buffer of `bytes` (every byte 0xFF: NaN as float32 and as bf16).
 DeviceBuffer poisoned(std::size_t bytes) {
   DeviceBuffer d(bytes);
@@ -277,6 +271,8 @@ DeviceBuffer cache_to_device(const std::vector<float>& host, Storage s) {
   return h;
 }
 
+}  // namespace
+
 int device_sm_count() {
   int dev = 0, sms = 0;
   KVLAB_CUDA_CHECK(cudaGetDevice(&dev));
@@ -284,7 +280,43 @@ int device_sm_count() {
   return sms;
 }
 
-}  // namespace
+void launch_kv_append(const float* k_new, const float* v_new, const int* pos, void* k, void* v, int batch, int kvw,
+                      bool paged, int max_ctx, int block_size, int blocks_per_seq, const int* table,
+                      Storage storage, cudaStream_t stream) {
+  const std::size_t n = static_cast<std::size_t>(batch) * kvw;
+  if (batch <= 0 || kvw <= 0) return;
+  const unsigned blocks = grid_for(n, 256);
+  if (storage == Storage::f32)
+    kv_append_kernel<float><<<blocks, 256, 0, stream>>>(k_new, v_new, pos, static_cast<float*>(k),
+                                                        static_cast<float*>(v), batch, kvw, paged, max_ctx,
+                                                        block_size, blocks_per_seq, table);
+  else
+    kv_append_kernel<__nv_bfloat16><<<blocks, 256, 0, stream>>>(k_new, v_new, pos, static_cast<__nv_bfloat16*>(k),
+                                                                static_cast<__nv_bfloat16*>(v), batch, kvw, paged,
+                                                                max_ctx, block_size, blocks_per_seq, table);
+  KVLAB_CUDA_LAUNCHED("kv_append_kernel");
+}
+
+void launch_rope(const float* x, const int* pos, float* y, int batch, int n_heads, int head_dim, double theta,
+                 cudaStream_t stream) {
+  const std::size_t n = static_cast<std::size_t>(batch) * n_heads * (head_dim / 2);
+  if (n == 0) return;
+  rope_kernel<<<grid_for(n, 256), 256, 0, stream>>>(x, pos, y, batch, n_heads, head_dim, theta);
+  KVLAB_CUDA_LAUNCHED("rope_kernel");
+}
+
+void launch_layer_norm(const float* x, const float* gain, const float* bias, float* y, int rows, int cols,
+                       cudaStream_t stream) {
+  if (rows <= 0 || cols <= 0) return;
+  layer_norm_kernel<<<static_cast<unsigned>(rows), kRowThreads, 0, stream>>>(x, gain, bias, y, cols);
+  KVLAB_CUDA_LAUNCHED("layer_norm_kernel");
+}
+
+void launch_gelu(const float* x, float* y, std::size_t n, cudaStream_t stream) {
+  if (n == 0) return;
+  gelu_kernel<<<grid_for(n, 256), 256, 0, stream>>>(x, y, n);
+  KVLAB_CUDA_LAUNCHED("gelu_kernel");
+}
 
 void check_attention_shape(int n_head, int n_kv_head, int head_dim) {
   if (n_kv_head < 1 || n_head % n_kv_head != 0)
@@ -321,28 +353,16 @@ KvAppendOutput cuda_kv_append(const KvAppendInput& in) {
   DeviceBuffer k = poisoned(bytes), v = poisoned(bytes);
   DeviceBuffer kn = to_device(in.k_new), vn = to_device(in.v_new), pos = to_device(in.pos);
   DeviceBuffer table = to_device(L.block_table);
-  const int kvw = static_cast<int>(L.row_elems());
-  const unsigned blocks = grid_for(static_cast<std::size_t>(L.batch) * kvw, 256);
-  if (L.storage == Storage::f32)
-    kv_append_kernel<float><<<blocks, 256>>>(kn.as<float>(), vn.as<float>(), pos.as<int>(), k.as<float>(),
-                                             v.as<float>(), L.batch, kvw, L.paged, L.max_ctx, L.block_size,
-                                             L.blocks_per_seq, table.as<int>());
-  else
-    kv_append_kernel<__nv_bfloat16><<<blocks, 256>>>(kn.as<float>(), vn.as<float>(), pos.as<int>(),
-                                                     k.as<__nv_bfloat16>(), v.as<__nv_bfloat16>(), L.batch, kvw,
-                                                     L.paged, L.max_ctx, L.block_size, L.blocks_per_seq,
-                                                     table.as<int>());
-  KVLAB_CUDA_LAUNCHED("kv_append_kernel");
+  launch_kv_append(kn.as<float>(), vn.as<float>(), pos.as<int>(), k.as<void>(), v.as<void>(), L.batch,
+                   static_cast<int>(L.row_elems()), L.paged, L.max_ctx, L.block_size, L.blocks_per_seq,
+                   table.as<int>(), L.storage, nullptr);
   KVLAB_CUDA_CHECK(cudaDeviceSynchronize());
   return {cache_to_host(k, n, L.storage), cache_to_host(v, n, L.storage)};
 }
 
 std::vector<float> cuda_rope(const RopeInput& in) {
   DeviceBuffer x = to_device(in.x), pos = to_device(in.pos), y = poisoned(in.x.size() * 4);
-  const std::size_t n = static_cast<std::size_t>(in.batch) * in.n_heads * (in.head_dim / 2);
-  rope_kernel<<<grid_for(n, 256), 256>>>(x.as<float>(), pos.as<int>(), y.as<float>(), in.batch, in.n_heads,
-                                         in.head_dim, in.theta);
-  KVLAB_CUDA_LAUNCHED("rope_kernel");
+  launch_rope(x.as<float>(), pos.as<int>(), y.as<float>(), in.batch, in.n_heads, in.head_dim, in.theta, nullptr);
   KVLAB_CUDA_CHECK(cudaDeviceSynchronize());
   return to_host<float>(y, in.x.size());
 }
@@ -372,17 +392,14 @@ std::vector<float> cuda_decode_attention(const DecodeAttentionInput& in) {
 
 std::vector<float> cuda_layer_norm(const RowsInput& in) {
   DeviceBuffer x = to_device(in.x), g = to_device(in.gain), b = to_device(in.bias), y = poisoned(in.x.size() * 4);
-  layer_norm_kernel<<<static_cast<unsigned>(in.rows), kRowThreads>>>(x.as<float>(), g.as<float>(), b.as<float>(),
-                                                                      y.as<float>(), in.cols);
-  KVLAB_CUDA_LAUNCHED("layer_norm_kernel");
+  launch_layer_norm(x.as<float>(), g.as<float>(), b.as<float>(), y.as<float>(), in.rows, in.cols, nullptr);
   KVLAB_CUDA_CHECK(cudaDeviceSynchronize());
   return to_host<float>(y, in.x.size());
 }
 
 std::vector<float> cuda_gelu(const RowsInput& in) {
   DeviceBuffer x = to_device(in.x), y = poisoned(in.x.size() * 4);
-  gelu_kernel<<<grid_for(in.x.size(), 256), 256>>>(x.as<float>(), y.as<float>(), in.x.size());
-  KVLAB_CUDA_LAUNCHED("gelu_kernel");
+  launch_gelu(x.as<float>(), y.as<float>(), in.x.size(), nullptr);
   KVLAB_CUDA_CHECK(cudaDeviceSynchronize());
   return to_host<float>(y, in.x.size());
 }

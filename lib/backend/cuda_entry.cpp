@@ -34,6 +34,7 @@ kernels::KernelTiming bench_copy(std::size_t bytes, int warmup, int repeats) {
 kernels::KernelTiming bench_sgemm(int m, int n, int k, int warmup, int repeats) {
   return kernels::bench_sgemm(m, n, k, warmup, repeats);
 }
+std::unique_ptr<kernels::ModelOps> make_model_ops() { return kernels::make_cuda_model_ops(); }
 
 #else
 
@@ -48,6 +49,7 @@ kernels::DeviceFacts device_facts() { no_cuda(); }
 kernels::KernelTiming bench_decode_attention(const kernels::AttentionBenchConfig&) { no_cuda(); }
 kernels::KernelTiming bench_copy(std::size_t, int, int) { no_cuda(); }
 kernels::KernelTiming bench_sgemm(int, int, int, int, int) { no_cuda(); }
+std::unique_ptr<kernels::ModelOps> make_model_ops() { no_cuda(); }
 
 #endif
 

@@ -1,14 +1,16 @@
-// The one door from the library into kernels/ (issue 8): the GPU KernelRunner for `kvlab parity`
-// and the timing calls of `kvlab bench kernels`. Only cuda_entry.cpp is compiled with
-// KVLAB_HAVE_CUDA (lib/CMakeLists.txt), so every other object of a CUDA build is the same as in a
-// CUDA-off build. Without the backend, each function throws InputError saying so (exit 2); the
-// commands check cuda_compiled() and cuda_devices() first and print "skipped: ..." instead.
+// The one door from the library into kernels/ (issue 8): the GPU KernelRunner for `kvlab parity`,
+// the timing calls of `kvlab bench kernels` and the model operations of `--device cuda`. Only
+// cuda_entry.cpp is compiled with KVLAB_HAVE_CUDA (lib/CMakeLists.txt), so every other object of
+// a CUDA build is the same as in a CUDA-off build. Without the backend, each function throws
+// InputError saying so (exit 2); the commands check cuda_compiled() and cuda_devices() first and
+// print "skipped: ..." instead.
 #pragma once
 
 #include <memory>
 
 #include "backend/parity.hpp"
 #include "kernels/gpu_kernels.hpp"
+#include "kernels/model_ops.hpp"
 
 namespace kvlab::gpu {
 
@@ -22,5 +24,11 @@ kernels::DeviceFacts device_facts();
 kernels::KernelTiming bench_decode_attention(const kernels::AttentionBenchConfig& c);
 kernels::KernelTiming bench_copy(std::size_t bytes, int warmup, int repeats);
 kernels::KernelTiming bench_sgemm(int m, int n, int k, int warmup, int repeats);
+
+/// The mini-GPT's operations on the current CUDA device (kernels::make_cuda_model_ops,
+/// kernels/model_ops.cu): cuBLAS SGEMM (no TF32) and the decode kernels on device memory.
+/// Throws InputError "built without CUDA" when kvlab was built without it; kernels::CudaError
+/// (no usable device, libcublas not found) passes through.
+std::unique_ptr<kernels::ModelOps> make_model_ops();
 
 }  // namespace kvlab::gpu
