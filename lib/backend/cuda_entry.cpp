@@ -24,6 +24,7 @@ class CudaRunner final : public KernelRunner {
 }  // namespace
 
 std::unique_ptr<KernelRunner> make_cuda_runner() { return std::make_unique<CudaRunner>(); }
+std::unique_ptr<kernels::ModelOps> make_model_ops() { return kernels::make_cuda_model_ops(); }
 kernels::DeviceFacts device_facts() { return kernels::device_facts(); }
 kernels::KernelTiming bench_decode_attention(const kernels::AttentionBenchConfig& c) {
   return kernels::bench_decode_attention(c);
@@ -44,6 +45,7 @@ namespace {
 }  // namespace
 
 std::unique_ptr<KernelRunner> make_cuda_runner() { no_cuda(); }
+std::unique_ptr<kernels::ModelOps> make_model_ops() { no_cuda(); }
 kernels::DeviceFacts device_facts() { no_cuda(); }
 kernels::KernelTiming bench_decode_attention(const kernels::AttentionBenchConfig&) { no_cuda(); }
 kernels::KernelTiming bench_copy(std::size_t, int, int) { no_cuda(); }

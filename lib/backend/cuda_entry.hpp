@@ -9,12 +9,17 @@
 
 #include "backend/parity.hpp"
 #include "kernels/gpu_kernels.hpp"
+#include "kernels/model_ops.hpp"
 
 namespace kvlab::gpu {
 
 /// The GPU runner: kernels::cuda_* behind the KernelRunner interface. Throws InputError when
 /// kvlab was built without CUDA.
 std::unique_ptr<KernelRunner> make_cuda_runner();
+
+/// The mini-GPT's operations on the CUDA device (kernels::make_cuda_model_ops), for
+/// backend/device_gpt.hpp. Throws InputError when kvlab was built without CUDA; CudaError passes through.
+std::unique_ptr<kernels::ModelOps> make_model_ops();
 
 /// kernels::device_facts / bench_decode_attention / bench_copy / bench_sgemm, or InputError
 /// "built without CUDA". kernels::CudaError passes through.

@@ -123,7 +123,8 @@ class HostOps final : public kernels::ModelOps {
   void kv_append(const float* k_new, const float* v_new, void* k_cache, void* v_cache, const CacheRows& rows, int kvw,
                  Storage storage) override {
     for (int r = 0; r < rows.rows(); ++r) {
-      const int p = rows.pos[r] + (faults_.append_wrong_slot ? 1 : 0);
+      const int capacity = rows.blocks_per_seq * rows.block_size;  // the fault stays inside the sequence's slots
+      const int p = faults_.append_wrong_slot ? (rows.pos[r] + 1) % capacity : rows.pos[r];
       std::vector<std::size_t> slots{slot_of(rows, r, p, false)};
       if (faults_.append_overwrites_past && p > 0) slots.push_back(slot_of(rows, r, p - 1, false));
       for (const std::size_t slot : slots)

@@ -14,7 +14,7 @@ namespace kvlab::gpu {
 
 /// Deliberate bugs of the CPU operations (all off by default), each a bug a kernel could have.
 struct HostFaults {
-  bool append_wrong_slot = false;     ///< kv_append writes position pos + 1 (an off-by-one slot)
+  bool append_wrong_slot = false;     ///< kv_append writes position pos + 1 (an off-by-one slot; wraps to 0 at the sequence's capacity)
   bool attention_no_gather = false;   ///< attention reads slot b * block_size... as if the table were the identity
   bool attention_drops_last = false;  ///< attention stops one position short (ignores the newest K/V)
   bool append_overwrites_past = false;///< kv_append also writes its row over position pos - 1
