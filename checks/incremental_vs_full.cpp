@@ -242,8 +242,10 @@ Result run_incremental_vs_full(const IncrementalOptions& o, const RunContext& ct
   r.source = "004 §1.3, §3.5 (group 2)";
   r.claim = fmt::format("Prefill {} tokens then decode {} one at a time with the KV cache: the logits equal one "
                         "full forward over {} tokens up to rounding, for MHA, GQA, MQA, a chunked prefill, a RoPE "
-                        "model and MLA (latent cache; naive and absorbed paths).",
-                        o.prefill, o.decode, o.prefill + o.decode);
+                        "model{}.",
+                        o.prefill, o.decode, o.prefill + o.decode,
+                        ctx.device == Device::cuda ? " (on the device; MLA runs with --device cpu)"
+                                                   : " and MLA (latent cache; naive and absorbed paths)");
   return r;
 }
 

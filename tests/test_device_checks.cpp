@@ -5,6 +5,7 @@
 #include <doctest/doctest.h>
 
 #include "backend/host_ops.hpp"
+#include "checks/greedy_generate.hpp"
 #include "checks/incremental_vs_full.hpp"
 #include "checks/kv_invariance.hpp"
 #include "checks/paged_vs_contiguous.hpp"
@@ -53,4 +54,12 @@ TEST_CASE("device checks: paged-vs-contiguous on the device ops passes honest, f
   CHECK(ok.metric_value("max_abs_diff_bs16") == 0.0);  // same operations, same order: the same bits
   const Result bad = run_paged_vs_contiguous({}, on_host_device({.attention_no_gather = true}));
   CHECK_FALSE(bad.passed());
+}
+
+TEST_CASE("device checks: greedy-generate on the device ops: cached = naive honest, not with an append off by one slot") {
+  const Result ok = run_greedy_generate({}, on_host_device());
+  CHECK(ok.passed());
+  CHECK(ok.metric_value("differing_tokens") == 0.0);
+  CHECK(mentions(ok, "device: host-f32"));
+  CHECK_FALSE(run_greedy_generate({}, on_host_device({.append_wrong_slot = true})).passed());
 }

@@ -33,8 +33,9 @@ inline double worst(double a, double b) { return std::isnan(a) || std::isnan(b) 
 
 /// The note line of a check that ran on the device.
 inline std::string device_note(const kernels::ModelOps& ops) {
-  return fmt::format("device: {} (kvlab's kernels, cuBLAS SGEMM on a GPU), float32 compute, float32 KV cache; "
-                     "tolerances are the float32 ones", ops.name());
+  const bool gpu = ops.name().starts_with("cuda");
+  return fmt::format("device: {} ({}), float32 compute, float32 KV cache; tolerances are the float32 ones", ops.name(),
+                     gpu ? "kvlab's kernels, cuBLAS SGEMM" : "the CPU stand-in of the device operations, not a GPU");
 }
 
 }  // namespace kvlab::checks
