@@ -22,6 +22,7 @@
 #include <fmt/format.h>
 
 #include "core/error.hpp"
+#include "support/device_model.hpp"
 #include "support/model_setup.hpp"
 #include "support/options.hpp"
 #include "train/corpus.hpp"
@@ -96,11 +97,30 @@ Result run_impl(const GreedyGenerateOptions& o, const RunContext& ctx, const Gre
   const auto naive_calls = generation_schedule(GenerationMode::naive, o.prompt, o.new_tokens, window);
   const auto cached_calls = parts.cached_schedule ? parts.cached_schedule(o.prompt, o.new_tokens, window)
                                                   : generation_schedule(GenerationMode::cached, o.prompt, o.new_tokens, window);
-  const std::vector<int> naive = run_schedule<T>(model, prompt, naive_calls);
+  // --device cuda: both generators on one device model (backend/device_gpt.hpp); a fresh cache is
+  // the device cache emptied (length 0, its slots rewritten by the next call).
+  std::unique_ptr<kernels::ModelOps> ops;
+  std::unique_ptr<gpu::DeviceGpt> device_model;
+  ScheduleForward<T> on_device;
+  if constexpr (std::is_same_v<T, float>) {
+    if (ctx.device == Device::cuda) {
+      ops = device_ops(ctx);
+      device_model = std::make_unique<gpu::DeviceGpt>(model, *ops, gpu::DeviceCacheSpec{.max_ctx = cfg.block_size});
+      on_device = [&g = *device_model](std::span<const int> tokens, int start_pos, bool fresh) {
+        if (fresh) g.truncate(0, 0);
+        if (start_pos != g.length(0))
+          throw std::invalid_argument(fmt::format("start_pos {} but the device cache holds {}", start_pos, g.length(0)));
+        return g.forward(0, tokens);
+      };
+    }
+  }
+  const std::vector<int> naive =
+      on_device ? run_schedule<T>(prompt, naive_calls, on_device) : run_schedule<T>(model, prompt, naive_calls);
   std::vector<int> cached;
   std::string cached_error;
   try {
-    cached = run_schedule<T>(model, prompt, cached_calls, make_cache);
+    cached = on_device ? run_schedule<T>(prompt, cached_calls, on_device)
+                       : run_schedule<T>(model, prompt, cached_calls, make_cache);
   } catch (const std::exception& e) {  // a broken generator (e.g. decoding past block_size)
     cached_error = e.what();
   }
@@ -199,6 +219,7 @@ Result run_impl(const GreedyGenerateOptions& o, const RunContext& ctx, const Gre
   r.claim = fmt::format("Greedy generation of {} tokens after a {}-token prompt: the KV-cached generator outputs "
                         "exactly the naive generator's tokens, also past block_size = {} (where it re-prefills "
                         "the slid window every step).", o.new_tokens, o.prompt, block);
+  if (ops) r.notes.push_back(device_note(*ops));
   if (first_diff >= 0) r.notes.push_back(fmt::format("first differing generated token: step {}", first_diff));
   if (!cached_error.empty()) r.notes.push_back("the cached generator failed: " + cached_error);
   r.notes.push_back("past block_size the cached generator recomputes the window every step, as the naive one: "
@@ -255,6 +276,7 @@ class GreedyGenerate final : public Check {
   }
   bool uses_dtype() const override { return true; }
   bool uses_weights() const override { return true; }
+  bool has_cuda() const override { return true; }
   Result run(const RunContext& ctx) override { return run_greedy_generate(opts_, ctx); }
 
  private:

@@ -24,6 +24,7 @@
 #include "model/gpt.hpp"
 #include "model/mla.hpp"
 #include "checks/mla_absorb.hpp"
+#include "support/device_model.hpp"
 #include "support/model_setup.hpp"
 
 namespace kvlab::checks {
@@ -157,6 +158,66 @@ Result run_impl(const IncrementalOptions& o, const RunContext& ctx, const CacheM
   return r;
 }
 
+// --device cuda (issue 8): the MiniGPT variants on the device (backend/device_gpt.hpp), float32.
+// The full forward is one prefill of every token into its own device cache; the incremental one
+// prefills (at once or in chunks) and decodes one token at a time. MLA has no device path.
+Result run_device(const IncrementalOptions& o, const RunContext& ctx) {
+  const int total = o.prefill + o.decode;
+  Result r;
+  Table detail{"max |Δlogits| on the device, cached vs one full forward",
+               {"variant", "KV heads", "prefill", "decode steps", "max |Δlogits|", "scale max(1, |logit|)", "bound"}, {}};
+  std::vector<Variant> variants(std::begin(kVariants), std::end(kVariants));
+  if (!ctx.weights.empty()) variants = {{"weights", 0, false, "— (--weights)"}, {"weights_chunked", 0, true, "— (--weights)"}};
+  const auto ops = device_ops(ctx);
+  for (const Variant& v : variants) {
+    ModelConfig base;
+    base.n_kv_head = v.kv_heads;
+    base.block_size = std::max(64, total);
+    if (v.rope) base.positional = Positional::rope;
+    const MiniGPT<float> model = check_model<float>(
+        base, ctx, "incremental-vs-full",
+        {{"causal", [](const ModelConfig& c) { return c.causal; }, "true (a bidirectional model has no KV cache)"},
+         {"block_size", [total](const ModelConfig& c) { return c.positional == Positional::rope || c.block_size >= total; },
+          fmt::format(">= --prefill + --decode = {} with learned positions", total)}});
+    const ModelConfig& cfg = model.config();
+    const auto ids = random_tokens(ctx.seed + 1, total, cfg.vocab_size);
+    gpu::DeviceGpt full_model(model, *ops, {.max_ctx = total});
+    const Mat<float> full = full_model.forward(0, ids);
+    gpu::DeviceGpt cached(model, *ops, {.max_ctx = total});
+    Mat<float> incremental(total, cfg.vocab_size);
+    const int step = v.chunked ? *o.chunk : o.prefill;
+    for (int pos = 0; pos < total;) {  // prefill at once or in chunks, then one token at a time
+      const int n = pos < o.prefill ? std::min(step, o.prefill - pos) : 1;
+      incremental.middleRows(pos, n) = cached.forward(0, std::span(ids).subspan(static_cast<std::size_t>(pos), n));
+      pos += n;
+    }
+    const double diff = max_abs_diff(incremental, full);
+    const double scale = std::max(1.0, static_cast<double>(full.cwiseAbs().maxCoeff()));
+    const double bound = rounding_bound(cfg, Dtype::f32, scale);
+    Expectation e{.quantity = fmt::format("max |Δlogits| {}{} on the device", v.name,
+                                          v.chunked ? fmt::format(" (prefill in chunks of {})", *o.chunk) : ""),
+                  .source = v.chunked ? "004 §3.3, §3.5" : v.rope ? "004 §1.3, §1.6; 000 §4.4.1" : "004 §1.3 (group 2)",
+                  .unit = "", .expected = 0, .tolerance = bound,
+                  .why = fmt::format("rounding: 2·n·u·max|logit|, n = {} summed terms, u = {:.2g} (float32 on the device)",
+                                     reduction_length(cfg), unit_roundoff(Dtype::f32)),
+                  .measured = diff};
+    e.document = v.course;
+    r.expect(e);
+    r.metric(std::string("max_abs_diff_") + v.name, diff);
+    detail.rows.push_back({std::string(v.name), std::int64_t{cfg.n_kv_head},
+                           v.chunked ? fmt::format("{} in chunks of {}", o.prefill, *o.chunk) : std::to_string(o.prefill),
+                           std::int64_t{o.decode}, diff, scale, bound});
+  }
+  r.tables.push_back(std::move(detail));
+  r.notes.push_back(ctx.weights.empty() ? fmt::format("mini-GPT: 2 layers, d_model 64, 8 query heads, learned positions "
+                                                      "(row rope: RoPE), seed {}", ctx.seed)
+                                        : fmt::format("rows weights, weights_chunked: the model of {} (--weights)", ctx.weights));
+  r.notes.push_back(device_note(*ops));
+  r.notes.push_back("MLA (rows mla_naive, mla_absorbed) has no device path: `--device cpu` runs them; --cache does not "
+                    "apply on the device (its cache is preallocated).");
+  return r;
+}
+
 }  // namespace
 
 Result run_incremental_vs_full(const IncrementalOptions& o, const RunContext& ctx, const IncrementalParts& parts) {
@@ -170,7 +231,7 @@ Result run_incremental_vs_full(const IncrementalOptions& o, const RunContext& ct
   const CacheKind kind = o.cache == "concat" ? CacheKind::concat : CacheKind::prealloc;
   if (o.cache != "concat" && o.cache != "prealloc")
     throw InputError("--cache: must be prealloc or concat (got '" + o.cache + "')");
-  Result r = with_dtype(ctx.dtype, [&]<class T>() {
+  Result r = ctx.device == Device::cuda ? run_device(resolved, ctx) : with_dtype(ctx.dtype, [&]<class T>() {
     CacheMaker<T> maker;
     if constexpr (std::is_same_v<T, double>) maker = parts.cache_f64;
     else maker = parts.cache_f32;
@@ -181,8 +242,10 @@ Result run_incremental_vs_full(const IncrementalOptions& o, const RunContext& ct
   r.source = "004 §1.3, §3.5 (group 2)";
   r.claim = fmt::format("Prefill {} tokens then decode {} one at a time with the KV cache: the logits equal one "
                         "full forward over {} tokens up to rounding, for MHA, GQA, MQA, a chunked prefill, a RoPE "
-                        "model and MLA (latent cache; naive and absorbed paths).",
-                        o.prefill, o.decode, o.prefill + o.decode);
+                        "model{}.",
+                        o.prefill, o.decode, o.prefill + o.decode,
+                        ctx.device == Device::cuda ? " (on the device; MLA runs with --device cpu)"
+                                                   : " and MLA (latent cache; naive and absorbed paths)");
   return r;
 }
 
@@ -223,6 +286,7 @@ class IncrementalVsFull final : public Check {
   }
   bool uses_dtype() const override { return true; }
   bool uses_weights() const override { return true; }
+  bool has_cuda() const override { return true; }
   Result run(const RunContext& ctx) override { return run_incremental_vs_full(opts_, ctx); }
 
  private:

@@ -17,6 +17,7 @@
 #include "support/options.hpp"
 #include "model/gpt.hpp"
 #include "support/check.hpp"
+#include "support/device_model.hpp"
 #include "support/model_setup.hpp"
 
 namespace kvlab::checks {
@@ -86,6 +87,77 @@ Result run_impl(const KvInvarianceOptions& o, const RunContext& ctx) {
   return r;
 }
 
+// --device cuda (issue 8): the same two prefills on the device (backend/device_gpt.hpp), plus
+// the cache itself: the device cache's rows 0..n-1 before and after token n is appended.
+Result run_device(const KvInvarianceOptions& o, const RunContext& ctx) {
+  if (!o.causal) throw InputError("--device cuda: the device runs causal models only; use --device cpu");
+  ModelConfig base;
+  base.n_layer = o.layers;
+  base.n_kv_head = o.kv_heads;
+  base.block_size = std::max(64, o.tokens + 1);
+  base.positional = parse_positional(o.positional);
+  const int need = o.tokens + 1;
+  const MiniGPT<float> model = check_model<float>(
+      base, ctx, "kv-invariance",
+      {{"block_size", [need](const ModelConfig& c) { return c.positional == Positional::rope || c.block_size >= need; },
+        fmt::format(">= --tokens + 1 = {} with learned positions", need)}});
+  const ModelConfig& cfg = model.config();
+  const auto ids = random_tokens(ctx.seed + 1, o.tokens + 1, cfg.vocab_size);
+  const auto ops = device_ops(ctx);
+  gpu::DeviceGpt shorter(model, *ops, {.max_ctx = o.tokens + 1});
+  gpu::DeviceGpt longer(model, *ops, {.max_ctx = o.tokens + 1});
+  shorter.forward(0, std::span(ids).first(o.tokens));
+  longer.forward(0, std::span(ids));
+
+  Result r;
+  Table per_layer{"K/V of the first positions on the device: prefill of n vs n + 1 tokens, and the cache before vs "
+                  "after token n is appended",
+                  {"layer", "positions compared", "max |ΔK| prefill", "max |ΔV| prefill", "max |ΔK| append",
+                   "max |ΔV| append", "max |K|"}, {}};
+  double prefill_diff = 0, append_diff = 0, max_k = 1;
+  std::vector<Mat<float>> k_before, v_before;
+  for (int l = 0; l < cfg.n_layer; ++l) {
+    k_before.push_back(shorter.keys(l, 0));
+    v_before.push_back(shorter.values(l, 0));
+  }
+  shorter.forward(0, std::span(ids).subspan(static_cast<std::size_t>(o.tokens), 1));  // token n into the cache
+  for (int l = 0; l < cfg.n_layer; ++l) {
+    const auto n = static_cast<Eigen::Index>(o.tokens);
+    const double dk = max_abs_diff(k_before[l], longer.keys(l, 0).topRows(n));
+    const double dv = max_abs_diff(v_before[l], longer.values(l, 0).topRows(n));
+    const double ak = max_abs_diff(k_before[l], shorter.keys(l, 0).topRows(n));
+    const double av = max_abs_diff(v_before[l], shorter.values(l, 0).topRows(n));
+    const double mk = k_before[l].cwiseAbs().maxCoeff<Eigen::PropagateNaN>();
+    prefill_diff = worst(prefill_diff, worst(dk, dv));
+    append_diff = worst(append_diff, worst(ak, av));
+    max_k = worst(max_k, mk);
+    per_layer.rows.push_back({std::int64_t{l}, std::int64_t{o.tokens}, dk, dv, ak, av, mk});
+  }
+  const double bound = rounding_bound(cfg, Dtype::f32, max_k);
+  Expectation e{.quantity = fmt::format("max |ΔK|, |ΔV| over {} layers, first {} positions: prefill of {} vs {} tokens",
+                                        cfg.n_layer, o.tokens, o.tokens, o.tokens + 1),
+                .source = "004 §1.2 (group 1)", .unit = "", .expected = 0, .tolerance = bound,
+                .why = fmt::format("float32 rounding 2·n·u·max(1, |K|), n = {}: the GPU's GEMM library may block a "
+                                   "{}-row and a {}-row product differently (design.md numerics)",
+                                   reduction_length(cfg), o.tokens, o.tokens + 1),
+                .measured = prefill_diff};
+  e.stated = Stated{"恰好是 0 (exactly 0)", 0, 0};
+  r.expect(e);
+  r.expect({.quantity = fmt::format("max |ΔK|, |ΔV| of positions 0..{} in the device cache, before vs after appending "
+                                    "token {}", o.tokens - 1, o.tokens),
+            .source = "004 §1.2 (group 1)", .unit = "", .expected = 0, .tolerance = 0,
+            .why = "exactly equal: an append writes one new slot and nothing else", .measured = append_diff});
+  r.metric("max_abs_diff", prefill_diff);
+  r.metric("max_abs_diff_append", append_diff);
+  r.tables.push_back(std::move(per_layer));
+  r.notes.push_back(fmt::format("model: {}{} layers, d_model {}, {} heads, {} KV heads, {} positions, seed {}",
+                                ctx.weights.empty() ? "" : ctx.weights + " (--weights), ", cfg.n_layer, cfg.d_model,
+                                cfg.n_head, cfg.n_kv_head, cfg.positional == Positional::rope ? "rope" : "learned",
+                                ctx.seed));
+  r.notes.push_back(device_note(*ops));
+  return r;
+}
+
 }  // namespace
 
 Result run_kv_invariance(const KvInvarianceOptions& o, const RunContext& ctx) {
@@ -94,7 +166,8 @@ Result run_kv_invariance(const KvInvarianceOptions& o, const RunContext& ctx) {
   require_range("--kv-heads", o.kv_heads, 1, 8);
   if (8 % o.kv_heads != 0)
     throw InputError(fmt::format("--kv-heads: must divide the 8 query heads: 1, 2, 4 or 8 (got {})", o.kv_heads));
-  Result r = with_dtype(ctx.dtype, [&]<class T>() { return run_impl<T>(o, ctx); });
+  Result r = ctx.device == Device::cuda ? run_device(o, ctx)
+                                        : with_dtype(ctx.dtype, [&]<class T>() { return run_impl<T>(o, ctx); });
   r.check = "kv-invariance";
   r.source = "004 §1.2 (group 1)";
   r.claim = fmt::format("Appending token {} leaves the K and V of positions 0..{} unchanged in every layer: "
@@ -138,6 +211,7 @@ class KvInvariance final : public Check {
   }
   bool uses_dtype() const override { return true; }
   bool uses_weights() const override { return true; }
+  bool has_cuda() const override { return true; }
   Result run(const RunContext& ctx) override { return run_kv_invariance(opts_, ctx); }
 
  private:

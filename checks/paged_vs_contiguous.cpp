@@ -20,6 +20,7 @@
 #include "checks/paged_vs_contiguous.hpp"
 #include "core/error.hpp"
 #include "model/gpt.hpp"
+#include "support/device_model.hpp"
 #include "support/model_setup.hpp"
 #include "support/options.hpp"
 
@@ -122,6 +123,72 @@ Result run_impl(const PagedVsContiguousOptions& o, const RunContext& ctx, const 
   return r;
 }
 
+// --device cuda (issue 8): both caches on the device (backend/device_gpt.hpp). The reference:
+// each sequence alone in a contiguous device cache. The paged one: both sequences in one pool whose
+// blocks are handed out in a seeded random order, prefilled one after the other, then decoded in
+// lockstep by one batched decode step per position (the paged decode-attention kernel's gather).
+Result run_device(const PagedVsContiguousOptions& o, const RunContext& ctx) {
+  const int total = o.prefill + o.decode;
+  ModelConfig base;
+  base.n_kv_head = o.kv_heads;
+  base.block_size = std::max(64, total);
+  const MiniGPT<float> model = check_model<float>(
+      base, ctx, "paged-vs-contiguous",
+      {{"causal", [](const ModelConfig& c) { return c.causal; }, "true (a bidirectional model has no KV cache)"},
+       {"sliding_window", [](const ModelConfig& c) { return c.sliding_window == 0; }, "0 (the pool keeps every position)"},
+       {"block_size", [total](const ModelConfig& c) { return c.positional == Positional::rope || c.block_size >= total; },
+        fmt::format(">= --prefill + --decode = {} with learned positions", total)}});
+  const ModelConfig& cfg = model.config();
+  const std::vector<std::vector<int>> ids = {random_tokens(ctx.seed + 1, total, cfg.vocab_size),
+                                             random_tokens(ctx.seed + 2, total, cfg.vocab_size)};
+  const auto ops = device_ops(ctx);
+  std::vector<Mat<float>> ref;
+  for (const auto& seq : ids) {
+    gpu::DeviceGpt alone(model, *ops, {.max_ctx = total});
+    Mat<float> out(total, cfg.vocab_size);
+    out.topRows(o.prefill) = alone.forward(0, std::span(seq).first(static_cast<std::size_t>(o.prefill)));
+    for (int p = o.prefill; p < total; ++p) out.row(p) = alone.forward(0, std::span(seq).subspan(static_cast<std::size_t>(p), 1));
+    ref.push_back(std::move(out));
+  }
+  double scale = 1.0;
+  for (const auto& m : ref) scale = std::max(scale, static_cast<double>(m.cwiseAbs().maxCoeff()));
+  const double bound = rounding_bound(cfg, Dtype::f32, scale);
+
+  Result r;
+  Table detail{"paged (two sequences in one pool, shuffled blocks) vs contiguous, on the device",
+               {"block size", "blocks / sequence", "max |Δlogits|", "bound"}, {}};
+  for (const int bs : {1, o.block_size, total + 1}) {
+    gpu::DeviceGpt pool(model, *ops, {.batch = 2, .max_ctx = total, .paged = true, .block_size = bs, .seed = ctx.seed});
+    std::vector<Mat<float>> out(2, Mat<float>(total, cfg.vocab_size));
+    for (int s = 0; s < 2; ++s)
+      out[s].topRows(o.prefill) = pool.forward(s, std::span(ids[s]).first(static_cast<std::size_t>(o.prefill)));
+    for (int p = o.prefill; p < total; ++p) {  // one batched decode step: both sequences at position p
+      const int step_tokens[] = {ids[0][static_cast<std::size_t>(p)], ids[1][static_cast<std::size_t>(p)]};
+      const Mat<float> lg = pool.decode(step_tokens);
+      out[0].row(p) = lg.row(0);
+      out[1].row(p) = lg.row(1);
+    }
+    const double diff = worst(max_abs_diff(out[0], ref[0]), max_abs_diff(out[1], ref[1]));
+    const std::string label = bs == total + 1 ? fmt::format("{} (> sequence)", bs) : std::to_string(bs);
+    r.expect({.quantity = fmt::format("max |Δlogits| paged vs contiguous on the device, block size {}", label),
+              .source = "000 §5.2", .unit = "", .expected = 0, .tolerance = bound,
+              .why = fmt::format("rounding: 2·n·u·max|logit|, n = {} summed terms, u = {:.2g} (float32 on the device)",
+                                 reduction_length(cfg), unit_roundoff(Dtype::f32)),
+              .measured = diff});
+    r.metric(fmt::format("max_abs_diff_bs{}", bs), diff);
+    detail.rows.push_back({label, std::int64_t{(total + bs - 1) / bs}, diff, bound});
+  }
+  r.tables.push_back(std::move(detail));
+  r.notes.push_back(fmt::format("mini-GPT: {}, {} K/V heads, seed {}; two sequences of {} + {} tokens",
+                                ctx.weights.empty() ? "2 layers, d_model 64, 8 query heads, learned positions"
+                                                    : ctx.weights + " (--weights; --kv-heads does not apply)",
+                                cfg.n_kv_head, ctx.seed, o.prefill, o.decode));
+  r.notes.push_back(device_note(*ops));
+  r.notes.push_back("On the device the pool is a fixed table per sequence (⌈(prefill + decode)/block size⌉ blocks, "
+                    "shuffled by --seed); the block manager's counts and audit are CPU rows: `--device cpu`.");
+  return r;
+}
+
 }  // namespace
 
 Result run_paged_vs_contiguous(const PagedVsContiguousOptions& o, const RunContext& ctx,
@@ -131,7 +198,9 @@ Result run_paged_vs_contiguous(const PagedVsContiguousOptions& o, const RunConte
   require_range("--block-size", o.block_size, 1, kMaxBlockSize);
   require_range("--kv-heads", o.kv_heads, 1, 8);
   if (8 % o.kv_heads != 0) throw InputError(fmt::format("--kv-heads: must divide 8 query heads (got {})", o.kv_heads));
-  Result r = with_dtype(ctx.dtype, [&]<class T>() { return run_impl<T>(o, ctx, parts.faults); });
+  Result r = ctx.device == Device::cuda
+                 ? run_device(o, ctx)
+                 : with_dtype(ctx.dtype, [&]<class T>() { return run_impl<T>(o, ctx, parts.faults); });
   r.check = "paged-vs-contiguous";
   r.source = "000 §5.2";
   r.claim = fmt::format("Decoding through a paged KV cache (gather through the block table) gives the same logits as "
@@ -168,6 +237,7 @@ class PagedVsContiguous final : public Check {
   }
   bool uses_dtype() const override { return true; }
   bool uses_weights() const override { return true; }
+  bool has_cuda() const override { return true; }
   Result run(const RunContext& ctx) override { return run_paged_vs_contiguous(opts_, ctx); }
 
  private:

@@ -84,6 +84,11 @@ kvlab::checks::RunContext resolve(const CommonFlags& f, const Check& check) {
   ctx.seed = static_cast<std::uint64_t>(f.seed);
   ctx.dtype = kvlab::parse_dtype(f.dtype);
   ctx.device = kvlab::resolve_device(kvlab::parse_device(f.device), check.has_cuda(), check.name());
+  if (ctx.device == kvlab::Device::cuda) {  // the device computes in float32 (backend/device_gpt.hpp)
+    if (f.dtype_given && f.dtype == "f64")
+      throw kvlab::InputError("--dtype f64: the CUDA backend computes in float32; use --dtype f32 or --device cpu");
+    ctx.dtype = kvlab::Dtype::f32;
+  }
   ctx.weights = f.weights;
   ctx.draft_weights = f.draft_weights;
   if (!f.weights.empty() && !check.weights_refusal().empty())
@@ -132,10 +137,19 @@ int run_one(Check& check, const CommonFlags& flags) {
 
 int run_all(const CommonFlags& flags, bool with_bench) {
   const auto format = kvlab::parse_format(flags.format);
+  // `all --device cuda`: the checks with a CUDA path run on the GPU, the others on the CPU (each
+  // says so); without a GPU it is refused once, here, like a single check's --device cuda.
+  const bool cuda = kvlab::parse_device(flags.device) == kvlab::DeviceRequest::cuda;
+  if (cuda) kvlab::resolve_device(kvlab::DeviceRequest::cuda, true, "all");
   std::vector<kvlab::Result> results;
   for (auto& check : kvlab::checks::make_all_checks()) {
     if (check->is_bench() && !with_bench) continue;  // benchmarks take minutes: `all --bench`
-    results.push_back(check->run(resolve(flags, *check)));
+    CommonFlags own = flags;
+    if (cuda && !check->has_cuda()) own.device = "cpu";
+    results.push_back(check->run(resolve(own, *check)));
+    if (cuda && !check->has_cuda())
+      results.back().notes.push_back("--device cuda does not apply here: " + check->name() +
+                                     " has no CUDA path and ran on the CPU (docs/gpu.md lists the checks that have one).");
     if (flags.dtype != "f64" && !check->uses_dtype())  // one rule for every check, not a note in each
       results.back().notes.push_back("--dtype " + flags.dtype + " does not apply here: " + check->name() +
                                      " computes in float64 or exact integers, without a model dtype.");

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The GPU run of issue 8, on a machine with an NVIDIA GPU: kvlab info, the unit tests (their
 # device case included), kvlab parity (text and json; again under compute-sanitizer memcheck and
-# racecheck when installed), kvlab bench kernels (f32 and bf16 cache),
-# every output into OUTDIR (at most 8 files). Sized for under 5 minutes on an H200
+# racecheck when installed), kvlab bench kernels (f32 and bf16 cache), kvlab all --device cuda,
+# every output into OUTDIR (at most 9 files). Sized for under 5 minutes on an H200
 # (/work/.library/device/H200.md): the build about 1-2 min on 16 cores, parity seconds, the
 # benchmark grid (2 batches x 3 contexts x 2 head configs x contiguous/paged, 20 repeats, two
 # cache dtypes, the largest 34 GB of KV) well under a minute.
@@ -50,7 +50,7 @@ step() {  # step NAME FILE COMMAND...: runs with a time limit, appends its exit 
   [ $rc = 0 ] || status=1
 }
 step "kvlab info" info.txt "$kvlab" info
-step "unit tests (gpu parity case included)" unit.txt "$tests" -tc="gpu*"
+step "unit tests (gpu parity and model ops cases included)" unit.txt "$tests" -tc="gpu*,device*"
 step "kvlab parity" parity.txt "$kvlab" parity
 step "kvlab parity --format json" parity.json "$kvlab" parity --format json
 # The kernels under compute-sanitizer (out-of-bounds and shared-memory races), the same cases.
@@ -61,6 +61,7 @@ fi
 step "kvlab bench kernels (f32 cache)" bench_kernels.txt "$kvlab" bench kernels
 step "kvlab bench kernels --cache bf16" bench_kernels.txt "$kvlab" bench kernels --cache bf16 --gemm-m 4096
 step "kvlab bench kernels --format json" bench_kernels.json "$kvlab" bench kernels --format json
-# `kvlab all --device cuda` joins here once the model checks have a CUDA path (docs/gpu.md).
+# The model checks with a CUDA path on the GPU (the others on the CPU, each saying so).
+step "kvlab all --device cuda" all_cuda.txt "$kvlab" all --device cuda
 cat "$summary"
 exit $status

@@ -21,6 +21,10 @@
 #include "report/result.hpp"
 #include "support/options.hpp"
 
+namespace kvlab::kernels {
+class ModelOps;
+}
+
 namespace kvlab::checks {
 
 /// The options every check accepts, resolved: --seed, --dtype, --device (--format is the app's).
@@ -34,6 +38,10 @@ struct RunContext {
   /// --draft-weights FILE.safetensors (only on checks with uses_draft_weights()): the draft of a
   /// target/draft pair, given together with `weights` (the target); "" = none.
   std::string draft_weights;
+  /// With device == cuda: makes the device operations the model runs on. Empty (the CLI): the
+  /// CUDA ones (backend/cuda_entry.hpp). The unit tests set the CPU ones (backend/host_ops.hpp),
+  /// honest or faulty, to run a check's device path without a GPU.
+  std::function<std::unique_ptr<kernels::ModelOps>()> device_ops;
 };
 
 class Check {

@@ -24,6 +24,7 @@ class CudaRunner final : public KernelRunner {
 }  // namespace
 
 std::unique_ptr<KernelRunner> make_cuda_runner() { return std::make_unique<CudaRunner>(); }
+std::unique_ptr<kernels::ModelOps> make_model_ops() { return kernels::make_cuda_model_ops(); }
 kernels::DeviceFacts device_facts() { return kernels::device_facts(); }
 kernels::KernelTiming bench_decode_attention(const kernels::AttentionBenchConfig& c) {
   return kernels::bench_decode_attention(c);
@@ -34,7 +35,6 @@ kernels::KernelTiming bench_copy(std::size_t bytes, int warmup, int repeats) {
 kernels::KernelTiming bench_sgemm(int m, int n, int k, int warmup, int repeats) {
   return kernels::bench_sgemm(m, n, k, warmup, repeats);
 }
-std::unique_ptr<kernels::ModelOps> make_model_ops() { return kernels::make_cuda_model_ops(); }
 
 #else
 
@@ -45,11 +45,11 @@ namespace {
 }  // namespace
 
 std::unique_ptr<KernelRunner> make_cuda_runner() { no_cuda(); }
+std::unique_ptr<kernels::ModelOps> make_model_ops() { no_cuda(); }
 kernels::DeviceFacts device_facts() { no_cuda(); }
 kernels::KernelTiming bench_decode_attention(const kernels::AttentionBenchConfig&) { no_cuda(); }
 kernels::KernelTiming bench_copy(std::size_t, int, int) { no_cuda(); }
 kernels::KernelTiming bench_sgemm(int, int, int, int, int) { no_cuda(); }
-std::unique_ptr<kernels::ModelOps> make_model_ops() { no_cuda(); }
 
 #endif
 

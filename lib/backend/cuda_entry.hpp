@@ -18,17 +18,17 @@ namespace kvlab::gpu {
 /// kvlab was built without CUDA.
 std::unique_ptr<KernelRunner> make_cuda_runner();
 
+/// The mini-GPT's operations on the CUDA device (kernels::make_cuda_model_ops, kernels/model_ops.cu:
+/// cuBLAS SGEMM without TF32 and the decode kernels on device memory), for backend/device_gpt.hpp.
+/// Throws InputError when kvlab was built without CUDA; CudaError (no usable device, libcublas not
+/// found) passes through.
+std::unique_ptr<kernels::ModelOps> make_model_ops();
+
 /// kernels::device_facts / bench_decode_attention / bench_copy / bench_sgemm, or InputError
 /// "built without CUDA". kernels::CudaError passes through.
 kernels::DeviceFacts device_facts();
 kernels::KernelTiming bench_decode_attention(const kernels::AttentionBenchConfig& c);
 kernels::KernelTiming bench_copy(std::size_t bytes, int warmup, int repeats);
 kernels::KernelTiming bench_sgemm(int m, int n, int k, int warmup, int repeats);
-
-/// The mini-GPT's operations on the current CUDA device (kernels::make_cuda_model_ops,
-/// kernels/model_ops.cu): cuBLAS SGEMM (no TF32) and the decode kernels on device memory.
-/// Throws InputError "built without CUDA" when kvlab was built without it; kernels::CudaError
-/// (no usable device, libcublas not found) passes through.
-std::unique_ptr<kernels::ModelOps> make_model_ops();
 
 }  // namespace kvlab::gpu

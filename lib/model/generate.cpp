@@ -90,26 +90,37 @@ int argmax_row(const Mat<T>& logits, Eigen::Index row) {
 }
 
 template <class T>
-std::vector<int> run_schedule(const MiniGPT<T>& model, std::span<const int> prompt,
-                              const std::vector<ForwardCall>& schedule, const GenerationCacheMaker<T>& make_cache) {
+std::vector<int> run_schedule(std::span<const int> prompt, const std::vector<ForwardCall>& schedule,
+                              const ScheduleForward<T>& forward) {
   std::vector<int> seq(prompt.begin(), prompt.end());
   seq.reserve(seq.size() + schedule.size());
-  std::int64_t reach = 1;  // the most positions a cache ever holds
-  for (const ForwardCall& call : schedule) reach = std::max(reach, call.start_pos + call.n_tokens);
-  const auto& c = model.config();
-  std::unique_ptr<KVCache<T>> cache;
+  bool first = true;
   for (const ForwardCall& call : schedule) {
     if (call.begin < 0 || call.n_tokens < 1 || call.begin + call.n_tokens > static_cast<std::int64_t>(seq.size()))
       throw std::invalid_argument(fmt::format("run_schedule: call [{}, {}) outside the {}-token sequence",
                                               call.begin, call.begin + call.n_tokens, seq.size()));
-    if (call.fresh_cache || !cache)
-      cache = make_cache ? make_cache(c.n_layer, c.kv_width(), static_cast<int>(reach))
-                         : model.make_cache(CacheKind::prealloc, static_cast<int>(reach));
     const std::span<const int> tokens(seq.data() + call.begin, static_cast<std::size_t>(call.n_tokens));
-    const Mat<T> logits = model.forward(tokens, static_cast<int>(call.start_pos), *cache);
+    const Mat<T> logits = forward(tokens, static_cast<int>(call.start_pos), call.fresh_cache || first);
+    first = false;
     seq.push_back(argmax_row(logits, logits.rows() - 1));
   }
   return seq;
+}
+
+template <class T>
+std::vector<int> run_schedule(const MiniGPT<T>& model, std::span<const int> prompt,
+                              const std::vector<ForwardCall>& schedule, const GenerationCacheMaker<T>& make_cache) {
+  std::int64_t reach = 1;  // the most positions a cache ever holds
+  for (const ForwardCall& call : schedule) reach = std::max(reach, call.start_pos + call.n_tokens);
+  const auto& c = model.config();
+  std::unique_ptr<KVCache<T>> cache;
+  const ScheduleForward<T> forward = [&](std::span<const int> tokens, int start_pos, bool fresh) {
+    if (fresh)
+      cache = make_cache ? make_cache(c.n_layer, c.kv_width(), static_cast<int>(reach))
+                         : model.make_cache(CacheKind::prealloc, static_cast<int>(reach));
+    return model.forward(tokens, start_pos, *cache);
+  };
+  return run_schedule<T>(prompt, schedule, forward);
 }
 
 std::optional<std::int64_t> position_window(const ModelConfig& c) {
@@ -119,6 +130,10 @@ std::optional<std::int64_t> position_window(const ModelConfig& c) {
 
 template int argmax_row<double>(const Mat<double>&, Eigen::Index);
 template int argmax_row<float>(const Mat<float>&, Eigen::Index);
+template std::vector<int> run_schedule<double>(std::span<const int>, const std::vector<ForwardCall>&,
+                                               const ScheduleForward<double>&);
+template std::vector<int> run_schedule<float>(std::span<const int>, const std::vector<ForwardCall>&,
+                                              const ScheduleForward<float>&);
 template std::vector<int> run_schedule<double>(const MiniGPT<double>&, std::span<const int>,
                                                const std::vector<ForwardCall>&, const GenerationCacheMaker<double>&);
 template std::vector<int> run_schedule<float>(const MiniGPT<float>&, std::span<const int>,

@@ -101,6 +101,19 @@ std::vector<int> run_schedule(const MiniGPT<T>& model, std::span<const int> prom
                               const std::vector<ForwardCall>& schedule,
                               const GenerationCacheMaker<T>& make_cache = {});
 
+/// One forward call of a schedule, whatever runs the model (the CPU MiniGPT, the device's
+/// DeviceGpt): logits [tokens.size(), vocab] of `tokens` at positions start_pos.., into an empty
+/// cache when `fresh`, else appended to the cache the last call left.
+template <class T>
+using ScheduleForward = std::function<Mat<T>(std::span<const int> tokens, int start_pos, bool fresh)>;
+
+/// Runs `schedule` through `forward`: each call feeds its tokens and appends the argmax of the last
+/// row of logits. Returns prompt + generated tokens. Throws std::invalid_argument when a call
+/// reaches past the sequence, and what `forward` throws.
+template <class T>
+std::vector<int> run_schedule(std::span<const int> prompt, const std::vector<ForwardCall>& schedule,
+                              const ScheduleForward<T>& forward);
+
 /// The window of learned positions a model shaped `c` has: block_size, or nullopt under RoPE.
 std::optional<std::int64_t> position_window(const ModelConfig& c);
 

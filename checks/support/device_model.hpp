@@ -1,0 +1,41 @@
+// What the model checks share for `--device cuda` (issue 8): the device's operations and the
+// model on them (backend/device_gpt.hpp). On the device the model computes in float32 whatever
+// --dtype says (the CLI sets ctx.dtype = f32), so a check's tolerance there is the float32 one.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <memory>
+#include <string>
+
+#include <fmt/format.h>
+
+#include "backend/cuda_entry.hpp"
+#include "backend/device_gpt.hpp"
+#include "support/check.hpp"
+
+namespace kvlab::checks {
+
+/// The operations a check's device path runs on: ctx.device_ops() when set (the unit tests),
+/// otherwise the CUDA device's. Throws InputError without a CUDA build, CudaError on a device failure.
+inline std::unique_ptr<kernels::ModelOps> device_ops(const RunContext& ctx) {
+  return ctx.device_ops ? ctx.device_ops() : gpu::make_model_ops();
+}
+
+/// max |a − b| over every element, NaN when either holds a NaN: the device's buffers start as NaN
+/// (every byte 0xFF), and a plain maxCoeff may skip a NaN, which would hide a slot nobody wrote.
+inline double max_abs_diff(const Mat<float>& a, const Mat<float>& b) {
+  return static_cast<double>((a - b).cwiseAbs().maxCoeff<Eigen::PropagateNaN>());
+}
+
+/// The larger of a and b, NaN when either is NaN (std::max(0.0, NaN) is 0.0).
+inline double worst(double a, double b) { return std::isnan(a) || std::isnan(b) ? std::nan("") : std::max(a, b); }
+
+/// The note line of a check that ran on the device.
+inline std::string device_note(const kernels::ModelOps& ops) {
+  const bool gpu = ops.name().starts_with("cuda");
+  return fmt::format("device: {} ({}), float32 compute, float32 KV cache; tolerances are the float32 ones", ops.name(),
+                     gpu ? "kvlab's kernels, cuBLAS SGEMM" : "the CPU stand-in of the device operations, not a GPU");
+}
+
+}  // namespace kvlab::checks
