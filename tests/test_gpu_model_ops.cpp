@@ -212,7 +212,8 @@ std::vector<OpsRow> compare_model_ops(ModelOps& a, ModelOps& b, std::uint64_t se
   const std::array<int, 3> linear_shapes[] = {{1, 64, 48}, {5, 67, 33}, {17, 256, 96}};
   for (auto [rows, k, n] : linear_shapes)
     for (bool with_bias : {true, false}) {
-      const auto x = uniform(rng, static_cast<std::size_t>(rows) * k), w = uniform(rng, static_cast<std::size_t>(k) * n);
+      const auto x = uniform(rng, static_cast<std::size_t>(rows) * k);
+      const auto w = uniform(rng, static_cast<std::size_t>(k) * n);
       const auto bias = uniform(rng, n);
       Reference ref;
       ref.bound = gamma_f32(k + 1);
@@ -244,7 +245,10 @@ std::vector<OpsRow> compare_model_ops(ModelOps& a, ModelOps& b, std::uint64_t se
     const int vocab = 11, n_ctx = 9, d = 24, rows = 7;
     const auto wte = uniform(rng, vocab * d), wpe = uniform(rng, n_ctx * d);
     std::vector<int> tokens, pos;
-    for (int r = 0; r < rows; ++r) tokens.push_back(static_cast<int>(rng() % vocab)), pos.push_back(static_cast<int>(rng() % n_ctx));
+    for (int r = 0; r < rows; ++r) {
+      tokens.push_back(static_cast<int>(rng() % vocab));
+      pos.push_back(static_cast<int>(rng() % n_ctx));
+    }
     Reference ref;
     ref.bound = u;
     for (int r = 0; r < rows; ++r)
@@ -359,7 +363,8 @@ std::vector<OpsRow> compare_model_ops(ModelOps& a, ModelOps& b, std::uint64_t se
         for (int i = 0; i < 2; ++i) {
           auto dk = put(*ops[i], ap.k_new), dv = put(*ops[i], ap.v_new);
           const std::size_t esz = s == Storage::f32 ? 4 : 2;
-          auto kc = std::make_unique<Buf>(*ops[i], slots * kvw * esz), vc = std::make_unique<Buf>(*ops[i], slots * kvw * esz);
+          auto kc = std::make_unique<Buf>(*ops[i], slots * kvw * esz);
+          auto vc = std::make_unique<Buf>(*ops[i], slots * kvw * esz);
           ops[i]->poison(kc->as<void>(), kc->bytes()), ops[i]->poison(vc->as<void>(), vc->bytes());
           ops[i]->kv_append(dk->as(), dv->as(), kc->as<void>(), vc->as<void>(), c, kvw, s);
           got[i] = get_cache(*ops[i], *kc, slots * kvw, s);
