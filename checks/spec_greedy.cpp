@@ -26,6 +26,7 @@
 #include "core/rng.hpp"
 #include "model/gpt.hpp"
 #include "spec/monte_carlo.hpp"
+#include "support/device_model.hpp"
 #include "support/model_setup.hpp"
 #include "support/options.hpp"
 
@@ -88,7 +89,24 @@ Result run_impl(const SpecGreedyOptions& o, const RunContext& ctx, const spec::S
   } drafts[] = {{"small (1 layer, d 32)", &small},
                 {"target + noisy LM head", &near},
                 {"target itself", &target}};
+  // --device cuda: every model on the device (backend/device_gpt.hpp), each with its own cache,
+  // emptied before each run; the loop and the reference decode drive them as SequenceModels.
+  std::unique_ptr<kernels::ModelOps> ops;
+  std::vector<std::unique_ptr<gpu::DeviceGpt>> on_device;  // the target, then one per draft
+  if constexpr (std::is_same_v<T, float>) {
+    if (ctx.device == Device::cuda) {
+      ops = device_ops(ctx);
+      const gpu::DeviceCacheSpec spec{.max_ctx = kPromptLen + o.new_tokens + o.k};
+      on_device.push_back(std::make_unique<gpu::DeviceGpt>(target, *ops, spec));
+      for (const auto& d : drafts) on_device.push_back(std::make_unique<gpu::DeviceGpt>(*d.model, *ops, spec));
+    }
+  }
+  const auto empty_device = [](gpu::DeviceGpt& g) -> gpu::DeviceGpt& {
+    g.truncate(0, 0);
+    return g;
+  };
   for (const auto& d : drafts) {
+    const std::size_t di = static_cast<std::size_t>(&d - drafts) + 1;  // its device model
     std::int64_t differing = 0, invariant_breaks = 0, accepted = 0, evaluated = 0,
                  steps = 0, emitted = 0, bonus = 0;
     double sd = 0.0, st = 0.0;
@@ -97,10 +115,23 @@ Result run_impl(const SpecGreedyOptions& o, const RunContext& ctx, const spec::S
       const auto prompt = random_tokens(spec::derive_seed(ctx.seed, 100 + static_cast<std::uint64_t>(i)),
                                         kPromptLen, target.config().vocab_size);
       Rng rng(spec::derive_seed(ctx.seed, 200 + static_cast<std::uint64_t>(i)));
-      const auto ref = spec::autoregressive_decode(target, prompt, o.new_tokens, sc.target_sampler, rng);
+      std::vector<int> ref;
+      if constexpr (std::is_same_v<T, float>) {
+        if (!on_device.empty()) {
+          gpu::DeviceSequence t(empty_device(*on_device[0]));
+          ref = spec::autoregressive_decode<float>(t, prompt, o.new_tokens, sc.target_sampler, rng);
+        }
+      }
+      if (on_device.empty()) ref = spec::autoregressive_decode(target, prompt, o.new_tokens, sc.target_sampler, rng);
       spec::SpecRun run;
       try {
-        run = spec::speculative_decode(target, *d.model, prompt, sc, rng, faults);
+        if constexpr (std::is_same_v<T, float>) {
+          if (!on_device.empty()) {
+            gpu::DeviceSequence t(empty_device(*on_device[0])), dr(empty_device(*on_device[di]));
+            run = spec::speculative_decode<float>(t, dr, prompt, sc, rng, faults);
+          }
+        }
+        if (on_device.empty()) run = spec::speculative_decode(target, *d.model, prompt, sc, rng, faults);
       } catch (const spec::InvariantError& e) {
         ++invariant_breaks;
         if (first_break.empty()) first_break = e.what();
@@ -129,8 +160,11 @@ Result run_impl(const SpecGreedyOptions& o, const RunContext& ctx, const spec::S
     r.expect({fmt::format("tokens differing from target greedy, draft {}, {} prompts × {} tokens",
                           d.name, o.prompts, o.new_tokens),
               kSource, "tokens", 0.0, 0.0,
-              "exact: both sides take argmaxes of logits that kvlab's forwards compute in the same order "
-              "for 1 and K + 1 tokens (design.md, Numerics); any differing token fails",
+              ops ? "exact, as the claim says; on the device the 1-token and (K + 1)-token forwards are "
+                    "different cuBLAS products, so a near-tie between two logits could flip an argmax: a "
+                    "differing token there needs its logit margin read before the loop is blamed"
+                  : "exact: both sides take argmaxes of logits that kvlab's forwards compute in the same order "
+                    "for 1 and K + 1 tokens (design.md, Numerics); any differing token fails",
               static_cast<double>(differing), std::nullopt, ""});
     r.expect({fmt::format("runs whose cache invariant broke (length ≠ sequence − 1), draft {}", d.name),
               "000 §7.6", "runs", 0.0, 0.0, "exact: a count", static_cast<double>(invariant_breaks),
@@ -148,6 +182,7 @@ Result run_impl(const SpecGreedyOptions& o, const RunContext& ctx, const spec::S
   }
   r.tables.push_back(std::move(table));
   r.tables.push_back(std::move(timing));
+  if (ops) r.notes.push_back(device_note(*ops));
   if (!ctx.weights.empty())
     r.notes.push_back(pair_note(target.config(), small.config(), ctx) +
                       " (the 'small' draft is --draft-weights; the noisy one is the target's copy)");
@@ -210,6 +245,7 @@ class SpecGreedyCheck final : public Check {
         ->check(IntRange(1, kBlock));
     sub.add_option("--k", opts_.k, "Draft tokens per step (default 4)")->check(IntRange(1, 16));
   }
+  bool has_cuda() const override { return true; }
   Result run(const RunContext& ctx) override { return run_spec_greedy(opts_, ctx); }
 
  private:

@@ -50,3 +50,22 @@ timeout 120 "$kvlab" bench kernels --batch 1 --kv-ctx 256 --heads 8/2 --gemm-m 8
   python3 -c 'import json,sys; j=json.load(sys.stdin); assert "skipped" in j or (j["attention"] and j["copy"]["gb_per_s"] > 0)' \
   && echo "ok: bench kernels --format json parses" || { echo "FAIL: bench kernels --format json"; failures=$((failures + 1)); }
 expect_exit 2 bench kernels --heads 256/1 --head-dim 16
+
+# --device for the model checks. A check without a CUDA path, or with --dtype f64 on the device,
+# is refused on any machine (exit 2, naming the option).
+expect_usage_error device bidirectional --device cuda
+expect_exit 2 kv-invariance --device cuda --dtype f64
+expect_exit 2 kv-invariance --device gpu
+if timeout 120 "$kvlab" parity 2>&1 | head -1 | grep -q '^skipped'; then
+  # No GPU here: every check's --device cuda, and all --device cuda, is one clear refusal.
+  for c in kv-invariance incremental-vs-full paged-vs-contiguous greedy-generate spec-greedy; do
+    expect_usage_error device "$c" --device cuda
+  done
+  expect_usage_error device all --device cuda
+  expect_exit 0 kv-invariance --device auto   # auto falls back to the CPU
+else
+  # A GPU: the device paths run and hold (float32 tolerances).
+  for c in kv-invariance incremental-vs-full paged-vs-contiguous greedy-generate spec-greedy; do
+    expect_exit 0 "$c" --device cuda
+  done
+fi

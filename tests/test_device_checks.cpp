@@ -9,6 +9,7 @@
 #include "checks/incremental_vs_full.hpp"
 #include "checks/kv_invariance.hpp"
 #include "checks/paged_vs_contiguous.hpp"
+#include "checks/spec_greedy.hpp"
 
 using namespace kvlab;
 using namespace kvlab::checks;
@@ -62,4 +63,17 @@ TEST_CASE("device checks: greedy-generate on the device ops: cached = naive hone
   CHECK(ok.metric_value("differing_tokens") == 0.0);
   CHECK(mentions(ok, "device: host-f32"));
   CHECK_FALSE(run_greedy_generate({}, on_host_device({.append_wrong_slot = true})).passed());
+}
+
+TEST_CASE("device checks: spec-greedy on the device ops: = target greedy honest; fails when a device cache is not rolled back") {
+  // The reference (the target's own greedy decoding) runs on the same device, so a fault of the
+  // forward itself hits both sides alike: that is incremental-vs-full's to catch (above). What
+  // spec-greedy adds on the device is the rollback of the device caches (DeviceGpt::truncate).
+  SpecGreedyOptions o;
+  o.prompts = 2;
+  const Result ok = run_spec_greedy(o, on_host_device());
+  CHECK(ok.passed());
+  CHECK(mentions(ok, "device: host-f32"));
+  CHECK_FALSE(run_spec_greedy(o, on_host_device(), {.skip_target_truncate = true}).passed());
+  CHECK_FALSE(run_spec_greedy(o, on_host_device(), {.skip_draft_truncate = true}).passed());
 }

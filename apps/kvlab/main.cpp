@@ -83,9 +83,14 @@ kvlab::checks::RunContext resolve(const CommonFlags& f, const Check& check) {
   kvlab::checks::RunContext ctx;
   ctx.seed = static_cast<std::uint64_t>(f.seed);
   ctx.dtype = kvlab::parse_dtype(f.dtype);
-  ctx.device = kvlab::resolve_device(kvlab::parse_device(f.device), check.has_cuda(), check.name());
-  if (ctx.device == kvlab::Device::cuda) {  // the device computes in float32 (backend/device_gpt.hpp)
-    if (f.dtype_given && f.dtype == "f64")
+  // The device computes in float32 (backend/device_gpt.hpp): `--dtype f64` keeps `auto` on the CPU
+  // and is refused with `cuda`.
+  const auto request = kvlab::parse_device(f.device);
+  const bool wants_f64 = f.dtype_given && f.dtype == "f64";
+  const bool cuda_path = check.has_cuda() && !(request == kvlab::DeviceRequest::automatic && wants_f64);
+  ctx.device = kvlab::resolve_device(request, cuda_path, check.name());
+  if (ctx.device == kvlab::Device::cuda) {
+    if (wants_f64)
       throw kvlab::InputError("--dtype f64: the CUDA backend computes in float32; use --dtype f32 or --device cpu");
     ctx.dtype = kvlab::Dtype::f32;
   }

@@ -28,6 +28,7 @@
 #include "kernels/model_ops.hpp"
 #include "model/config.hpp"
 #include "model/gpt.hpp"
+#include "model/sequence_model.hpp"
 
 namespace kvlab::gpu {
 
@@ -105,6 +106,21 @@ class DeviceGpt {
   Buffer wte_, wpe_, lnf_g_, lnf_b_, w_lm_;
   std::vector<Layer> layers_;
   Buffer x_, h_, q_, k_, v_, att_, tmp_, m_, logits_;  // activations [rows_cap, ...]
+};
+
+/// Sequence `seq` of a DeviceGpt (not owned) as a SequenceModel: what the speculative loop and
+/// autoregressive_decode drive on the device.
+class DeviceSequence final : public SequenceModel<float> {
+ public:
+  explicit DeviceSequence(DeviceGpt& model, int seq = 0) : model_(model), seq_(seq) {}
+  const ModelConfig& config() const override { return model_.config(); }
+  Mat<float> forward(std::span<const int> tokens) override { return model_.forward(seq_, tokens); }
+  int length() const override { return model_.length(seq_); }
+  void truncate(int len) override { model_.truncate(seq_, len); }
+
+ private:
+  DeviceGpt& model_;
+  int seq_;
 };
 
 }  // namespace kvlab::gpu

@@ -98,9 +98,8 @@ double since(Clock::time_point t0) {
 }  // namespace
 
 template <class T>
-SpecRun speculative_decode(const MiniGPT<T>& target, const MiniGPT<T>& draft,
-                           std::span<const int> prompt, const SpecConfig& config, Rng& rng,
-                           const SpecFaults& faults) {
+SpecRun speculative_decode(SequenceModel<T>& target, SequenceModel<T>& draft, std::span<const int> prompt,
+                           const SpecConfig& config, Rng& rng, const SpecFaults& faults) {
   const int vocab = target.config().vocab_size;
   if (draft.config().vocab_size != vocab)
     throw InputError(fmt::format(
@@ -114,14 +113,13 @@ SpecRun speculative_decode(const MiniGPT<T>& target, const MiniGPT<T>& draft,
   validate_prompt(prompt, vocab, config.max_new_tokens, k,
                   std::min(target.config().block_size, draft.config().block_size));
 
-  const int max_len = static_cast<int>(prompt.size()) + config.max_new_tokens + k;
-  auto tc = target.make_cache(CacheKind::prealloc, max_len);
-  auto dc = draft.make_cache(CacheKind::prealloc, max_len);
+  if (target.length() != 0 || draft.length() != 0)
+    throw std::invalid_argument("speculative_decode: the target's and the draft's caches must start empty");
   std::vector<int> seq(prompt.begin(), prompt.end());
   if (seq.size() > 1) {  // prefill all but the last token, which is the first step's input
     const std::span<const int> head(seq.data(), seq.size() - 1);
-    target.forward(head, 0, *tc);
-    draft.forward(head, 0, *dc);
+    target.forward(head);
+    draft.forward(head);
   }
   SpecRun run;
   auto& st = run.stats;
@@ -134,17 +132,17 @@ SpecRun speculative_decode(const MiniGPT<T>& target, const MiniGPT<T>& draft,
   std::vector<std::size_t> drafts(static_cast<std::size_t>(k));
   while (seq.size() < goal) {
     const int base = static_cast<int>(seq.size()) - 1;
-    if (tc->length(0) != base || dc->length(0) != base)
+    if (target.length() != base || draft.length() != base)
       throw InvariantError(fmt::format(
           "speculative loop: at the top of step {} the caches hold {} (target) and {} (draft) "
           "positions for a sequence of {} tokens; the invariant is cache length = {}",
-          st.steps, tc->length(0), dc->length(0), seq.size(), base));
+          st.steps, target.length(), draft.length(), seq.size(), base));
     const int last = seq.back();
     // 1. Draft: feed last, d_1, ..., d_{K−1}; draw d_1 .. d_K.
     int cur = last;
     auto t0 = Clock::now();
     for (int i = 0; i < k; ++i) {
-      const Mat<T> lg = draft.forward(std::span<const int>(&cur, 1), dc->length(0), *dc);
+      const Mat<T> lg = draft.forward(std::span<const int>(&cur, 1));
       ++st.draft_forwards;
       const auto logits = row(lg, 0);
       auto q = process_logits(logits, config.draft_sampler);
@@ -159,7 +157,7 @@ SpecRun speculative_decode(const MiniGPT<T>& target, const MiniGPT<T>& draft,
     std::vector<int> tin{last};
     for (auto d : drafts) tin.push_back(static_cast<int>(d));
     t0 = Clock::now();
-    const Mat<T> tl = target.forward(tin, base, *tc);
+    const Mat<T> tl = target.forward(tin);
     ++st.target_forwards;
     st.seconds_target += since(t0);
     for (int i = 0; i <= k; ++i)
@@ -178,7 +176,7 @@ SpecRun speculative_decode(const MiniGPT<T>& target, const MiniGPT<T>& draft,
     st.evaluated += static_cast<std::int64_t>(out.accepted) + (out.bonus ? 0 : 1);
     st.emitted += static_cast<std::int64_t>(out.emitted()) - (dropped ? 1 : 0);
     if (dropped) {  // d_K is now the last token: it leaves the target cache, the draft never had it
-      tc->truncate(base + k);
+      target.truncate(base + k);
       continue;
     }
     // 4. Roll back to the accepted prefix: keep last + the accepted drafts; `next` is not cached.
@@ -189,13 +187,13 @@ SpecRun speculative_decode(const MiniGPT<T>& target, const MiniGPT<T>& draft,
       if (!faults.skip_bonus_feed) {
         const int dk = static_cast<int>(drafts[static_cast<std::size_t>(k) - 1]);
         t0 = Clock::now();
-        draft.forward(std::span<const int>(&dk, 1), dc->length(0), *dc);
+        draft.forward(std::span<const int>(&dk, 1));
         ++st.draft_forwards;
         st.seconds_draft += since(t0);
       }
     } else {
-      if (!faults.skip_draft_truncate) dc->truncate(keep);
-      if (!faults.skip_target_truncate) tc->truncate(keep);
+      if (!faults.skip_draft_truncate) draft.truncate(keep);
+      if (!faults.skip_target_truncate) target.truncate(keep);
     }
   }
   run.tokens.assign(seq.begin() + static_cast<std::ptrdiff_t>(prompt.size()),
@@ -204,24 +202,50 @@ SpecRun speculative_decode(const MiniGPT<T>& target, const MiniGPT<T>& draft,
 }
 
 template <class T>
-std::vector<int> autoregressive_decode(const MiniGPT<T>& model, std::span<const int> prompt,
-                                       int max_new_tokens, const SamplerConfig& sampler, Rng& rng) {
+SpecRun speculative_decode(const MiniGPT<T>& target, const MiniGPT<T>& draft, std::span<const int> prompt,
+                           const SpecConfig& config, Rng& rng, const SpecFaults& faults) {
+  // The cache holds prompt + max_new_tokens + K − 1 positions at most; bad sizes are refused by
+  // the loop's own checks, so the cache is only capped here (never allocated from a bad size).
+  const long long want = static_cast<long long>(prompt.size()) + config.max_new_tokens + config.k;
+  const int cap = std::min(target.config().block_size, draft.config().block_size) + 1;
+  const int max_len = static_cast<int>(std::clamp<long long>(want, 1, cap));
+  CpuSequenceModel<T> t(target, max_len), d(draft, max_len);
+  return speculative_decode<T>(t, d, prompt, config, rng, faults);
+}
+
+template <class T>
+std::vector<int> autoregressive_decode(SequenceModel<T>& model, std::span<const int> prompt, int max_new_tokens,
+                                       const SamplerConfig& sampler, Rng& rng) {
   validate_sampler("", sampler);
   validate_prompt(prompt, model.config().vocab_size, max_new_tokens, 0, model.config().block_size);
-  auto cache = model.make_cache(CacheKind::prealloc,
-                                static_cast<int>(prompt.size()) + max_new_tokens);
+  if (model.length() != 0) throw std::invalid_argument("autoregressive_decode: the cache must start empty");
   std::vector<int> out;
-  Mat<T> lg = model.forward(prompt, 0, *cache);
-  int pos = static_cast<int>(prompt.size());
+  Mat<T> lg = model.forward(prompt);
   for (int i = 0; i < max_new_tokens; ++i) {
     const auto d = process_logits(row(lg, lg.rows() - 1), sampler);
     const int tok = static_cast<int>(draw(d, sampler, rng));
     out.push_back(tok);
-    if (i + 1 < max_new_tokens) lg = model.forward(std::span<const int>(&tok, 1), pos++, *cache);
+    if (i + 1 < max_new_tokens) lg = model.forward(std::span<const int>(&tok, 1));
   }
   return out;
 }
 
+template <class T>
+std::vector<int> autoregressive_decode(const MiniGPT<T>& model, std::span<const int> prompt,
+                                       int max_new_tokens, const SamplerConfig& sampler, Rng& rng) {
+  const long long want = static_cast<long long>(prompt.size()) + max_new_tokens;
+  CpuSequenceModel<T> m(model, static_cast<int>(std::clamp<long long>(want, 1, model.config().block_size + 1)));
+  return autoregressive_decode<T>(m, prompt, max_new_tokens, sampler, rng);
+}
+
+template SpecRun speculative_decode<double>(SequenceModel<double>&, SequenceModel<double>&, std::span<const int>,
+                                            const SpecConfig&, Rng&, const SpecFaults&);
+template SpecRun speculative_decode<float>(SequenceModel<float>&, SequenceModel<float>&, std::span<const int>,
+                                           const SpecConfig&, Rng&, const SpecFaults&);
+template std::vector<int> autoregressive_decode<double>(SequenceModel<double>&, std::span<const int>, int,
+                                                        const SamplerConfig&, Rng&);
+template std::vector<int> autoregressive_decode<float>(SequenceModel<float>&, std::span<const int>, int,
+                                                       const SamplerConfig&, Rng&);
 template SpecRun speculative_decode<double>(const MiniGPT<double>&, const MiniGPT<double>&,
                                             std::span<const int>, const SpecConfig&, Rng&,
                                             const SpecFaults&);

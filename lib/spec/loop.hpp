@@ -22,6 +22,7 @@
 
 #include "core/rng.hpp"
 #include "model/gpt.hpp"
+#include "model/sequence_model.hpp"
 #include "spec/acceptance.hpp"
 
 namespace kvlab::spec {
@@ -118,10 +119,21 @@ SpecRun speculative_decode(const MiniGPT<T>& target, const MiniGPT<T>& draft,
                            std::span<const int> prompt, const SpecConfig& config, Rng& rng,
                            const SpecFaults& faults = {});
 
+/// The same loop on any model with its cache (model/sequence_model.hpp; e.g. the device's
+/// gpu::DeviceSequence). Both must start empty (std::invalid_argument otherwise) and hold
+/// prompt length + max_new_tokens + k positions. Same errors as above.
+template <class T>
+SpecRun speculative_decode(SequenceModel<T>& target, SequenceModel<T>& draft, std::span<const int> prompt,
+                           const SpecConfig& config, Rng& rng, const SpecFaults& faults = {});
+
 /// Plain autoregressive decoding from one model with its KV cache: n new tokens, each drawn from
 /// process_logits(last row, sampler) (greedy at temperature 0). Same input errors.
 template <class T>
 std::vector<int> autoregressive_decode(const MiniGPT<T>& model, std::span<const int> prompt,
                                        int max_new_tokens, const SamplerConfig& sampler, Rng& rng);
+/// The same on any model with its cache, which must start empty (std::invalid_argument).
+template <class T>
+std::vector<int> autoregressive_decode(SequenceModel<T>& model, std::span<const int> prompt, int max_new_tokens,
+                                       const SamplerConfig& sampler, Rng& rng);
 
 }  // namespace kvlab::spec
