@@ -3,7 +3,8 @@
 // calls into the forward pass; backend/host_ops is the float32 CPU twin the tests compare with
 // ("gpu model ops" in tests/test_gpu_model_ops.cpp).
 //
-//   memory      cudaMalloc / cudaFree / cudaMemcpyAsync / cudaMemsetAsync, all on one stream
+//   memory      cudaMalloc / cudaFree / cudaMemcpyAsync / cudaMemsetAsync, all on one stream;
+//               upload and download wait for their copy, the operations only queue
 //   linear      cuBLAS SGEMM (kernels/cublas_loader.cuh, dlopen'ed), default math mode (no TF32),
 //               then bias_add_kernel: y[r, j] += bias[j]
 //   embed       embed_kernel: one thread per (row, element), x = wte[token] (+ wpe[pos])
@@ -151,10 +152,14 @@ class CudaModelOps final : public ModelOps {
     allocations_.erase(it);                // ~DeviceBuffer: cudaFree
   }
 
+  /// Waits for its copy: the caller may reuse or free host_src on return. (From pageable memory
+  /// cudaMemcpyAsync only "may" stage the source before returning, CUDA Runtime API "API
+  /// synchronization behavior"; it already syncs the stream before such a copy, so the wait after
+  /// it costs the copy's own time.)
   void upload(void* dst, const void* host_src, std::size_t bytes) override {
-    // From pageable host memory cudaMemcpyAsync returns once the source is staged, so the caller
-    // may reuse host_src at once (CUDA Runtime API, "API synchronization behavior").
-    if (bytes > 0) KVLAB_CUDA_CHECK(cudaMemcpyAsync(dst, host_src, bytes, cudaMemcpyHostToDevice, stream_.get()));
+    if (bytes == 0) return;
+    KVLAB_CUDA_CHECK(cudaMemcpyAsync(dst, host_src, bytes, cudaMemcpyHostToDevice, stream_.get()));
+    synchronize();
   }
 
   void download(void* host_dst, const void* src, std::size_t bytes) override {
@@ -319,7 +324,8 @@ class CudaModelOps final : public ModelOps {
 
   /// Copies the host arrays, back to back, into the index scratch (grown as needed) and returns
   /// its device address. The copy is queued on the stream, so a kernel queued before it has read
-  /// the previous contents by the time they are overwritten.
+  /// the previous contents by the time they are overwritten; upload() waits for the copy, so
+  /// staging_ may be refilled by the next call.
   int* upload_ints(const std::vector<const std::vector<int>*>& parts) {
     std::size_t total = 0;
     for (const auto* v : parts) total += v->size();
