@@ -16,7 +16,8 @@
 //   kvlab perplexity --weights F   validation loss and perplexity of a weights file
 //   kvlab <check> [options]        one check; `kvlab <check> --help` explains it
 //
-// Exit status: 0 every claim held, 1 a claim did not hold, 2 bad usage or input, 3 internal error.
+// Exit status: 0 every claim held, 1 a claim did not hold, 2 bad usage or input (or a failed CUDA
+// call), 3 internal error.
 #include <cstdint>
 #include <deque>
 #include <fstream>
@@ -33,6 +34,7 @@
 
 #include "core/build_info.hpp"
 #include "core/error.hpp"
+#include "kernels/gpu_kernels.hpp"
 #include "report/plot.hpp"
 #include "report/writers.hpp"
 #include "cheatsheet_command.hpp"
@@ -229,8 +231,8 @@ int main(int argc, char** argv) {
       "kvlab: the claims of an LLM-inference course (KV cache, MQA/GQA, roofline, speculative\n"
       "decoding), each reproduced by a subcommand that prints the claim, its source, the expected\n"
       "value with its tolerance, what kvlab measured and the verdict.\n"
-      "Exit status: 0 every claim held, 1 a claim did not hold, 2 bad usage or input,\n"
-      "3 an internal error (a kvlab bug: please report it).",
+      "Exit status: 0 every claim held, 1 a claim did not hold, 2 bad usage or input (or a\n"
+      "failed CUDA call, named), 3 an internal error (a kvlab bug: please report it).",
       "kvlab"};
   app.require_subcommand(1);
   app.set_version_flag("--version", std::string("kvlab ") + kvlab::build_info()[0].second);
@@ -355,6 +357,9 @@ int main(int argc, char** argv) {
     return kExitUsage;
   } catch (const kvlab::PlotError& e) {
     std::cerr << "kvlab: " << e.what() << '\n';
+    return kExitUsage;
+  } catch (const kvlab::kernels::CudaError& e) {  // a failed CUDA call or a shape a kernel does not take
+    std::cerr << "kvlab: CUDA: " << e.what() << '\n';
     return kExitUsage;
   } catch (const std::bad_alloc&) {
     std::cerr << "kvlab: out of memory: the sizes asked for do not fit in this machine's memory; use smaller ones\n";
