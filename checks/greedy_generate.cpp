@@ -155,7 +155,11 @@ Result run_impl(const GreedyGenerateOptions& o, const RunContext& ctx, const Gre
                 .unit = "tokens",
                 .expected = 0,
                 .tolerance = 0,
-                .why = "token ids are integers: equal or not",
+                .why = ops ? "token ids are integers: equal or not. On the device the naive path's T-row and the cached "
+                             "path's 1-row products are different cuBLAS calls, so a near-tie between two logits "
+                             "could flip an argmax: a differing token there needs its logit margin read before the "
+                             "cache is blamed"
+                           : "token ids are integers: equal or not",
                 .measured = differing};
   e.document = "完全相同 (identical), 包括超过 block_size 之后";
   r.expect(e);
@@ -277,6 +281,7 @@ class GreedyGenerate final : public Check {
   bool uses_dtype() const override { return true; }
   bool uses_weights() const override { return true; }
   bool has_cuda() const override { return true; }
+  std::string cuda_gap(const RunContext& ctx) const override { return weights_device_gap(ctx); }
   Result run(const RunContext& ctx) override { return run_greedy_generate(opts_, ctx); }
 
  private:

@@ -287,6 +287,7 @@ class IncrementalVsFull final : public Check {
   bool uses_dtype() const override { return true; }
   bool uses_weights() const override { return true; }
   bool has_cuda() const override { return true; }
+  std::string cuda_gap(const RunContext&) const override { return "the MLA rows have no device path"; }
   Result run(const RunContext& ctx) override { return run_incremental_vs_full(opts_, ctx); }
 
  private:

@@ -212,6 +212,9 @@ class KvInvariance final : public Check {
   bool uses_dtype() const override { return true; }
   bool uses_weights() const override { return true; }
   bool has_cuda() const override { return true; }
+  std::string cuda_gap(const RunContext& ctx) const override {
+    return opts_.causal ? weights_device_gap(ctx) : "a bidirectional model has no KV cache on the device";
+  }
   Result run(const RunContext& ctx) override { return run_kv_invariance(opts_, ctx); }
 
  private:

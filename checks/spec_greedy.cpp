@@ -96,7 +96,8 @@ Result run_impl(const SpecGreedyOptions& o, const RunContext& ctx, const spec::S
   if constexpr (std::is_same_v<T, float>) {
     if (ctx.device == Device::cuda) {
       ops = device_ops(ctx);
-      const gpu::DeviceCacheSpec spec{.max_ctx = kPromptLen + o.new_tokens + o.k};
+      // The loop holds at most prompt + new tokens + K − 1 positions (the target after its last verify).
+      const gpu::DeviceCacheSpec spec{.max_ctx = kPromptLen + o.new_tokens + o.k - 1};
       on_device.push_back(std::make_unique<gpu::DeviceGpt>(target, *ops, spec));
       for (const auto& d : drafts) on_device.push_back(std::make_unique<gpu::DeviceGpt>(*d.model, *ops, spec));
     }
@@ -246,6 +247,7 @@ class SpecGreedyCheck final : public Check {
     sub.add_option("--k", opts_.k, "Draft tokens per step (default 4)")->check(IntRange(1, 16));
   }
   bool has_cuda() const override { return true; }
+  std::string cuda_gap(const RunContext& ctx) const override { return weights_device_gap(ctx, true); }
   Result run(const RunContext& ctx) override { return run_spec_greedy(opts_, ctx); }
 
  private:

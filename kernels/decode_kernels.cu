@@ -319,13 +319,8 @@ void launch_gelu(const float* x, float* y, std::size_t n, cudaStream_t stream) {
 }
 
 void check_attention_shape(int n_head, int n_kv_head, int head_dim) {
-  if (n_kv_head < 1 || n_head % n_kv_head != 0)
-    throw CudaError("decode attention: n_kv_head must divide n_head");
-  if (head_dim < 1 || head_dim > 256) throw CudaError("decode attention: head_dim must be in [1, 256]");
-  // Shared memory: q [G, hd] <= 32 KiB and scores [G, chunk >= 32] <= 16 KiB, 48 KiB in all.
-  if (n_head / n_kv_head > 128) throw CudaError("decode attention: n_head / n_kv_head must be at most 128");
-  if (n_head / n_kv_head * head_dim > 8192)
-    throw CudaError("decode attention: (n_head / n_kv_head) x head_dim must be at most 8192 (shared memory)");
+  if (const std::string problem = attention_shape_problem(n_head, n_kv_head, head_dim); !problem.empty())
+    throw CudaError("decode attention: " + problem);
 }
 
 void plan_attention(AttentionArgs& a, int max_len, int sm_count) {

@@ -130,6 +130,25 @@ inline AttentionPlan plan_attention_spans(int group, int n_kv_head, int batch, i
   return {chunk, (max_len + chunk - 1) / chunk};
 }
 
+/// Why the decode-attention kernel cannot take this shape ("" when it can): n_kv_head must divide
+/// n_head, head_dim <= 256 (8 registers x 32 lanes per K row), group = n_head / n_kv_head <= 128
+/// and group x head_dim <= 8192 (the group's queries in 32 KiB of shared memory, beside 16 KiB of
+/// scores). Plain C++, so that DeviceGpt refuses such a model before anything is launched.
+inline std::string attention_shape_problem(int n_head, int n_kv_head, int head_dim) {
+  if (n_kv_head < 1 || n_head < 1 || n_head % n_kv_head != 0) return "n_kv_head must divide n_head";
+  if (head_dim < 1 || head_dim > 256) return "head_dim must be in [1, 256] (got " + std::to_string(head_dim) + ")";
+  const int group = n_head / n_kv_head;
+  if (group > 128) return "n_head / n_kv_head must be at most 128 (got " + std::to_string(group) + ")";
+  if (group * head_dim > 8192)
+    return "(n_head / n_kv_head) x head_dim must be at most 8192 (shared memory; got " +
+           std::to_string(group * head_dim) + ")";
+  return "";
+}
+
+/// The most rows (query tokens) one decode-attention launch takes: its grid has one z-block per
+/// row and CUDA caps gridDim.z (and the combine kernel's gridDim.y) at 65535.
+inline constexpr int kMaxAttentionRows = 65535;
+
 // ---- kernels/decode_kernels.cu (defined only with KVLAB_HAVE_CUDA) -------------------------
 
 /// KV append into a contiguous or paged cache (poisoned with NaN first). Throws CudaError.

@@ -7,7 +7,8 @@
 //     tests run through the forward, the checks and deliberate faults (no GPU on CI).
 //
 // Pointers returned by alloc() belong to the ops object that made them: device addresses for
-// CUDA, host addresses for the CPU one. The forward never dereferences them; it passes them back.
+// CUDA, host addresses for the CPU one. The forward never dereferences them; it passes them back,
+// or an address inside the same allocation (upload, download and poison of one cache row).
 // Small index arrays (token ids, positions, block tables) travel as host vectors: an
 // implementation copies them to its memory itself.
 //
@@ -32,7 +33,9 @@ namespace kvlab::kernels {
 /// special case block_size = max_ctx, blocks_per_seq = 1, table[r] = the row's sequence.
 /// Attention is causal: row r attends to positions 0 .. pos[r] of its sequence.
 struct CacheRows {
-  bool paged = false;          ///< false: the contiguous special case above (implementations may use a contiguous kernel)
+  bool paged = false;          ///< false: the contiguous special case above. The table stays authoritative: a contiguous
+                               ///< kernel (slot = r * max_ctx + p) fits only when row r is sequence r (table[r] == r);
+                               ///< a prefill's rows all belong to one sequence
   int block_size = 16;         ///< positions per block (contiguous: max_ctx)
   int blocks_per_seq = 1;      ///< entries of one row of `table`
   int num_blocks = 1;          ///< blocks in the cache (contiguous: sequences); slots = num_blocks * block_size

@@ -4,12 +4,18 @@
 // path of each check is shown to bite before it ever meets a GPU.
 #include <doctest/doctest.h>
 
+#include <cstdio>
+#include <string>
+
+#include "backend/device_gpt.hpp"
 #include "backend/host_ops.hpp"
+#include "model/weights_io.hpp"
 #include "checks/greedy_generate.hpp"
 #include "checks/incremental_vs_full.hpp"
 #include "checks/kv_invariance.hpp"
 #include "checks/paged_vs_contiguous.hpp"
 #include "checks/spec_greedy.hpp"
+#include "support/check.hpp"
 
 using namespace kvlab;
 using namespace kvlab::checks;
@@ -76,4 +82,40 @@ TEST_CASE("device checks: spec-greedy on the device ops: = target greedy honest;
   CHECK(mentions(ok, "device: host-f32"));
   CHECK_FALSE(run_spec_greedy(o, on_host_device(), {.skip_target_truncate = true}).passed());
   CHECK_FALSE(run_spec_greedy(o, on_host_device(), {.skip_draft_truncate = true}).passed());
+  SpecGreedyOptions edge;  // prompt 5 + 56 + K 4 − 1 = 64 = block_size: the largest run the CPU path takes
+  edge.prompts = 1;
+  edge.new_tokens = 56;
+  CHECK(run_spec_greedy(edge, on_host_device()).passed());
+}
+
+TEST_CASE("device checks: cuda_gap keeps --device auto on the CPU where the device path leaves something out") {
+  const auto find = [](const std::string& name) {
+    for (auto& c : make_all_checks())
+      if (c->name() == name) return std::move(c);
+    FAIL("no check " << name);
+    return std::unique_ptr<Check>();
+  };
+  const RunContext plain;
+  CHECK(find("kv-invariance")->cuda_gap(plain).empty());
+  CHECK(find("greedy-generate")->cuda_gap(plain).empty());
+  CHECK(find("spec-greedy")->cuda_gap(plain).empty());
+  CHECK(find("incremental-vs-full")->cuda_gap(plain).find("MLA") != std::string::npos);
+  CHECK(find("paged-vs-contiguous")->cuda_gap(plain).find("audit") != std::string::npos);
+  for (auto& c : make_all_checks())  // a gap only where there is a device path
+    if (!c->has_cuda()) CHECK(c->cuda_gap(plain).empty());
+
+  // A --weights model the device cannot run: a sliding window; a head_dim above the kernel's 256.
+  ModelConfig window;
+  window.sliding_window = 8;
+  ModelConfig wide;
+  wide.n_head = 1, wide.n_kv_head = 1, wide.head_dim = 512;
+  for (const ModelConfig& c : {window, wide}) {
+    const std::string path = "device_gap_probe.safetensors";
+    save_gpt(MiniGPT<float>(c, 1), path);
+    RunContext ctx;
+    ctx.weights = path;
+    CHECK_FALSE(find("kv-invariance")->cuda_gap(ctx).empty());
+    CHECK_FALSE(gpu::device_gap(c).empty());
+    std::remove(path.c_str());
+  }
 }

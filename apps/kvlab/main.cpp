@@ -61,7 +61,7 @@ struct CommonFlags {
   std::int64_t seed = 1234;  // signed so that "-1" is rejected, not wrapped
   std::string dtype = "f64";
   std::string device = "auto";
-  bool dtype_given = false;  ///< --dtype was on the command line of this check (not of `all`)
+  bool dtype_given = false;  ///< --dtype was on the command line (of this check, or of `all`)
   std::string plot;          ///< --plot value ("" = no plot); only on checks with has_plot()
   std::string weights;       ///< --weights FILE ("" = seeded random model); only with uses_weights()
   std::string draft_weights; ///< --draft-weights FILE (the draft); only with uses_draft_weights()
@@ -85,19 +85,22 @@ kvlab::checks::RunContext resolve(const CommonFlags& f, const Check& check) {
   kvlab::checks::RunContext ctx;
   ctx.seed = static_cast<std::uint64_t>(f.seed);
   ctx.dtype = kvlab::parse_dtype(f.dtype);
-  // The device computes in float32 (backend/device_gpt.hpp): `--dtype f64` keeps `auto` on the CPU
-  // and is refused with `cuda`.
+  ctx.weights = f.weights;
+  ctx.draft_weights = f.draft_weights;
+  // `auto` takes the device only where a GPU is present and the check's device path covers this
+  // run: not with an explicit --dtype f64 (the device computes in float32, backend/device_gpt.hpp),
+  // nor where Check::cuda_gap names something the device path leaves out. `cuda` is as asked.
   const auto request = kvlab::parse_device(f.device);
   const bool wants_f64 = f.dtype_given && f.dtype == "f64";
-  const bool cuda_path = check.has_cuda() && !(request == kvlab::DeviceRequest::automatic && wants_f64);
+  bool cuda_path = check.has_cuda();
+  if (request == kvlab::DeviceRequest::automatic && cuda_path && !kvlab::cuda_devices().empty())
+    cuda_path = !wants_f64 && check.cuda_gap(ctx).empty();
   ctx.device = kvlab::resolve_device(request, cuda_path, check.name());
   if (ctx.device == kvlab::Device::cuda) {
     if (wants_f64)
       throw kvlab::InputError("--dtype f64: the CUDA backend computes in float32; use --dtype f32 or --device cpu");
     ctx.dtype = kvlab::Dtype::f32;
   }
-  ctx.weights = f.weights;
-  ctx.draft_weights = f.draft_weights;
   if (!f.weights.empty() && !check.weights_refusal().empty())
     throw kvlab::InputError("--weights: " + check.name() + " does not run on a weights file: " +
                             check.weights_refusal());
@@ -147,11 +150,15 @@ int run_all(const CommonFlags& flags, bool with_bench) {
   // `all --device cuda`: the checks with a CUDA path run on the GPU, the others on the CPU (each
   // says so); without a GPU it is refused once, here, like a single check's --device cuda.
   const bool cuda = kvlab::parse_device(flags.device) == kvlab::DeviceRequest::cuda;
+  const bool f64_asked = flags.dtype_given && flags.dtype == "f64";
   if (cuda) kvlab::resolve_device(kvlab::DeviceRequest::cuda, true, "all");
+  if (cuda && f64_asked)
+    throw kvlab::InputError("--dtype f64: the CUDA backend computes in float32; use --dtype f32 or --device cpu");
   std::vector<kvlab::Result> results;
   for (auto& check : kvlab::checks::make_all_checks()) {
     if (check->is_bench() && !with_bench) continue;  // benchmarks take minutes: `all --bench`
     CommonFlags own = flags;
+    own.dtype_given = f64_asked && check->uses_dtype();  // an explicit f64 keeps `auto` on the CPU
     if (cuda && !check->has_cuda()) own.device = "cpu";
     results.push_back(check->run(resolve(own, *check)));
     if (cuda && !check->has_cuda())
@@ -266,6 +273,7 @@ int main(int argc, char** argv) {
   CommonFlags all_flags;
   auto* all = app.add_subcommand("all", "Run every check with its defaults; ends 'N passed, M failed'");
   add_common_flags(*all, all_flags);
+  all->get_option("--dtype")->each([&all_flags](const std::string&) { all_flags.dtype_given = true; });
   bool all_bench = false;
   all->add_flag("--bench", all_bench, "Also run the benchmarks (cpu-roofline: about a minute)");
 

@@ -58,8 +58,13 @@ class Check {
   virtual std::string derivation() const { return {}; }
   /// Adds the check's own options to its subcommand.
   virtual void bind(OptionSet& /*sub*/) {}
-  /// Whether the check has a CUDA implementation (none does before the CUDA issue).
+  /// Whether the check has a CUDA implementation (`--device cuda`; support/device_model.hpp).
   virtual bool has_cuda() const { return false; }
+  /// With has_cuda(): what the device path would leave out or refuse for the bound options and
+  /// `ctx` (rows it has no device code for, a --weights model the device cannot run); "" when it
+  /// runs everything the CPU path would. Non-empty keeps `--device auto` on the CPU; `--device
+  /// cuda` runs the device path anyway and says what it left out.
+  virtual std::string cuda_gap(const RunContext& /*ctx*/) const { return ""; }
   /// Whether the check's Result carries plots (it sweeps a parameter): the front end then offers
   /// `--plot FILE.svg|term` (report/plot.hpp).
   virtual bool has_plot() const { return false; }

@@ -12,6 +12,7 @@
 
 #include "backend/cuda_entry.hpp"
 #include "backend/device_gpt.hpp"
+#include "model/weights_io.hpp"
 #include "support/check.hpp"
 
 namespace kvlab::checks {
@@ -20,6 +21,20 @@ namespace kvlab::checks {
 /// otherwise the CUDA device's. Throws InputError without a CUDA build, CudaError on a device failure.
 inline std::unique_ptr<kernels::ModelOps> device_ops(const RunContext& ctx) {
   return ctx.device_ops ? ctx.device_ops() : gpu::make_model_ops();
+}
+
+/// What keeps a --weights run (target, and draft when `with_draft`) off the device: the file's
+/// config as gpu::device_gap sees it ("" for no file, or one the device runs). Reads only the
+/// files' headers; a bad file is reported by the run itself, so it gives "" here.
+inline std::string weights_device_gap(const RunContext& ctx, bool with_draft = false) {
+  try {
+    for (const std::string* path : {&ctx.weights, with_draft ? &ctx.draft_weights : nullptr}) {
+      if (!path || path->empty()) continue;
+      if (const std::string gap = gpu::device_gap(read_weights_config(*path)); !gap.empty()) return *path + ": " + gap;
+    }
+  } catch (const std::exception&) {
+  }
+  return "";
 }
 
 /// max |a − b| over every element, NaN when either holds a NaN: the device's buffers start as NaN
@@ -34,7 +49,8 @@ inline double worst(double a, double b) { return std::isnan(a) || std::isnan(b) 
 /// The note line of a check that ran on the device.
 inline std::string device_note(const kernels::ModelOps& ops) {
   const bool gpu = ops.name().starts_with("cuda");
-  return fmt::format("device: {} ({}), float32 compute, float32 KV cache; tolerances are the float32 ones", ops.name(),
+  return fmt::format("device: {} ({}), float32 compute, float32 KV cache; tolerances that are not exact are "
+                     "float32 ones", ops.name(),
                      gpu ? "kvlab's kernels, cuBLAS SGEMM" : "the CPU stand-in of the device operations, not a GPU");
 }
 

@@ -14,7 +14,7 @@ namespace kvlab::gpu {
 
 namespace {
 
-constexpr int kMaxSize = 1 << 20;
+constexpr int kMaxSize = kernels::kMaxAttentionRows;  // a prefill of max_ctx tokens is max_ctx attention rows
 
 std::size_t storage_bytes(kernels::Storage s) { return s == kernels::Storage::f32 ? 4 : 2; }
 
@@ -31,11 +31,18 @@ std::size_t device_cache_layer_bytes(const ModelConfig& c, const DeviceCacheSpec
          storage_bytes(spec.storage);
 }
 
+std::string device_gap(const ModelConfig& c) {
+  if (c.sliding_window != 0) return "sliding-window models do not run on the device";
+  if (c.cla_share != 1) return "cross-layer attention (CLA) does not run on the device";
+  if (!c.causal) return "only causal models run on the device (a bidirectional model has no KV cache)";
+  if (const std::string p = kernels::attention_shape_problem(c.n_head, c.n_kv_head, c.head_dim); !p.empty())
+    return "the decode-attention kernel's limit: " + p;
+  return "";
+}
+
 DeviceGpt::DeviceGpt(const MiniGPT<float>& model, kernels::ModelOps& ops, const DeviceCacheSpec& spec)
     : c_(model.config()), ops_(ops), spec_(spec) {
-  require(c_.sliding_window == 0, "--device cuda: sliding-window models are not supported on the device (use --device cpu)");
-  require(c_.cla_share == 1, "--device cuda: cross-layer attention (CLA) is not supported on the device (use --device cpu)");
-  require(c_.causal, "--device cuda: only causal models have a KV cache to run on the device");
+  if (const std::string gap = device_gap(c_); !gap.empty()) throw InputError("--device cuda: " + gap + "; use --device cpu");
   require(spec.batch >= 1 && spec.batch <= kMaxSize, fmt::format("device cache: batch must be in [1, {}]", kMaxSize));
   require(spec.max_ctx >= 1 && spec.max_ctx <= kMaxSize, fmt::format("device cache: max_ctx must be in [1, {}]", kMaxSize));
   require(!spec.paged || (spec.block_size >= 1 && spec.block_size <= kMaxSize),
@@ -117,7 +124,22 @@ void DeviceGpt::truncate(int seq, int len) {
   check_seq(seq, "truncate");
   int& n = lengths_[static_cast<std::size_t>(seq)];
   require(len >= 0 && len <= n, fmt::format("truncate: length {} outside [0, {}]", len, n));
+  // The dropped positions become NaN again, so that a kernel that read past the length after a
+  // rollback would show in the logits rather than reuse a rejected draft's K/V.
+  const std::size_t row_bytes = static_cast<std::size_t>(kv_w_) * storage_bytes(spec_.storage);
+  for (int p = len; p < n; ++p) {
+    const std::size_t offset = slot_of(seq, p) * row_bytes;
+    for (const Layer& L : layers_) {
+      ops_.poison(static_cast<unsigned char*>(L.k_cache.p) + offset, row_bytes);
+      ops_.poison(static_cast<unsigned char*>(L.v_cache.p) + offset, row_bytes);
+    }
+  }
   n = len;
+}
+
+std::size_t DeviceGpt::slot_of(int seq, int pos) const {
+  const int block = table_[static_cast<std::size_t>(seq) * blocks_per_seq_ + pos / block_size_];
+  return static_cast<std::size_t>(block) * block_size_ + pos % block_size_;
 }
 
 kernels::CacheRows DeviceGpt::rows_for(const std::vector<int>& seqs, const std::vector<int>& pos) const {
@@ -202,12 +224,10 @@ Mat<float> DeviceGpt::cached(int layer, int seq, bool values) const {
   const std::size_t es = storage_bytes(spec_.storage), row_bytes = static_cast<std::size_t>(kv_w_) * es;
   const int len = lengths_[static_cast<std::size_t>(seq)];
   std::vector<unsigned char> raw(static_cast<std::size_t>(len) * row_bytes);
-  for (int p = 0; p < len; ++p) {  // one row per position, through the block table
-    const int block = table_[static_cast<std::size_t>(seq) * blocks_per_seq_ + p / block_size_];
-    const std::size_t slot = static_cast<std::size_t>(block) * block_size_ + p % block_size_;
-    ops_.download(raw.data() + p * row_bytes, static_cast<const unsigned char*>(values ? L.v_cache.p : L.k_cache.p) +
-                                                  slot * row_bytes, row_bytes);
-  }
+  for (int p = 0; p < len; ++p)  // one row per position, through the block table
+    ops_.download(raw.data() + p * row_bytes,
+                  static_cast<const unsigned char*>(values ? L.v_cache.p : L.k_cache.p) + slot_of(seq, p) * row_bytes,
+                  row_bytes);
   Mat<float> out(len, kv_w_);
   for (std::size_t i = 0; i < static_cast<std::size_t>(out.size()); ++i) {
     if (spec_.storage == kernels::Storage::f32) {

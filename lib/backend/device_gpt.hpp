@@ -42,6 +42,11 @@ struct DeviceCacheSpec {
   std::uint64_t seed = 0;    ///< paged: the order in which the pool's blocks are handed out
 };
 
+/// Why a model of config `c` cannot run as a DeviceGpt ("" when it can): a sliding window, CLA, a
+/// bidirectional mask, or a head shape the decode-attention kernel does not take
+/// (kernels::attention_shape_problem). The checks ask it to keep `--device auto` on the CPU.
+std::string device_gap(const ModelConfig& c);
+
 /// Bytes of one of K or V for one layer under `spec`: slots x n_kv_head x head_dim x 4 (f32) or 2 (bf16).
 std::size_t device_cache_layer_bytes(const ModelConfig& c, const DeviceCacheSpec& spec);
 
@@ -63,8 +68,8 @@ class DeviceGpt {
   /// One decode step: tokens[b] at position length(b) for b in 0 .. B-1, B = tokens.size() <=
   /// batch; logits [B, vocab]. Same errors as forward.
   Mat<float> decode(std::span<const int> tokens);
-  /// Forgets positions len .. of sequence seq (speculative decoding's rollback); the slots are
-  /// rewritten by the next forward. Throws InputError for len outside [0, length(seq)].
+  /// Forgets positions len .. of sequence seq (speculative decoding's rollback): their slots are
+  /// poisoned with NaN again and rewritten by the next forward. Throws InputError for len outside [0, length(seq)].
   void truncate(int seq, int len);
   int length(int seq) const;
 
@@ -93,6 +98,7 @@ class DeviceGpt {
   kernels::CacheRows rows_for(const std::vector<int>& seqs, const std::vector<int>& pos) const;
   Mat<float> run(const std::vector<int>& tokens, const kernels::CacheRows& rows);
   Mat<float> cached(int layer, int seq, bool values) const;
+  std::size_t slot_of(int seq, int pos) const;  ///< the cache slot of sequence seq's position pos
   void check_seq(int seq, const char* what) const;
 
   ModelConfig c_;

@@ -95,23 +95,28 @@ double since(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
 }
 
+/// Every input check of speculative_decode, before anything is allocated or computed.
+void validate_spec(const ModelConfig& target, const ModelConfig& draft, std::span<const int> prompt,
+                   const SpecConfig& config) {
+  const int vocab = target.vocab_size;
+  if (draft.vocab_size != vocab)
+    throw InputError(fmt::format(
+        "vocab_size: the draft's vocabulary ({}) differs from the target's ({}); speculative "
+        "decoding needs one shared vocabulary",
+        draft.vocab_size, vocab));
+  if (config.k < 1) throw InputError(fmt::format("k: must be >= 1 (got {})", config.k));
+  validate_sampler("target ", config.target_sampler);
+  validate_sampler("draft ", config.draft_sampler);
+  validate_prompt(prompt, vocab, config.max_new_tokens, config.k, std::min(target.block_size, draft.block_size));
+}
+
 }  // namespace
 
 template <class T>
 SpecRun speculative_decode(SequenceModel<T>& target, SequenceModel<T>& draft, std::span<const int> prompt,
                            const SpecConfig& config, Rng& rng, const SpecFaults& faults) {
-  const int vocab = target.config().vocab_size;
-  if (draft.config().vocab_size != vocab)
-    throw InputError(fmt::format(
-        "vocab_size: the draft's vocabulary ({}) differs from the target's ({}); speculative "
-        "decoding needs one shared vocabulary",
-        draft.config().vocab_size, vocab));
-  if (config.k < 1) throw InputError(fmt::format("k: must be >= 1 (got {})", config.k));
-  validate_sampler("target ", config.target_sampler);
-  validate_sampler("draft ", config.draft_sampler);
+  validate_spec(target.config(), draft.config(), prompt, config);
   const int k = config.k;
-  validate_prompt(prompt, vocab, config.max_new_tokens, k,
-                  std::min(target.config().block_size, draft.config().block_size));
 
   if (target.length() != 0 || draft.length() != 0)
     throw std::invalid_argument("speculative_decode: the target's and the draft's caches must start empty");
@@ -204,11 +209,8 @@ SpecRun speculative_decode(SequenceModel<T>& target, SequenceModel<T>& draft, st
 template <class T>
 SpecRun speculative_decode(const MiniGPT<T>& target, const MiniGPT<T>& draft, std::span<const int> prompt,
                            const SpecConfig& config, Rng& rng, const SpecFaults& faults) {
-  // The cache holds prompt + max_new_tokens + K − 1 positions at most; bad sizes are refused by
-  // the loop's own checks, so the cache is only capped here (never allocated from a bad size).
-  const long long want = static_cast<long long>(prompt.size()) + config.max_new_tokens + config.k;
-  const int cap = std::min(target.config().block_size, draft.config().block_size) + 1;
-  const int max_len = static_cast<int>(std::clamp<long long>(want, 1, cap));
+  validate_spec(target.config(), draft.config(), prompt, config);  // before the caches are allocated
+  const int max_len = static_cast<int>(prompt.size()) + config.max_new_tokens + config.k;
   CpuSequenceModel<T> t(target, max_len), d(draft, max_len);
   return speculative_decode<T>(t, d, prompt, config, rng, faults);
 }
@@ -233,8 +235,9 @@ std::vector<int> autoregressive_decode(SequenceModel<T>& model, std::span<const 
 template <class T>
 std::vector<int> autoregressive_decode(const MiniGPT<T>& model, std::span<const int> prompt,
                                        int max_new_tokens, const SamplerConfig& sampler, Rng& rng) {
-  const long long want = static_cast<long long>(prompt.size()) + max_new_tokens;
-  CpuSequenceModel<T> m(model, static_cast<int>(std::clamp<long long>(want, 1, model.config().block_size + 1)));
+  validate_sampler("", sampler);  // before the cache is allocated
+  validate_prompt(prompt, model.config().vocab_size, max_new_tokens, 0, model.config().block_size);
+  CpuSequenceModel<T> m(model, static_cast<int>(prompt.size()) + max_new_tokens);
   return autoregressive_decode<T>(m, prompt, max_new_tokens, sampler, rng);
 }
 
