@@ -50,6 +50,50 @@ constexpr Variant kVariants[] = {
     {"rope", 2, false, "— (issue 5: RoPE at the true position on decode)", true},
 };
 
+// The rows a run has: the five seeded variants, or the --weights file's model prefilled at once
+// and in chunks.
+std::vector<Variant> variants_for(const RunContext& ctx) {
+  if (!ctx.weights.empty()) return {{"weights", 0, false, "— (--weights)"}, {"weights_chunked", 0, true, "— (--weights)"}};
+  return {std::begin(kVariants), std::end(kVariants)};
+}
+
+// The model of variant v (or of the --weights file), with the shape the claim needs.
+template <class T>
+MiniGPT<T> variant_model(const Variant& v, int total, const RunContext& ctx) {
+  ModelConfig base;
+  base.n_kv_head = v.kv_heads;
+  base.block_size = std::max(64, total);
+  if (v.rope) base.positional = Positional::rope;
+  return check_model<T>(
+      base, ctx, "incremental-vs-full",
+      {{"causal", [](const ModelConfig& c) { return c.causal; }, "true (a bidirectional model has no KV cache)"},
+       {"block_size", [total](const ModelConfig& c) { return c.positional == Positional::rope || c.block_size >= total; },
+        fmt::format(">= --prefill + --decode = {} with learned positions", total)}});
+}
+
+// One variant's expectation, metric and table row: max |Δlogits| `diff` against the rounding bound
+// of `dtype` for the model `cfg`, scaled by max(1, max_logit). `where`: "" or " on the device".
+void record_variant(const Variant& v, const IncrementalOptions& o, const ModelConfig& cfg, Dtype dtype,
+                    const std::string& where, double diff, double max_logit, Result& r, Table& detail) {
+  const double scale = std::max(1.0, max_logit);
+  const double bound = rounding_bound(cfg, dtype, scale);
+  Expectation e{.quantity = fmt::format("max |Δlogits| {}{}{}", v.name,
+                                        v.chunked ? fmt::format(" (prefill in chunks of {})", *o.chunk) : "", where),
+                .source = v.chunked ? "004 §3.3, §3.5" : v.rope ? "004 §1.3, §1.6; 000 §4.4.1" : "004 §1.3 (group 2)",
+                .unit = "",
+                .expected = 0,
+                .tolerance = bound,
+                .why = fmt::format("rounding: 2·n·u·max|logit|, n = {} summed terms, u = {:.2g} ({}{})",
+                                   reduction_length(cfg), unit_roundoff(dtype), dtype_name(dtype), where),
+                .measured = diff};
+  e.document = v.course;
+  r.expect(e);
+  r.metric(std::string("max_abs_diff_") + v.name, diff);
+  detail.rows.push_back({std::string(v.name), std::int64_t{cfg.n_kv_head},
+                         v.chunked ? fmt::format("{} in chunks of {}", o.prefill, *o.chunk) : std::to_string(o.prefill),
+                         std::int64_t{o.decode}, diff, scale, bound});
+}
+
 // The MLA mini-GPT (model/mla.hpp): prefill, then decode one token at a time through its
 // LatentCache (c_KV and k_R only), against one full forward on the same path.
 template <class T>
@@ -94,19 +138,9 @@ Result run_impl(const IncrementalOptions& o, const RunContext& ctx, const CacheM
   Result r;
   Table detail{"max |Δlogits|, cached vs one full forward",
                {"variant", "KV heads", "prefill", "decode steps", "max |Δlogits|", "scale max(1, |logit|)", "bound"}, {}};
-  std::vector<Variant> variants(std::begin(kVariants), std::end(kVariants));
-  if (!ctx.weights.empty())  // the file's model, prefilled at once and in chunks
-    variants = {{"weights", 0, false, "— (--weights)"}, {"weights_chunked", 0, true, "— (--weights)"}};
+  const std::vector<Variant> variants = variants_for(ctx);
   for (const Variant& v : variants) {
-    ModelConfig base;
-    base.n_kv_head = v.kv_heads;
-    base.block_size = std::max(64, total);
-    if (v.rope) base.positional = Positional::rope;
-    const MiniGPT<T> model = check_model<T>(
-        base, ctx, "incremental-vs-full",
-        {{"causal", [](const ModelConfig& c) { return c.causal; }, "true (a bidirectional model has no KV cache)"},
-         {"block_size", [total](const ModelConfig& c) { return c.positional == Positional::rope || c.block_size >= total; },
-          fmt::format(">= --prefill + --decode = {} with learned positions", total)}});
+    const MiniGPT<T> model = variant_model<T>(v, total, ctx);
     const ModelConfig& cfg = model.config();
     const auto ids = random_tokens(ctx.seed + 1, total, cfg.vocab_size);
 
@@ -125,24 +159,8 @@ Result run_impl(const IncrementalOptions& o, const RunContext& ctx, const CacheM
     for (; pos < total; ++pos)  // decode: one token at a time, at its true position (004 §3.2)
       incremental.row(pos) = model.forward(std::span(ids).subspan(pos, 1), pos, *cache);
 
-    const double diff = static_cast<double>((incremental - full).cwiseAbs().maxCoeff());
-    const double scale = std::max(1.0, static_cast<double>(full.cwiseAbs().maxCoeff()));
-    const double bound = rounding_bound(cfg, ctx.dtype, scale);
-    Expectation e{.quantity = fmt::format("max |Δlogits| {}{}", v.name,
-                                          v.chunked ? fmt::format(" (prefill in chunks of {})", *o.chunk) : ""),
-                  .source = v.chunked ? "004 §3.3, §3.5" : v.rope ? "004 §1.3, §1.6; 000 §4.4.1" : "004 §1.3 (group 2)",
-                  .unit = "",
-                  .expected = 0,
-                  .tolerance = bound,
-                  .why = fmt::format("rounding: 2·n·u·max|logit|, n = {} summed terms, u = {:.2g} ({})",
-                                     reduction_length(cfg), unit_roundoff(ctx.dtype), dtype_name(ctx.dtype)),
-                  .measured = diff};
-    e.document = v.course;
-    r.expect(e);
-    r.metric(std::string("max_abs_diff_") + v.name, diff);
-    detail.rows.push_back({std::string(v.name), std::int64_t{cfg.n_kv_head},
-                           v.chunked ? fmt::format("{} in chunks of {}", o.prefill, *o.chunk) : std::to_string(o.prefill),
-                           std::int64_t{o.decode}, diff, scale, bound});
+    record_variant(v, o, cfg, ctx.dtype, "", static_cast<double>((incremental - full).cwiseAbs().maxCoeff()),
+                   static_cast<double>(full.cwiseAbs().maxCoeff()), r, detail);
   }
   mla_rows<T>(o, ctx, r, detail);
   r.tables.push_back(std::move(detail));
@@ -166,19 +184,10 @@ Result run_device(const IncrementalOptions& o, const RunContext& ctx) {
   Result r;
   Table detail{"max |Δlogits| on the device, cached vs one full forward",
                {"variant", "KV heads", "prefill", "decode steps", "max |Δlogits|", "scale max(1, |logit|)", "bound"}, {}};
-  std::vector<Variant> variants(std::begin(kVariants), std::end(kVariants));
-  if (!ctx.weights.empty()) variants = {{"weights", 0, false, "— (--weights)"}, {"weights_chunked", 0, true, "— (--weights)"}};
+  const std::vector<Variant> variants = variants_for(ctx);
   const auto ops = device_ops(ctx);
   for (const Variant& v : variants) {
-    ModelConfig base;
-    base.n_kv_head = v.kv_heads;
-    base.block_size = std::max(64, total);
-    if (v.rope) base.positional = Positional::rope;
-    const MiniGPT<float> model = check_model<float>(
-        base, ctx, "incremental-vs-full",
-        {{"causal", [](const ModelConfig& c) { return c.causal; }, "true (a bidirectional model has no KV cache)"},
-         {"block_size", [total](const ModelConfig& c) { return c.positional == Positional::rope || c.block_size >= total; },
-          fmt::format(">= --prefill + --decode = {} with learned positions", total)}});
+    const MiniGPT<float> model = variant_model<float>(v, total, ctx);
     const ModelConfig& cfg = model.config();
     const auto ids = random_tokens(ctx.seed + 1, total, cfg.vocab_size);
     gpu::DeviceGpt full_model(model, *ops, {.max_ctx = total});
@@ -191,22 +200,8 @@ Result run_device(const IncrementalOptions& o, const RunContext& ctx) {
       incremental.middleRows(pos, n) = cached.forward(0, std::span(ids).subspan(static_cast<std::size_t>(pos), n));
       pos += n;
     }
-    const double diff = max_abs_diff(incremental, full);
-    const double scale = std::max(1.0, static_cast<double>(full.cwiseAbs().maxCoeff()));
-    const double bound = rounding_bound(cfg, Dtype::f32, scale);
-    Expectation e{.quantity = fmt::format("max |Δlogits| {}{} on the device", v.name,
-                                          v.chunked ? fmt::format(" (prefill in chunks of {})", *o.chunk) : ""),
-                  .source = v.chunked ? "004 §3.3, §3.5" : v.rope ? "004 §1.3, §1.6; 000 §4.4.1" : "004 §1.3 (group 2)",
-                  .unit = "", .expected = 0, .tolerance = bound,
-                  .why = fmt::format("rounding: 2·n·u·max|logit|, n = {} summed terms, u = {:.2g} (float32 on the device)",
-                                     reduction_length(cfg), unit_roundoff(Dtype::f32)),
-                  .measured = diff};
-    e.document = v.course;
-    r.expect(e);
-    r.metric(std::string("max_abs_diff_") + v.name, diff);
-    detail.rows.push_back({std::string(v.name), std::int64_t{cfg.n_kv_head},
-                           v.chunked ? fmt::format("{} in chunks of {}", o.prefill, *o.chunk) : std::to_string(o.prefill),
-                           std::int64_t{o.decode}, diff, scale, bound});
+    record_variant(v, o, cfg, Dtype::f32, " on the device", max_abs_diff(incremental, full),
+                   static_cast<double>(full.cwiseAbs().maxCoeff()), r, detail);
   }
   r.tables.push_back(std::move(detail));
   r.notes.push_back(ctx.weights.empty() ? fmt::format("mini-GPT: 2 layers, d_model 64, 8 query heads, learned positions "

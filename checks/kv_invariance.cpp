@@ -27,8 +27,9 @@ namespace {
 constexpr int kMaxTokens = 512;
 constexpr int kMaxLayers = 12;
 
+// The model of the options (or of the --weights file), with room for --tokens + 1 positions.
 template <class T>
-Result run_impl(const KvInvarianceOptions& o, const RunContext& ctx) {
+MiniGPT<T> invariance_model(const KvInvarianceOptions& o, const RunContext& ctx) {
   ModelConfig base;
   base.n_layer = o.layers;
   base.n_kv_head = o.kv_heads;
@@ -36,10 +37,15 @@ Result run_impl(const KvInvarianceOptions& o, const RunContext& ctx) {
   base.positional = parse_positional(o.positional);
   base.causal = o.causal;
   const int need = o.tokens + 1;
-  const MiniGPT<T> model = check_model<T>(
+  return check_model<T>(
       base, ctx, "kv-invariance",
       {{"block_size", [need](const ModelConfig& c) { return c.positional == Positional::rope || c.block_size >= need; },
         fmt::format(">= --tokens + 1 = {} with learned positions", need)}});
+}
+
+template <class T>
+Result run_impl(const KvInvarianceOptions& o, const RunContext& ctx) {
+  const MiniGPT<T> model = invariance_model<T>(o, ctx);
   const ModelConfig& cfg = model.config();
   const auto ids = random_tokens(ctx.seed + 1, o.tokens + 1, cfg.vocab_size);
 
@@ -91,16 +97,7 @@ Result run_impl(const KvInvarianceOptions& o, const RunContext& ctx) {
 // the cache itself: the device cache's rows 0..n-1 before and after token n is appended.
 Result run_device(const KvInvarianceOptions& o, const RunContext& ctx) {
   if (!o.causal) throw InputError("--device cuda: the device runs causal models only; use --device cpu");
-  ModelConfig base;
-  base.n_layer = o.layers;
-  base.n_kv_head = o.kv_heads;
-  base.block_size = std::max(64, o.tokens + 1);
-  base.positional = parse_positional(o.positional);
-  const int need = o.tokens + 1;
-  const MiniGPT<float> model = check_model<float>(
-      base, ctx, "kv-invariance",
-      {{"block_size", [need](const ModelConfig& c) { return c.positional == Positional::rope || c.block_size >= need; },
-        fmt::format(">= --tokens + 1 = {} with learned positions", need)}});
+  const MiniGPT<float> model = invariance_model<float>(o, ctx);
   const ModelConfig& cfg = model.config();
   const auto ids = random_tokens(ctx.seed + 1, o.tokens + 1, cfg.vocab_size);
   const auto ops = device_ops(ctx);

@@ -31,6 +31,26 @@ namespace {
 constexpr int kMaxTokens = 256;
 constexpr int kMaxBlockSize = 1024;
 
+// The model both caches serve (seeded, or the --weights file), with the shape the claim needs.
+template <class T>
+MiniGPT<T> pool_model(const PagedVsContiguousOptions& o, const RunContext& ctx) {
+  const int total = o.prefill + o.decode;
+  ModelConfig base;
+  base.n_kv_head = o.kv_heads;
+  base.block_size = std::max(64, total);
+  return check_model<T>(
+      base, ctx, "paged-vs-contiguous",
+      {{"causal", [](const ModelConfig& c) { return c.causal; }, "true (a bidirectional model has no KV cache)"},
+       {"sliding_window", [](const ModelConfig& c) { return c.sliding_window == 0; }, "0 (the pool keeps every position)"},
+       {"block_size", [total](const ModelConfig& c) { return c.positional == Positional::rope || c.block_size >= total; },
+        fmt::format(">= --prefill + --decode = {} with learned positions", total)}});
+}
+
+// The two sequences (different prompts) that share the pool.
+std::vector<std::vector<int>> two_sequences(const ModelConfig& cfg, int total, const RunContext& ctx) {
+  return {random_tokens(ctx.seed + 1, total, cfg.vocab_size), random_tokens(ctx.seed + 2, total, cfg.vocab_size)};
+}
+
 // Logits [prefill + decode, vocab] of `ids`: prefill at once, then one token at a time.
 template <class T>
 void step(const MiniGPT<T>& model, std::span<const int> ids, int pos, int n, KVCache<T>& cache, Mat<T>& out) {
@@ -40,18 +60,9 @@ void step(const MiniGPT<T>& model, std::span<const int> ids, int pos, int n, KVC
 template <class T>
 Result run_impl(const PagedVsContiguousOptions& o, const RunContext& ctx, const PagedFaults& faults) {
   const int total = o.prefill + o.decode;
-  ModelConfig base;
-  base.n_kv_head = o.kv_heads;
-  base.block_size = std::max(64, total);
-  const MiniGPT<T> model = check_model<T>(
-      base, ctx, "paged-vs-contiguous",
-      {{"causal", [](const ModelConfig& c) { return c.causal; }, "true (a bidirectional model has no KV cache)"},
-       {"sliding_window", [](const ModelConfig& c) { return c.sliding_window == 0; }, "0 (the pool keeps every position)"},
-       {"block_size", [total](const ModelConfig& c) { return c.positional == Positional::rope || c.block_size >= total; },
-        fmt::format(">= --prefill + --decode = {} with learned positions", total)}});
+  const MiniGPT<T> model = pool_model<T>(o, ctx);
   const ModelConfig& cfg = model.config();
-  const std::vector<std::vector<int>> ids = {random_tokens(ctx.seed + 1, total, cfg.vocab_size),
-                                             random_tokens(ctx.seed + 2, total, cfg.vocab_size)};
+  const auto ids = two_sequences(cfg, total, ctx);
 
   // The reference: each sequence alone in a preallocated contiguous cache.
   std::vector<Mat<T>> ref;
@@ -129,18 +140,9 @@ Result run_impl(const PagedVsContiguousOptions& o, const RunContext& ctx, const 
 // lockstep by one batched decode step per position (the paged decode-attention kernel's gather).
 Result run_device(const PagedVsContiguousOptions& o, const RunContext& ctx) {
   const int total = o.prefill + o.decode;
-  ModelConfig base;
-  base.n_kv_head = o.kv_heads;
-  base.block_size = std::max(64, total);
-  const MiniGPT<float> model = check_model<float>(
-      base, ctx, "paged-vs-contiguous",
-      {{"causal", [](const ModelConfig& c) { return c.causal; }, "true (a bidirectional model has no KV cache)"},
-       {"sliding_window", [](const ModelConfig& c) { return c.sliding_window == 0; }, "0 (the pool keeps every position)"},
-       {"block_size", [total](const ModelConfig& c) { return c.positional == Positional::rope || c.block_size >= total; },
-        fmt::format(">= --prefill + --decode = {} with learned positions", total)}});
+  const MiniGPT<float> model = pool_model<float>(o, ctx);
   const ModelConfig& cfg = model.config();
-  const std::vector<std::vector<int>> ids = {random_tokens(ctx.seed + 1, total, cfg.vocab_size),
-                                             random_tokens(ctx.seed + 2, total, cfg.vocab_size)};
+  const auto ids = two_sequences(cfg, total, ctx);
   const auto ops = device_ops(ctx);
   std::vector<Mat<float>> ref;
   for (const auto& seq : ids) {
