@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 #include <numeric>
 
 #include <fmt/format.h>
@@ -58,7 +59,11 @@ DeviceGpt::DeviceGpt(const MiniGPT<float>& model, kernels::ModelOps& ops, const 
   // pool's blocks in a seeded random order, so that logical and physical blocks differ.
   block_size_ = spec.paged ? spec.block_size : spec.max_ctx;
   blocks_per_seq_ = (spec.max_ctx + block_size_ - 1) / block_size_;
-  num_blocks_ = spec.batch * blocks_per_seq_;
+  const long long blocks = static_cast<long long>(spec.batch) * blocks_per_seq_;
+  require(blocks <= std::numeric_limits<int>::max(),
+          fmt::format("device cache: batch {} x {} blocks per sequence is more blocks than one table holds",
+                      spec.batch, blocks_per_seq_));
+  num_blocks_ = static_cast<int>(blocks);
   table_.resize(static_cast<std::size_t>(num_blocks_));
   std::iota(table_.begin(), table_.end(), 0);
   if (spec.paged) {
