@@ -74,7 +74,9 @@ void add_common_flags(CLI::App& sub, CommonFlags& f) {
       ->check(kvlab::checks::IntRange(0, std::numeric_limits<std::int64_t>::max()));
   sub.add_option("--dtype", f.dtype, "Model arithmetic: f64 (default, as the course) or f32")
       ->check(CLI::IsMember({"f64", "f32"}));
-  sub.add_option("--device", f.device, "cpu, cuda or auto (default: cuda when built in and present)")
+  sub.add_option("--device", f.device,
+                 "cpu, cuda or auto (default: the GPU when built in, present and the check's device path covers "
+                 "the run; float32 there)")
       ->check(CLI::IsMember({"cpu", "cuda", "auto"}));
 }
 
