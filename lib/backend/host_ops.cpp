@@ -9,7 +9,10 @@
 #include <limits>
 #include <vector>
 
+#include "attention/gqa.hpp"
 #include "backend/kernel_ref.hpp"
+#include "core/tensor.hpp"
+#include "model/ops.hpp"
 
 namespace kvlab::gpu {
 namespace {
@@ -37,6 +40,10 @@ void store(void* cache, std::size_t i, float x, Storage s) {
   static_cast<std::uint16_t*>(cache)[i] = static_cast<std::uint16_t>(std::bit_cast<std::uint32_t>(round_to_bf16(x)) >> 16);
 }
 
+/// Host memory [rows, cols] as a row-major matrix view.
+Eigen::Map<Mat<float>> rows_of(float* p, int rows, int cols) { return {p, rows, cols}; }
+Eigen::Map<const Mat<float>> rows_of(const float* p, int rows, int cols) { return {p, rows, cols}; }
+
 class HostOps final : public kernels::ModelOps {
  public:
   explicit HostOps(HostFaults faults) : faults_(faults) {}
@@ -62,16 +69,11 @@ class HostOps final : public kernels::ModelOps {
   void poison(void* p, std::size_t bytes) override { std::memset(p, 0xFF, bytes); }
   void synchronize() override {}
 
+  // The mini-GPT's own float32 pieces (model/ops.hpp, attention/gqa.hpp) on copies of the rows:
+  // the same arithmetic, in the same order, as MiniGPT<float>.
   void linear(const float* x, const float* w, const float* bias, float* y, int rows, int k, int n) override {
-    for (int r = 0; r < rows; ++r) {
-      float* yr = y + static_cast<std::size_t>(r) * n;
-      for (int j = 0; j < n; ++j) yr[j] = bias ? bias[j] : 0.f;
-      for (int i = 0; i < k; ++i) {
-        const float xi = x[static_cast<std::size_t>(r) * k + i];
-        const float* wi = w + static_cast<std::size_t>(i) * n;
-        for (int j = 0; j < n; ++j) yr[j] += xi * wi[j];
-      }
-    }
+    const Vec<float> b = bias ? Vec<float>(Eigen::Map<const Vec<float>>(bias, n)) : Vec<float>(Vec<float>::Zero(n));
+    rows_of(y, rows, n) = kvlab::linear<float>(rows_of(x, rows, k), rows_of(w, k, n), b);
   }
 
   void embed(const std::vector<int>& tokens, const std::vector<int>& pos, const float* wte, const float* wpe, float* x,
@@ -87,37 +89,23 @@ class HostOps final : public kernels::ModelOps {
   }
 
   void layer_norm(const float* x, const float* gain, const float* bias, float* y, int rows, int cols) override {
-    for (int r = 0; r < rows; ++r) {
-      const float* xr = x + static_cast<std::size_t>(r) * cols;
-      float* yr = y + static_cast<std::size_t>(r) * cols;
-      float mean = 0.f;
-      for (int c = 0; c < cols; ++c) mean += xr[c];
-      mean /= static_cast<float>(cols);
-      float var = 0.f;
-      for (int c = 0; c < cols; ++c) var += (xr[c] - mean) * (xr[c] - mean);
-      var /= static_cast<float>(cols);
-      const float inv = 1.f / std::sqrt(var + 1e-5f);
-      for (int c = 0; c < cols; ++c) yr[c] = (xr[c] - mean) * inv * gain[c] + bias[c];
-    }
+    rows_of(y, rows, cols) = kvlab::layer_norm<float>(rows_of(x, rows, cols), Eigen::Map<const Vec<float>>(gain, cols),
+                                                      Eigen::Map<const Vec<float>>(bias, cols));
   }
 
   void gelu(float* x, std::size_t n) override {
-    for (std::size_t i = 0; i < n; ++i) x[i] = 0.5f * x[i] * (1.f + std::erf(x[i] * 0.70710678118654752f));
+    Mat<float> m = rows_of(x, 1, static_cast<int>(n));
+    gelu_inplace(m);
+    rows_of(x, 1, static_cast<int>(n)) = m;
   }
 
   void rope(float* x, const std::vector<int>& pos, int n_heads, int head_dim, double theta) override {
-    const int half = head_dim / 2;
-    for (std::size_t r = 0; r < pos.size(); ++r)
-      for (int h = 0; h < n_heads; ++h) {
-        float* v = x + (r * n_heads + h) * head_dim;
-        for (int i = 0; i < half; ++i) {
-          const double angle = pos[r] * std::pow(theta, -2.0 * i / head_dim);
-          const float c = static_cast<float>(std::cos(angle)), s = static_cast<float>(std::sin(angle));
-          const float a = v[i], b = v[i + half];
-          v[i] = a * c - b * s;
-          v[i + half] = a * s + b * c;
-        }
-      }
+    const int w = n_heads * head_dim;
+    for (std::size_t r = 0; r < pos.size(); ++r) {  // one row at a time: each at its own position
+      Mat<float> row = rows_of(x + r * w, 1, w);
+      apply_rope(row, n_heads, head_dim, pos[r], theta);
+      rows_of(x + r * w, 1, w) = row;
+    }
   }
 
   void kv_append(const float* k_new, const float* v_new, void* k_cache, void* v_cache, const CacheRows& rows, int kvw,

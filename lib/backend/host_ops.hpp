@@ -20,9 +20,10 @@ struct HostFaults {
   bool append_overwrites_past = false;///< kv_append also writes its row over position pos - 1
 };
 
-/// float32 ModelOps on host memory. Sums run in index order (linear: bias first, then k terms);
-/// exp and erf are std::exp and std::erf in float; bf16 storage rounds to nearest even
-/// (round_to_bf16). Never throws except std::bad_alloc.
+/// float32 ModelOps on host memory. linear, layer_norm, gelu and rope are the mini-GPT's own
+/// (model/ops.hpp, attention/gqa.hpp: MiniGPT<float>'s arithmetic, in its order); attention sums
+/// in position order with std::exp in float; bf16 storage rounds to nearest even (round_to_bf16).
+/// Never throws except std::bad_alloc.
 std::unique_ptr<kernels::ModelOps> make_host_ops(HostFaults faults = {});
 
 }  // namespace kvlab::gpu
