@@ -22,6 +22,7 @@
 #include "attention/gqa.hpp"
 #include "checks/abs_pos_window.hpp"
 #include "core/error.hpp"
+#include "core/finite.hpp"
 #include "model/gpt.hpp"
 #include "model/ops.hpp"
 #include "support/model_setup.hpp"
@@ -68,8 +69,8 @@ Result run_impl(const AbsPosWindowOptions& o, const RunContext& ctx, const std::
   double first_layer_dk = 0;
   for (int l = 0; l < cfg.n_layer; ++l) {
     const auto k_old = old_cache->keys(l).row(1), k_new = new_cache->keys(l).row(0);
-    const double dk = static_cast<double>((k_old - k_new).cwiseAbs().maxCoeff());
-    const double max_k = static_cast<double>(k_old.cwiseAbs().maxCoeff());
+    const double dk = static_cast<double>(max_abs(k_old - k_new));
+    const double max_k = static_cast<double>(max_abs(k_old));
     const double threshold = rounding_bound(cfg, ctx.dtype, std::max(1.0, max_k));
     changed += dk > threshold ? 1 : 0;
     if (l == 0) first_layer_dk = dk;
@@ -100,8 +101,8 @@ Result run_impl(const AbsPosWindowOptions& o, const RunContext& ctx, const std::
     for (int s = 1; s < B; ++s) {  // kept keys of ids[1..B-1]: old position s, rebuilt position s - 1
       const auto ka = kept->keys(0).row(s).segment(g * hd, hd), kb = rebuilt->keys(0).row(s - 1).segment(g * hd, hd);
       const double a = static_cast<double>(qa.dot(ka)) * scale, b = static_cast<double>(qb.dot(kb)) * scale;
-      max_dscore = std::max(max_dscore, std::abs(a - b));
-      max_dk_rope = std::max(max_dk_rope, static_cast<double>((ka - kb).cwiseAbs().maxCoeff()));
+      max_dscore = nan_max(max_dscore, std::abs(a - b));
+      max_dk_rope = nan_max(max_dk_rope, static_cast<double>(max_abs(ka - kb)));
       // Each score: rotations off by e(t), e(s) per entry, a d-term dot product (rope-relative's
       // score bound): (2(e_t + e_s) + (8 + d)u)·‖q‖‖k‖/sqrt(d); the two scores' bounds add.
       const double norms = static_cast<double>(qa.norm() * ka.norm()) * scale;

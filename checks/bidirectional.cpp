@@ -20,6 +20,7 @@
 
 #include "checks/bidirectional.hpp"
 #include "core/error.hpp"
+#include "core/finite.hpp"
 #include "model/gpt.hpp"
 #include "support/model_setup.hpp"
 #include "support/options.hpp"
@@ -38,8 +39,9 @@ struct LayerDiff {
 /// max |ΔK|, |ΔV| of the first n positions, per layer, between prefixes of n and n + 1 tokens.
 template <class T>
 std::vector<LayerDiff> prefix_diffs(const ModelConfig& cfg, const GptWeights<T>& weights, const std::vector<int>& ids,
-                                    int n) {
-  const MiniGPT<T> model(cfg, weights);
+                                    int n, const std::string& source) {
+  MiniGPT<T> model(cfg, weights);
+  model.set_source(source);  // a --weights file's forward that overflows is refused, naming the file
   auto short_cache = model.make_cache(CacheKind::prealloc, n);
   auto long_cache = model.make_cache(CacheKind::prealloc, n + 1);
   model.forward(std::span(ids).first(n), 0, *short_cache);
@@ -48,8 +50,8 @@ std::vector<LayerDiff> prefix_diffs(const ModelConfig& cfg, const GptWeights<T>&
   for (int l = 0; l < cfg.n_layer; ++l) {
     const auto ks = short_cache->keys(l), vs = short_cache->values(l);
     const auto kl = long_cache->keys(l).topRows(n), vl = long_cache->values(l).topRows(n);
-    out.push_back({static_cast<double>((ks - kl).cwiseAbs().maxCoeff()), static_cast<double>((vs - vl).cwiseAbs().maxCoeff()),
-                   static_cast<double>(std::max(ks.cwiseAbs().maxCoeff(), vs.cwiseAbs().maxCoeff()))});
+    out.push_back({static_cast<double>(max_abs(ks - kl)), static_cast<double>(max_abs(vs - vl)),
+                   nan_max(max_abs(ks), max_abs(vs))});
   }
   return out;
 }
@@ -71,9 +73,9 @@ Result run_impl(const BidirectionalOptions& o, const RunContext& ctx, const Bidi
   ModelConfig cfg = model.config();
   const auto ids = random_tokens(ctx.seed + 1, o.tokens + 1, cfg.vocab_size);
   cfg.causal = true;
-  const auto causal = prefix_diffs<T>(cfg, model.weights(), ids, o.tokens);
+  const auto causal = prefix_diffs<T>(cfg, model.weights(), ids, o.tokens, model.source());
   cfg.causal = parts.bidirectional_is_causal;
-  const auto bidir = prefix_diffs<T>(cfg, model.weights(), ids, o.tokens);
+  const auto bidir = prefix_diffs<T>(cfg, model.weights(), ids, o.tokens, model.source());
 
   Result r;
   Table per_layer{fmt::format("K/V of positions 0..{}: prefix of {} vs {} tokens", o.tokens - 1, o.tokens, o.tokens + 1),
@@ -83,11 +85,11 @@ Result run_impl(const BidirectionalOptions& o, const RunContext& ctx, const Bidi
   int changed_k = 0, changed_v = 0;
   for (int l = 0; l < cfg.n_layer; ++l) {
     const double threshold = rounding_bound(cfg, ctx.dtype, std::max(1.0, bidir[l].max_k));
-    causal_max = std::max({causal_max, causal[l].dk, causal[l].dv});
-    bidir_max = std::max({bidir_max, bidir[l].dk, bidir[l].dv});
-    if (l == 0) bidir_first = std::max(bidir[l].dk, bidir[l].dv);
+    causal_max = nan_max(causal_max, nan_max(causal[l].dk, causal[l].dv));
+    bidir_max = nan_max(bidir_max, nan_max(bidir[l].dk, bidir[l].dv));
+    if (l == 0) bidir_first = nan_max(bidir[l].dk, bidir[l].dv);
     else {
-      bidir_min_later = std::min(bidir_min_later, bidir[l].dk);
+      bidir_min_later = nan_min(bidir_min_later, bidir[l].dk);
       changed_k += bidir[l].dk > threshold ? 1 : 0;
       changed_v += bidir[l].dv > threshold ? 1 : 0;
     }

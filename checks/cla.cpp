@@ -23,6 +23,7 @@
 #include <fmt/format.h>
 
 #include "core/error.hpp"
+#include "core/finite.hpp"
 #include "model/gpt.hpp"
 #include "support/model_setup.hpp"
 #include "support/options.hpp"
@@ -110,8 +111,8 @@ Result run_impl(const ClaOptions& o, const RunContext& ctx, const ClaCacheMaker<
             .tolerance = 0,
             .why = "exact: a ratio of two counts, each divided once",
             .measured = static_cast<double>(params) / static_cast<double>(base_params)});
-  const double diff = static_cast<double>((inc - full).cwiseAbs().maxCoeff());
-  const double scale = std::max(1.0, static_cast<double>(full.cwiseAbs().maxCoeff()));
+  const double diff = static_cast<double>(max_abs(inc - full));
+  const double scale = std::max(1.0, static_cast<double>(max_abs(full)));
   const double bound = rounding_bound(cfg, ctx.dtype, scale);
   r.expect({.quantity = fmt::format("max |Δlogits| CLA: prefill {} + decode {} through the shared cache vs one full "
                                     "forward", o.prefill, o.decode),

@@ -19,6 +19,7 @@
 #include "attention/gqa.hpp"
 #include "checks/gqa_equals_mha.hpp"
 #include "core/error.hpp"
+#include "core/finite.hpp"
 #include "core/rng.hpp"
 #include "support/model_setup.hpp"
 #include "support/options.hpp"
@@ -88,14 +89,14 @@ Result run_impl(const GqaEqualsMhaOptions& o, const RunContext& ctx, const GqaFn
     const Mat<T> qc = q.bottomRows(c.n_query);
     const Mat<T> got = gqa(qc, k, v, h, h, d, q_pos0);
     const Mat<T> want = mha_reference<T>(qc, k, v, h, d, q_pos0);
-    const double diff = static_cast<double>((got - want).cwiseAbs().maxCoeff());
-    worst = std::max(worst, diff);
+    const double diff = static_cast<double>(max_abs(got - want));
+    worst = nan_max(worst, diff);
     r.expect({.quantity = fmt::format("max |GQA(G = h = {}) − MHA|, {}: {} queries over {} keys", h, c.name, c.n_query, S),
               .source = "004 §2.3 (group 6)", .unit = "", .expected = 0, .tolerance = 0,
               .why = "the same operations in the same order: the same bits", .measured = diff,
               .stated = Stated{"最大差 0", 0, 0}});
     detail.rows.push_back({std::string(c.name), std::int64_t{c.n_query}, std::int64_t{S}, diff,
-                           static_cast<double>(want.cwiseAbs().maxCoeff())});
+                           static_cast<double>(max_abs(want))});
   }
   r.metric("max_abs_diff", worst);
   r.tables.push_back(std::move(detail));

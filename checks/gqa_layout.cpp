@@ -20,6 +20,7 @@
 #include "attention/kv_layout.hpp"
 #include "checks/gqa_layout.hpp"
 #include "core/error.hpp"
+#include "core/finite.hpp"
 #include "core/rng.hpp"
 #include "support/options.hpp"
 
@@ -131,7 +132,7 @@ Result run_gqa_layout(const GqaLayoutOptions& o, const RunContext& ctx, const Gq
   const Mat<double> native = attend(q, k, v, h, G, d, {});
   // Two exact-arithmetic-equal attentions differ by at most 2·n·u·max|v| with n = d + 2S summed
   // terms (dot product, softmax denominator, weighted sum; Higham §3.1, first order).
-  const double threshold = 2.0 * (d + 2.0 * S) * u * std::max(1.0, v.cwiseAbs().maxCoeff());
+  const double threshold = 2.0 * (d + 2.0 * S) * u * std::max(1.0, max_abs(v));
   Table diffs{"random q, K, V: max |output − native grouped kernel| per writing",
               {"writing", "max |Δ|", "query heads differing beyond rounding", "rounding threshold"}, {}};
   for (std::size_t w = 0; w + 1 < std::size(writings); ++w) {
@@ -139,8 +140,8 @@ Result run_gqa_layout(const GqaLayoutOptions& o, const RunContext& ctx, const Gq
     double diff = 0;
     int differing = 0;
     for (int j = 0; j < h; ++j) {
-      const double dj = (out.middleCols(j * d, d) - native.middleCols(j * d, d)).cwiseAbs().maxCoeff();
-      diff = std::max(diff, dj);
+      const double dj = max_abs(out.middleCols(j * d, d) - native.middleCols(j * d, d));
+      diff = nan_max(diff, dj);
       differing += dj > threshold ? 1 : 0;
     }
     if (writings[w].expand != nullptr)  // the native kernel against itself is not a row
@@ -153,8 +154,8 @@ Result run_gqa_layout(const GqaLayoutOptions& o, const RunContext& ctx, const Gq
   double diff_tiled = 0;
   int differing = 0;
   for (int j = 0; j < h; ++j) {
-    const double dj = (out_tiled.middleCols(j * d, d) - native.middleCols(j * d, d)).cwiseAbs().maxCoeff();
-    diff_tiled = std::max(diff_tiled, dj);
+    const double dj = max_abs(out_tiled.middleCols(j * d, d) - native.middleCols(j * d, d));
+    diff_tiled = nan_max(diff_tiled, dj);
     differing += dj > threshold ? 1 : 0;
   }
   r.expect({.quantity = "query heads where repeat (tiled) differs from the native kernel beyond rounding",

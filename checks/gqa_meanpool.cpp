@@ -24,6 +24,7 @@
 #include "attention/gqa.hpp"
 #include "checks/gqa_meanpool.hpp"
 #include "core/error.hpp"
+#include "core/finite.hpp"
 #include "model/gqa_convert.hpp"
 #include "model/ops.hpp"
 #include "support/model_setup.hpp"
@@ -99,12 +100,12 @@ Result run_impl(const GqaMeanpoolOptions& o, const RunContext& ctx,
       const MiniGPT<T> model = redundant_heads(mha, group, eps);
       const MiniGPT<T> gqa = pool(model, G);
       const Mat<T> a = layer1_attention(model, ids), b = layer1_attention(gqa, ids);
-      const double err = static_cast<double>((b - a).cwiseAbs().maxCoeff());
-      const double scale = std::max(1.0, static_cast<double>(a.cwiseAbs().maxCoeff()));
-      const double rel = err / static_cast<double>(a.cwiseAbs().maxCoeff());
+      const double err = static_cast<double>(max_abs(b - a));
+      const double scale = std::max(1.0, static_cast<double>(max_abs(a)));
+      const double rel = err / static_cast<double>(max_abs(a));
       auto c1 = model.make_cache(CacheKind::prealloc, o.tokens), c2 = gqa.make_cache(CacheKind::prealloc, o.tokens);
       const Mat<T> la = model.forward(ids, 0, *c1), lb = gqa.forward(ids, 0, *c2);
-      const double rel_logits = static_cast<double>((lb - la).cwiseAbs().maxCoeff() / la.cwiseAbs().maxCoeff());
+      const double rel_logits = static_cast<double>(max_abs(lb - la) / max_abs(la));
       errors.push_back(err);
       if (eps == 0.0) {
         exact_err = err;

@@ -20,6 +20,7 @@
 
 #include "checks/incremental_vs_full.hpp"
 #include "core/error.hpp"
+#include "core/finite.hpp"
 #include "support/options.hpp"
 #include "model/gpt.hpp"
 #include "model/mla.hpp"
@@ -111,8 +112,8 @@ void mla_rows(const IncrementalOptions& o, const RunContext& ctx, Result& r, Tab
     incremental.topRows(o.prefill) = model.forward(std::span(ids).first(o.prefill), 0, cache, path);
     for (int pos = o.prefill; pos < total; ++pos)
       incremental.row(pos) = model.forward(std::span(ids).subspan(pos, 1), pos, cache, path);
-    const double diff = static_cast<double>((incremental - full).cwiseAbs().maxCoeff());
-    const double scale = std::max(1.0, static_cast<double>(full.cwiseAbs().maxCoeff()));
+    const double diff = static_cast<double>(max_abs(incremental - full));
+    const double scale = std::max(1.0, static_cast<double>(max_abs(full)));
     const double n = mla_reduction_length(c, total);
     const double bound = 2.0 * n * unit_roundoff(ctx.dtype) * scale;
     Expectation e{.quantity = fmt::format("max |Δlogits| {} (MLA, cache = c_KV [{}] + k_R [{}] per token)", name,
@@ -159,8 +160,8 @@ Result run_impl(const IncrementalOptions& o, const RunContext& ctx, const CacheM
     for (; pos < total; ++pos)  // decode: one token at a time, at its true position (004 §3.2)
       incremental.row(pos) = model.forward(std::span(ids).subspan(pos, 1), pos, *cache);
 
-    record_variant(v, o, cfg, ctx.dtype, "", static_cast<double>((incremental - full).cwiseAbs().maxCoeff()),
-                   static_cast<double>(full.cwiseAbs().maxCoeff()), r, detail);
+    record_variant(v, o, cfg, ctx.dtype, "", static_cast<double>(max_abs(incremental - full)),
+                   static_cast<double>(max_abs(full)), r, detail);
   }
   mla_rows<T>(o, ctx, r, detail);
   r.tables.push_back(std::move(detail));
@@ -201,7 +202,7 @@ Result run_device(const IncrementalOptions& o, const RunContext& ctx) {
       pos += n;
     }
     record_variant(v, o, cfg, Dtype::f32, " on the device", max_abs_diff(incremental, full),
-                   static_cast<double>(full.cwiseAbs().maxCoeff()), r, detail);
+                   static_cast<double>(max_abs(full)), r, detail);
   }
   r.tables.push_back(std::move(detail));
   r.notes.push_back(ctx.weights.empty() ? fmt::format("mini-GPT: 2 layers, d_model 64, 8 query heads, learned positions "

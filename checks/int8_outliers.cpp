@@ -31,6 +31,7 @@
 #include <fmt/format.h>
 
 #include "core/error.hpp"
+#include "core/finite.hpp"
 #include "core/rng.hpp"
 #include "core/stats.hpp"
 #include "support/options.hpp"
@@ -87,7 +88,7 @@ Mat<double> fp16_bound(const Mat<double>& X, const Mat<double>& W, const std::ve
 }
 
 double worst_ratio(const Mat<double>& a, const Mat<double>& ref, const Mat<double>& bound) {
-  return ((a - ref).cwiseAbs().array() / bound.array()).maxCoeff();
+  return max_abs((a - ref).cwiseAbs().array() / bound.array());  // NaN-propagating
 }
 
 double rel_error(const Mat<double>& a, const Mat<double>& ref) { return (a - ref).norm() / ref.norm(); }
@@ -107,11 +108,11 @@ Mat<double> keep_outlier_weights(const Mat<double>& X, const Mat<double>& W, std
   // Dequantized X (row-wise absmax) and W_rest (column-wise absmax), then one double product.
   Mat<double> xh = X, wh = w_rest;
   for (Eigen::Index i = 0; i < X.rows(); ++i) {
-    const double s = X.row(i).cwiseAbs().maxCoeff() / 127.0;
+    const double s = max_abs(X.row(i)) / 127.0;
     for (Eigen::Index k = 0; k < X.cols(); ++k) xh(i, k) = s > 0 ? s * std::nearbyint(X(i, k) / s) : 0.0;
   }
   for (Eigen::Index j = 0; j < W.cols(); ++j) {
-    const double s = w_rest.col(j).cwiseAbs().maxCoeff() / 127.0;
+    const double s = max_abs(w_rest.col(j)) / 127.0;
     for (Eigen::Index k = 0; k < W.rows(); ++k) wh(k, j) = s > 0 ? s * std::nearbyint(w_rest(k, j) / s) : 0.0;
   }
   return xh * (wh + w_kept);
@@ -163,7 +164,7 @@ Result run_int8_outliers(const Int8OutliersOptions& o, const RunContext& ctx, co
   // The check's own outlier set (the rule of §3.3) for the decomposition's bound.
   std::vector<int> all(static_cast<std::size_t>(d)), ordinary, outliers;
   std::iota(all.begin(), all.end(), 0);
-  for (int k = 0; k < d; ++k) (Xo.col(k).cwiseAbs().maxCoeff() >= o.threshold ? outliers : ordinary).push_back(k);
+  for (int k = 0; k < d; ++k) (max_abs(Xo.col(k)) >= o.threshold ? outliers : ordinary).push_back(k);
   const Mat<double> bound_clean = int8_bound(X, W, all), bound_plain_o = int8_bound(Xo, W, all);
   const Mat<double> bound_dec = int8_bound(Xo, W, ordinary) + fp16_bound(Xo, W, outliers);
 

@@ -14,6 +14,7 @@
 
 #include "checks/kv_invariance.hpp"
 #include "core/error.hpp"
+#include "core/finite.hpp"
 #include "support/options.hpp"
 #include "model/gpt.hpp"
 #include "support/check.hpp"
@@ -61,14 +62,14 @@ Result run_impl(const KvInvarianceOptions& o, const RunContext& ctx) {
   for (int l = 0; l < cfg.n_kv_layer(); ++l) {  // cache layers (CLA shares one per group)
     const auto k_short = short_cache->keys(l), v_short = short_cache->values(l);
     const auto k_long = long_cache->keys(l).topRows(o.tokens), v_long = long_cache->values(l).topRows(o.tokens);
-    const double dk = static_cast<double>((k_short - k_long).cwiseAbs().maxCoeff());
-    const double dv = static_cast<double>((v_short - v_long).cwiseAbs().maxCoeff());
-    max_dk = std::max(max_dk, dk);
-    max_dv = std::max(max_dv, dv);
+    const double dk = static_cast<double>(max_abs(k_short - k_long));
+    const double dv = static_cast<double>(max_abs(v_short - v_long));
+    max_dk = nan_max(max_dk, dk);
+    max_dv = nan_max(max_dv, dv);
     per_layer.rows.push_back({std::int64_t{l}, std::int64_t{o.tokens}, dk, dv,
-                              static_cast<double>(k_short.cwiseAbs().maxCoeff())});
+                              static_cast<double>(max_abs(k_short))});
   }
-  const double max_diff = std::max(max_dk, max_dv);
+  const double max_diff = nan_max(max_dk, max_dv);
   const std::string why = "exactly equal: fixed summation order per position (design.md numerics)";
   Expectation e{.quantity = fmt::format("max |ΔK| over {} layers, first {} positions", cfg.n_kv_layer(), o.tokens),
                 .source = "004 §1.2 (group 1)", .unit = "", .expected = 0, .tolerance = 0, .why = why,
@@ -124,7 +125,7 @@ Result run_device(const KvInvarianceOptions& o, const RunContext& ctx) {
     const double dv = max_abs_diff(v_before[l], longer.values(l, 0).topRows(n));
     const double ak = max_abs_diff(k_before[l], shorter.keys(l, 0).topRows(n));
     const double av = max_abs_diff(v_before[l], shorter.values(l, 0).topRows(n));
-    const double mk = k_before[l].cwiseAbs().maxCoeff<Eigen::PropagateNaN>();
+    const double mk = max_abs(k_before[l]);
     prefill_diff = worst(prefill_diff, worst(dk, dv));
     append_diff = worst(append_diff, worst(ak, av));
     max_k = worst(max_k, mk);

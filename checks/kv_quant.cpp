@@ -42,6 +42,7 @@
 
 #include "attention/gqa.hpp"
 #include "core/error.hpp"
+#include "core/finite.hpp"
 #include "core/rng.hpp"
 #include "support/options.hpp"
 
@@ -122,7 +123,7 @@ Bounds error_bounds(const Mat<double>& X, KvQuantFormat f, int G, bool per_chann
     return b;
   }
   auto fill = [&](auto&& block, auto&& err, auto&& floor) {
-    GroupRule g{f, block.minCoeff(), block.maxCoeff(), block.cwiseAbs().maxCoeff()};
+    GroupRule g{f, block.minCoeff(), block.maxCoeff(), max_abs(block)};
     const double s = g.scale_bound();
     for (Eigen::Index i = 0; i < block.rows(); ++i)
       for (Eigen::Index j = 0; j < block.cols(); ++j) {
@@ -154,7 +155,7 @@ double worst_ratio(const Mat<double>& a, const Mat<double>& ref, const Mat<doubl
   double worst = 0;
   for (Eigen::Index i = 0; i < a.size(); ++i) {
     const double e = std::fabs(a.data()[i] - ref.data()[i]), bd = bound.data()[i];
-    worst = std::max(worst, bd > 0 ? e / bd : (e > 0 ? std::numeric_limits<double>::infinity() : 0.0));
+    worst = nan_max(worst, bd > 0 ? e / bd : (e > 0 ? std::numeric_limits<double>::infinity() : 0.0));
   }
   return worst;
 }
@@ -344,20 +345,20 @@ Result run_kv_quant(const KvQuantOptions& o, const RunContext& ctx, const KvQuan
         Read rd = write_through(parts, cfg, *ks.K, V, T);
         const Bounds bk = error_bounds(*ks.K, f, g, true), bv = error_bounds(V, f, g, false);
         const double elem = std::max(worst_ratio(rd.k, *ks.K, bk.err), worst_ratio(rd.v, V, bv.err));
-        worst_elem[fi] = std::max(worst_elem[fi], elem);
+        worst_elem[fi] = nan_max(worst_elem[fi], elem);
         double rel = 0;  // fp8: relative error over elements in the normal range
         if (is_fp8(f)) {
           for (auto [X, Xh, fl] : {std::tuple{ks.K, &rd.k, &bk.normal_floor}, std::tuple{&V, &rd.v, &bv.normal_floor}})
             for (Eigen::Index i = 0; i < X->size(); ++i) {
               const double x = X->data()[i];
-              if (std::fabs(x) >= fl->data()[i]) rel = std::max(rel, std::fabs(Xh->data()[i] - x) / std::fabs(x));
+              if (std::fabs(x) >= fl->data()[i]) rel = nan_max(rel, std::fabs(Xh->data()[i] - x) / std::fabs(x));
             }
-          worst_rel[fi] = std::max(worst_rel[fi], rel);
+          worst_rel[fi] = nan_max(worst_rel[fi], rel);
         }
         const Mat<double> Oh = attention(q, rd.k, rd.v, H, d);
         const Mat<double> bound = attention_bound(q, V, bk.err, bv.err, H, d);
         const double attn = worst_ratio(Oh, *ks.O, bound);
-        worst_attn[fi] = std::max(worst_attn[fi], attn);
+        worst_attn[fi] = nan_max(worst_attn[fi], attn);
         const double out_rel = rel_error(Oh, *ks.O);
         err_table.rows.push_back({std::string(ks.name), fmt_name(f), f == KvQuantFormat::fp16 ? Cell{std::string("—")} : Cell{std::int64_t{g}},
                                   elem, is_fp8(f) ? Cell{rel} : Cell{std::string("—")}, out_rel, attn});
@@ -371,7 +372,7 @@ Result run_kv_quant(const KvQuantOptions& o, const RunContext& ctx, const KvQuan
         else
           for (int c = 0; c < W; ++c)
             if (ordinary[static_cast<std::size_t>(c)])
-              ordinary_diff = std::max(ordinary_diff, (rd.k.col(c) - random_reads[{g, fi}].col(c)).cwiseAbs().maxCoeff());
+              ordinary_diff = nan_max(ordinary_diff, max_abs(rd.k.col(c) - random_reads[{g, fi}].col(c)));
         if (is_int(f)) {  // KIVI: the same keys quantized per token instead, V left exact
           const Read tok = write_through(parts, {f, g, KeyAxis::per_token, {}}, *ks.K, V, T);
           const double k_ch = rel_error(rd.k, *ks.K), k_tok = rel_error(tok.k, *ks.K);
@@ -437,7 +438,7 @@ Result run_kv_quant(const KvQuantOptions& o, const RunContext& ctx, const KvQuan
     const KvQuantFormat f = formats[fi];
     const Read& a = at_G_outlier[fi];
     const Read b = write_through(parts, {f, G, KeyAxis::per_channel, {}}, k_outlier, V, T / 2 + 1);
-    const double dk = (a.k - b.k).cwiseAbs().maxCoeff(), dv = (a.v - b.v).cwiseAbs().maxCoeff();
+    const double dk = max_abs(a.k - b.k), dv = max_abs(a.v - b.v);
     worst_path = std::max({worst_path, dk, dv});
     paths.rows.push_back({fmt_name(f), dk, dv, std::int64_t{f == KvQuantFormat::fp16 ? T : T / G * G}});
   }

@@ -18,6 +18,7 @@
 
 #include "checks/mla_absorb.hpp"
 #include "core/error.hpp"
+#include "core/finite.hpp"
 #include "io/catalogue.hpp"
 #include "support/model_setup.hpp"
 #include "support/options.hpp"
@@ -76,8 +77,8 @@ Result run_impl(const MlaAbsorbOptions& o, const RunContext& ctx, const AbsorbFn
       last_step[p] = step;
     }
   }
-  const double diff = static_cast<double>((logits[0] - logits[1]).cwiseAbs().maxCoeff());
-  const double scale = std::max(1.0, static_cast<double>(logits[0].cwiseAbs().maxCoeff()));
+  const double diff = static_cast<double>(max_abs(logits[0] - logits[1]));
+  const double scale = std::max(1.0, static_cast<double>(max_abs(logits[0])));
   const double n = mla_reduction_length(c, total);
   const double bound = 2 * n * unit_roundoff(ctx.dtype) * scale;
 

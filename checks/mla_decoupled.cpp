@@ -20,6 +20,7 @@
 #include "checks/mla_absorb.hpp"
 #include "checks/mla_decoupled.hpp"
 #include "core/error.hpp"
+#include "core/finite.hpp"
 #include "core/rng.hpp"
 #include "support/model_setup.hpp"
 #include "support/options.hpp"
@@ -71,7 +72,7 @@ Result run_mla_decoupled(const MlaDecoupledOptions& o, const RunContext& ctx, co
       // ‖c_Q‖‖W_UQ,i‖_F‖W_UK,i‖_F‖c_KV‖ + ‖q_R,i‖‖k_R‖ (Cauchy-Schwarz). 2·n·u·Σ|terms|.
       const double mag = cq.norm() * w.w_uq.middleCols(i * dh, dh).norm() * w.w_uk.middleCols(i * dh, dh).norm() *
                              ckv.norm() + q_r.row(0).segment(i * dr, dr).norm() * k_r.norm();
-      split_err = std::max(split_err, std::abs(concat - (content + rope)));
+      split_err = nan_max(split_err, std::abs(concat - (content + rope)));
       split_bound = std::max(split_bound, 2.0 * (dq + dh + dc + dr + 2) * u * mag);
     }
   }
@@ -90,8 +91,8 @@ Result run_mla_decoupled(const MlaDecoupledOptions& o, const RunContext& ctx, co
   inc.topRows(o.prefill) = model.forward(std::span(ids).first(o.prefill), 0, cache, MlaPath::absorbed);
   for (int t = o.prefill; t < total; ++t)
     inc.row(t) = model.forward(std::span(ids).subspan(t, 1), t, cache, MlaPath::absorbed);
-  const double diff = (inc - full).cwiseAbs().maxCoeff();
-  const double scale = std::max(1.0, full.cwiseAbs().maxCoeff());
+  const double diff = max_abs(inc - full);
+  const double scale = std::max(1.0, max_abs(full));
   const double n = mla_reduction_length(c, total);
   r.expect({.quantity = fmt::format("max |Δlogits|, prefill {} + decode {} (absorbed, cached) vs one full forward (naive)",
                                     o.prefill, o.decode),

@@ -27,6 +27,7 @@
 
 #include "checks/paged_cache.hpp"
 #include "core/error.hpp"
+#include "core/finite.hpp"
 #include "core/rng.hpp"
 #include "support/options.hpp"
 
@@ -77,7 +78,7 @@ struct Fixture {
           const auto& m = mirror.at(seq);
           const auto want = values ? m.values(l) : m.keys(l);
           if (got.rows() != want.rows()) return std::numeric_limits<double>::infinity();
-          if (got.rows() > 0) worst = std::max(worst, (got - want).cwiseAbs().maxCoeff());
+          if (got.rows() > 0) worst = nan_max(worst, max_abs(got - want));
         }
     return worst;
   }

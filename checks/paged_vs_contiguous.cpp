@@ -19,6 +19,7 @@
 
 #include "checks/paged_vs_contiguous.hpp"
 #include "core/error.hpp"
+#include "core/finite.hpp"
 #include "model/gpt.hpp"
 #include "support/device_model.hpp"
 #include "support/model_setup.hpp"
@@ -74,7 +75,7 @@ Result run_impl(const PagedVsContiguousOptions& o, const RunContext& ctx, const 
     ref.push_back(std::move(out));
   }
   double scale = 1.0;
-  for (const auto& m : ref) scale = std::max(scale, static_cast<double>(m.cwiseAbs().maxCoeff()));
+  for (const auto& m : ref) scale = std::max(scale, static_cast<double>(max_abs(m)));
   const double bound = rounding_bound(cfg, ctx.dtype, scale);
 
   Result r;
@@ -97,7 +98,7 @@ Result run_impl(const PagedVsContiguousOptions& o, const RunContext& ctx, const 
       for (int s = 0; s < 2; ++s) step(model, ids[static_cast<std::size_t>(s)], p, 1, *views[static_cast<std::size_t>(s)], out[static_cast<std::size_t>(s)]);
     double diff = 0;
     for (int s = 0; s < 2; ++s)
-      diff = std::max(diff, static_cast<double>((out[static_cast<std::size_t>(s)] - ref[static_cast<std::size_t>(s)]).cwiseAbs().maxCoeff()));
+      diff = nan_max(diff, static_cast<double>(max_abs(out[static_cast<std::size_t>(s)] - ref[static_cast<std::size_t>(s)])));
     const int held = static_cast<int>(m.block_table(views[0]->sequence()).size() + m.block_table(views[1]->sequence()).size());
     const PoolAudit audit = m.audit();
     audit_problems += static_cast<int>(audit.problems.size());
@@ -153,7 +154,7 @@ Result run_device(const PagedVsContiguousOptions& o, const RunContext& ctx) {
     ref.push_back(std::move(out));
   }
   double scale = 1.0;
-  for (const auto& m : ref) scale = std::max(scale, static_cast<double>(m.cwiseAbs().maxCoeff()));
+  for (const auto& m : ref) scale = std::max(scale, static_cast<double>(max_abs(m)));
   const double bound = rounding_bound(cfg, Dtype::f32, scale);
 
   Result r;

@@ -22,6 +22,7 @@
 
 #include "checks/parallel_sampling.hpp"
 #include "core/error.hpp"
+#include "core/finite.hpp"
 #include "core/rng.hpp"
 #include "model/gpt.hpp"
 #include "support/model_setup.hpp"
@@ -100,9 +101,9 @@ Result run_impl(const ParallelSamplingOptions& o, const RunContext& ctx, const P
   for (int s = 0; s < n; ++s) {
     PreallocCache<T> cache(cfg.n_layer, cfg.kv_width(), L);
     const Mat<T> full = model.forward(seqs[static_cast<std::size_t>(s)], 0, cache);
-    diff = std::max(diff, static_cast<double>((full.middleRows(P, G) - logits[static_cast<std::size_t>(s)]).cwiseAbs().maxCoeff()));
-    if (s == 0) diff = std::max(diff, static_cast<double>((full.topRows(P) - prefill).cwiseAbs().maxCoeff()));
-    scale = std::max(scale, static_cast<double>(full.cwiseAbs().maxCoeff()));
+    diff = nan_max(diff, static_cast<double>(max_abs(full.middleRows(P, G) - logits[static_cast<std::size_t>(s)])));
+    if (s == 0) diff = nan_max(diff, static_cast<double>(max_abs(full.topRows(P) - prefill)));
+    scale = std::max(scale, static_cast<double>(max_abs(full)));
   }
   const double bound = rounding_bound(cfg, ctx.dtype, scale);
   std::vector<std::vector<int>> tables;

@@ -19,6 +19,7 @@
 
 #include "checks/position_offset.hpp"
 #include "core/error.hpp"
+#include "core/finite.hpp"
 #include "model/gpt.hpp"
 #include "support/model_setup.hpp"
 #include "support/options.hpp"
@@ -63,7 +64,7 @@ Result run_impl(const PositionOffsetOptions& o, const RunContext& ctx, const Emb
   const auto ids = random_tokens(ctx.seed + 1, total, cfg.vocab_size);
   auto full_cache = model.make_cache(CacheKind::prealloc, total);
   const Mat<T> full = model.forward(ids, 0, *full_cache);
-  const double scale = std::max(1.0, static_cast<double>(full.cwiseAbs().maxCoeff()));
+  const double scale = std::max(1.0, static_cast<double>(max_abs(full)));
   const double bound = rounding_bound(cfg, ctx.dtype, scale);
 
   const Mat<T> good = decode_with(model, ids, o.prefill, right);
@@ -77,17 +78,15 @@ Result run_impl(const PositionOffsetOptions& o, const RunContext& ctx, const Emb
   Result r;
   Table steps{"decoded steps: max |Δlogits| against one full forward",
               {"position", "right start", "start forgotten (wpe[0])", "argmax changed"}, {}};
-  double good_diff = static_cast<double>((good - full).cwiseAbs().maxCoeff());
+  double good_diff = static_cast<double>(max_abs(good - full));
   double forgot_max = 0, forgot_min = INFINITY;
   int differs = 0, argmax_changed = 0;
   for (int p = o.prefill; p < total && errors_raised == 0; ++p) {
-    const double g = static_cast<double>((good.row(p) - full.row(p)).cwiseAbs().maxCoeff());
-    const double f = static_cast<double>((forgot.row(p) - full.row(p)).cwiseAbs().maxCoeff());
-    Eigen::Index a = 0, b = 0;
-    full.row(p).maxCoeff(&a);
-    forgot.row(p).maxCoeff(&b);
-    forgot_max = std::max(forgot_max, f);
-    forgot_min = std::min(forgot_min, f);
+    const double g = static_cast<double>(max_abs(good.row(p) - full.row(p)));
+    const double f = static_cast<double>(max_abs(forgot.row(p) - full.row(p)));
+    const int a = checked_argmax(full.row(p)), b = checked_argmax(forgot.row(p));
+    forgot_max = nan_max(forgot_max, f);
+    forgot_min = nan_min(forgot_min, f);
     differs += f > bound ? 1 : 0;
     argmax_changed += a != b ? 1 : 0;
     steps.rows.push_back({std::int64_t{p}, g, f, std::string(a != b ? "yes" : "no")});

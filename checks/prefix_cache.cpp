@@ -31,6 +31,7 @@
 
 #include "checks/prefix_cache.hpp"
 #include "core/error.hpp"
+#include "core/finite.hpp"
 #include "model/gpt.hpp"
 #include "support/model_setup.hpp"
 #include "support/options.hpp"
@@ -181,8 +182,8 @@ Result run_impl(const PrefixCacheOptions& o, const RunContext& ctx, const PagedF
   for (std::size_t i = 0; i < reqs.size(); ++i) {
     const int r0 = std::min(on.reused[i], P - 1);
     const auto rows = static_cast<Eigen::Index>(L - r0);
-    diff = std::max(diff, static_cast<double>((on.logits[i].bottomRows(rows) - off.logits[i].bottomRows(rows)).cwiseAbs().maxCoeff()));
-    scale = std::max(scale, static_cast<double>(off.logits[i].cwiseAbs().maxCoeff()));
+    diff = nan_max(diff, static_cast<double>(max_abs(on.logits[i].bottomRows(rows) - off.logits[i].bottomRows(rows))));
+    scale = std::max(scale, static_cast<double>(max_abs(off.logits[i])));
   }
   const double bound = rounding_bound(cfg, ctx.dtype, scale);
   int measured_hits = 0;

@@ -21,6 +21,7 @@
 #include "attention/gqa.hpp"
 #include "checks/query_not_cached.hpp"
 #include "core/error.hpp"
+#include "core/finite.hpp"
 #include "core/rng.hpp"
 #include "model/gpt.hpp"
 #include "support/model_setup.hpp"
@@ -60,8 +61,8 @@ std::pair<double, double> model_last_logits(const QueryNotCachedOptions& o, cons
   auto cache = model.make_cache(CacheKind::prealloc, o.tokens);
   model.forward(std::span(ids).first(o.tokens - 1), 0, *cache);  // keeps K, V only
   const Mat<T> last = model.forward(std::span(ids).last(1), o.tokens - 1, *cache);
-  const double diff = static_cast<double>((last.row(0) - full.row(o.tokens - 1)).cwiseAbs().maxCoeff());
-  return {diff, std::max(1.0, static_cast<double>(full.cwiseAbs().maxCoeff()))};
+  const double diff = static_cast<double>(max_abs(last.row(0) - full.row(o.tokens - 1)));
+  return {diff, std::max(1.0, static_cast<double>(max_abs(full)))};
 }
 
 }  // namespace
@@ -94,7 +95,7 @@ Result run_query_not_cached(const QueryNotCachedOptions& o, const RunContext& ct
   Rng rng(ctx.seed + 2);
   const Mat<double> q = random_mat(rng, S, kHeads * d), k = random_mat(rng, S, G * d), v = random_mat(rng, S, G * d);
   const Mat<double> base = attention(q, k, v, kHeads, G, d, 0);
-  auto last_diff = [&](const Mat<double>& out) { return (out.row(S - 1) - base.row(S - 1)).cwiseAbs().maxCoeff(); };
+  auto last_diff = [&](const Mat<double>& out) { return max_abs(out.row(S - 1) - base.row(S - 1)); };
   Mat<double> q_other = random_mat(rng, S, kHeads * d);
   q_other.row(S - 1) = q.row(S - 1);  // earlier queries replaced, the last one kept
   const double diff_earlier_q = last_diff(attention(q_other, k, v, kHeads, G, d, 0));
@@ -105,11 +106,11 @@ Result run_query_not_cached(const QueryNotCachedOptions& o, const RunContext& ct
 
   // Perturbed inputs must move the last output by more than rounding could: two attentions equal
   // in exact arithmetic differ by at most 2·n·u·max|v|, n = d + 2S summed terms (Higham §3.1).
-  const double threshold = 2.0 * (d + 2.0 * S) * u * std::max(1.0, v.cwiseAbs().maxCoeff() + 1.0);
+  const double threshold = 2.0 * (d + 2.0 * S) * u * std::max(1.0, max_abs(v) + 1.0);
   // The perturbations need the last row only: one query at position S − 1 over all S keys.
   const Mat<double> q_n = q.bottomRows(1);
   auto last_only = [&](const Mat<double>& qn, const Mat<double>& kk, const Mat<double>& vv) {
-    return (attention(qn, kk, vv, kHeads, G, d, S - 1).row(0) - base.row(S - 1)).cwiseAbs().maxCoeff();
+    return max_abs(attention(qn, kk, vv, kHeads, G, d, S - 1).row(0) - base.row(S - 1));
   };
   int keys_matter = 0, values_matter = 0;
   double min_key_effect = INFINITY;
@@ -119,7 +120,7 @@ Result run_query_not_cached(const QueryNotCachedOptions& o, const RunContext& ct
     v2.row(j).array() += 1.0;
     const double dk = last_only(q_n, k2, v);
     const double dv = last_only(q_n, k, v2);
-    min_key_effect = std::min(min_key_effect, dk);
+    min_key_effect = nan_min(min_key_effect, dk);
     keys_matter += dk > threshold ? 1 : 0;
     values_matter += dv > threshold ? 1 : 0;
   }

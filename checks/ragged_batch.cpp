@@ -18,6 +18,7 @@
 #include <fmt/format.h>
 
 #include "core/error.hpp"
+#include "core/finite.hpp"
 #include "core/rng.hpp"
 #include "model/ragged.hpp"
 #include "support/model_setup.hpp"
@@ -31,7 +32,7 @@ constexpr const char* kSource = "003 Q10 (answer 10)";
 constexpr int kMaxRequests = 32;  // with kMaxLen: at most 4096 rows, whose one-sequence attention is quadratic
 constexpr int kMaxLen = 128;
 
-double max_abs(const Mat<double>& a) { return a.size() == 0 ? 0.0 : a.cwiseAbs().maxCoeff(); }
+
 
 }  // namespace
 
@@ -77,6 +78,9 @@ Result run_ragged_batch(const RaggedBatchOptions& o, const RunContext& ctx, cons
   const Mat<double> mlp_flat = mlp(block, flat);
   const Mat<double> block_ragged = mlp(block, batched_attention(block, cfg, flat, lengths));
   const Mat<double> mixed = attention_sublayer(block, cfg, flat);
+  // A --weights block that overflows on these N(0, 1) inputs: the file's fault, one line, exit 2.
+  require_finite_forward(model, mixed, "attention sublayer", 0);
+  require_finite_forward(model, mlp_flat, "MLP sublayer", 0);
   double mlp_diff = 0, block_diff = 0;
   int changed = 0;
   Table t{"per request: alone vs in the batch", {"request", "tokens", "rows in the batch", "MLP flattened: max |Δ|",
@@ -88,8 +92,8 @@ Result run_ragged_batch(const RaggedBatchOptions& o, const RunContext& ctx, cons
     const double d_mlp = max_abs(mlp_flat.middleRows(offset, n) - mlp_sublayer(block, xs[r]));
     const double d_block = max_abs(block_ragged.middleRows(offset, n) - mlp_sublayer(block, alone_attn));
     const double d_mixed = max_abs(mixed.middleRows(offset, n) - alone_attn);
-    mlp_diff = std::max(mlp_diff, d_mlp);
-    block_diff = std::max(block_diff, d_block);
+    mlp_diff = nan_max(mlp_diff, d_mlp);
+    block_diff = nan_max(block_diff, d_block);
     changed += d_mixed > 0 ? 1 : 0;
     t.rows.push_back({static_cast<std::int64_t>(r), std::int64_t{n}, fmt::format("{}..{}", offset, offset + n - 1), d_mlp,
                       d_block, d_mixed});

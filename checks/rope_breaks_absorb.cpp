@@ -19,6 +19,7 @@
 #include "attention/gqa.hpp"
 #include "checks/rope_breaks_absorb.hpp"
 #include "core/error.hpp"
+#include "core/finite.hpp"
 #include "core/rng.hpp"
 #include "model/mla.hpp"
 #include "support/options.hpp"
@@ -79,7 +80,7 @@ Result run_rope_breaks_absorb(const RopeBreaksAbsorbOptions& o, const RunContext
       // both sums are at most d_q + d_h + d_c + 2 long (2·n·u), and each rotation entry is off by e(p).
       const double mag = std::sqrt(2.0) * cq.norm() * a.norm() * b.norm() * ckv.norm();
       const double bound = (2.0 * (dq + dh + dc + 2) * u + 2 * (entry_error(t) + entry_error(s) + entry_error(s - t))) * mag;
-      id_err = std::max(id_err, std::abs(lhs - rhs));
+      id_err = nan_max(id_err, std::abs(lhs - rhs));
       id_bound = std::max(id_bound, bound);
     }
   }
@@ -110,8 +111,8 @@ Result run_rope_breaks_absorb(const RopeBreaksAbsorbOptions& o, const RunContext
     double rel = 0, entry = 0;
     for (int i = 0; i < H; ++i) {
       const Mat<double> md = w.w_uq.middleCols(i * dh, dh) * rd * w.w_uk.middleCols(i * dh, dh).transpose();
-      rel = std::max(rel, (md - m0[i]).norm() / m0[i].norm());
-      entry = std::max(entry, (md - m0[i]).cwiseAbs().maxCoeff());
+      rel = nan_max(rel, (md - m0[i]).norm() / m0[i].norm());
+      entry = nan_max(entry, max_abs(md - m0[i]));
     }
     if (entry > threshold) ++differs;
     min_rel = std::min(min_rel, rel);

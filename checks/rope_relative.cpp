@@ -20,6 +20,7 @@
 #include "attention/gqa.hpp"
 #include "checks/rope_relative.hpp"
 #include "core/error.hpp"
+#include "core/finite.hpp"
 #include "core/rng.hpp"
 #include "support/options.hpp"
 
@@ -150,7 +151,7 @@ Result run_rope_relative(const RopeRelativeOptions& o, const RunContext& ctx, co
     const Mat<double> rt = rotation_matrix(rope_q, d, static_cast<int>(p.t), o.theta);
     const Mat<double> rs = rotation_matrix(rope_k, d, static_cast<int>(p.s), o.theta);
     const Mat<double> ref = rotation_reference(d, static_cast<double>(p.s - p.t), o.theta);
-    id_err = std::max(id_err, (rt.transpose() * rs - ref).cwiseAbs().maxCoeff());
+    id_err = nan_max(id_err, max_abs(rt.transpose() * rs - ref));
     id_bound = std::max(id_bound, identity_bound(p.t, p.s));
   }
   r.expect({.quantity = fmt::format("max entry |R_tᵀR_s − R_(s−t)|, {} pairs, t, s ≤ {}", o.pairs, o.max_pos),
@@ -167,7 +168,7 @@ Result run_rope_relative(const RopeRelativeOptions& o, const RunContext& ctx, co
   for (const Pair& p : pairs) {
     const double got = rope_score(rope_q, rope_k, p.q, p.k, p.t, p.s, o.theta);
     const double want = closed_form_score(p.q, p.k, static_cast<double>(p.s - p.t), o.theta);
-    cf_err = std::max(cf_err, std::abs(got - want));
+    cf_err = nan_max(cf_err, std::abs(got - want));
     cf_bound = std::max(cf_bound, score_bound(p.t, p.s, d, p.norms) + closed_form_bound(p.s - p.t, d, p.norms));
   }
   r.expect({.quantity = "max |(R_t q)·(R_s k) − qᵀR_(s−t)k| (closed form)",
@@ -189,12 +190,12 @@ Result run_rope_relative(const RopeRelativeOptions& o, const RunContext& ctx, co
     for (const Pair& p : pairs) {
       const double a = rope_score(rope_q, rope_k, p.q, p.k, p.t, p.s, o.theta);
       const double b = rope_score(rope_q, rope_k, p.q, p.k, p.t + off, p.s + off, o.theta);
-      diff = std::max(diff, std::abs(a - b));
+      diff = nan_max(diff, std::abs(a - b));
       bound = std::max(bound, score_bound(p.t, p.s, d, p.norms) +
                                   score_bound(p.t + off, p.s + off, d, p.norms));
     }
-    worst = std::max(worst, diff);
-    worst_ratio = std::max(worst_ratio, diff / bound);
+    worst = nan_max(worst, diff);
+    worst_ratio = nan_max(worst_ratio, diff / bound);
     r.expect({.quantity = fmt::format("max |score(t, s) − score(t + {}, s + {})|", off, off),
               .source = off >= 1000 ? "004 §1.6" : "000 §4.4.1",
               .unit = "",

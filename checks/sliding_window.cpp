@@ -31,6 +31,7 @@
 #include "attention/gqa.hpp"
 #include "cache/rolling_cache.hpp"
 #include "core/error.hpp"
+#include "core/finite.hpp"
 #include "model/gpt.hpp"
 #include "model/ops.hpp"
 #include "support/model_setup.hpp"
@@ -128,7 +129,9 @@ Result run_impl(const SlidingWindowOptions& o, const RunContext& ctx, const Slid
   const auto windowed = [&]<class U>(MiniGPT<U> m) {
     ModelConfig c = m.config();
     c.sliding_window = parts.model_window.value_or(W);
-    return MiniGPT<U>(c, std::move(m.weights()));
+    MiniGPT<U> out(c, std::move(m.weights()));
+    out.set_source(m.source());  // the file's forward that overflows is still refused, naming it
+    return out;
   };
   const MiniGPT<T> model = ctx.weights.empty() ? MiniGPT<T>(cfg, ctx.seed)
                                                : windowed(check_model<T>(cfg, ctx, "sliding-window", needs));
@@ -143,10 +146,10 @@ Result run_impl(const SlidingWindowOptions& o, const RunContext& ctx, const Slid
   const Mat<T> reference = masked_full_forward(model, ids, W);
   const int before = std::min(W, N);  // positions 0 .. W - 1 come before the first wrap-around
   const double diff_before =
-      static_cast<double>((rolled.topRows(before) - reference.topRows(before)).cwiseAbs().maxCoeff());
+      static_cast<double>(max_abs(rolled.topRows(before) - reference.topRows(before)));
   const double diff_after = N > W ? static_cast<double>(
-      (rolled.bottomRows(N - W) - reference.bottomRows(N - W)).cwiseAbs().maxCoeff()) : 0.0;
-  const double scale = std::max(1.0, static_cast<double>(reference.cwiseAbs().maxCoeff()));
+      max_abs(rolled.bottomRows(N - W) - reference.bottomRows(N - W))) : 0.0;
+  const double scale = std::max(1.0, static_cast<double>(max_abs(reference)));
   const double bound = rounding_bound(cfg, ctx.dtype, scale);
   const std::string why_round = fmt::format("rounding: 2·n·u·max|logit|, n = {} summed terms, u = {:.2g} ({})",
                                             reduction_length(cfg), unit_roundoff(ctx.dtype), dtype_name(ctx.dtype));
@@ -203,7 +206,7 @@ Result run_impl(const SlidingWindowOptions& o, const RunContext& ctx, const Slid
   Table field{fmt::format("receptive field: outputs changed by input token {}", s),
               {"position", "offset from s", "expected to change", "changed", "max |Δlogits|"}, {}};
   for (int p = 0; p < N; ++p) {
-    const double d = (moved.row(p) - base.row(p)).cwiseAbs().maxCoeff();
+    const double d = max_abs(moved.row(p) - base.row(p));
     const bool changed = d != 0.0, expect_change = p >= s && p - s <= L * (W - 1);
     if (changed) reach = p - s;
     if (changed != expect_change) ++disagree;

@@ -15,6 +15,7 @@
 // runs over the work budget (--samples x (--vocab + 32)).
 //
 //   kvlab spec-alpha [--samples 100000] [--vocab 8] [--alpha-target 0.7] [--seed 1234]
+#include "core/finite.hpp"
 #include "spec_alpha.hpp"
 
 #include <fmt/format.h>
@@ -181,7 +182,7 @@ Result run_spec_alpha(const SpecAlphaOptions& o, const RunContext& ctx,
 
     identity_max = std::max(identity_max, std::abs(alpha - alpha_tv));
     const double dev_p = spec::sum_deviation(c.p), dev_q = spec::sum_deviation(c.q);
-    deviation_max = std::max(deviation_max, std::abs(0.5 * (dev_p + dev_q)));
+    deviation_max = nan_max(deviation_max, std::abs(0.5 * (dev_p + dev_q)));
 
     // What the sampler's acceptance probability can differ from the computed sum min(p, q) by in
     // float64: the categorical draw normalizes q by its stored sum (|sum q - 1|), the V-term sum

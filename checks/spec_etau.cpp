@@ -18,6 +18,7 @@
 //   kvlab spec-etau                              the full check (table over alpha x K)
 //   kvlab spec-etau --alpha 0.8 --k 4            one case: formula against simulation
 //   options: --samples 100000 --grid-samples 20000 --vocab 8 --cost-ratio 0.05 --seed 1234
+#include "core/finite.hpp"
 #include "spec_etau.hpp"
 
 #include <fmt/format.h>
@@ -294,7 +295,7 @@ Result run_spec_etau(const SpecEtauOptions& o, const RunContext& ctx, const Spec
       const double defining = spec::expected_tokens_by_definition(a, k);
       const double ratio = identity_ratio(closed, defining, k);
       if (!(ratio <= worst_ratio)) worst_ratio = ratio;  // keeps NaN
-      worst_abs = std::max(worst_abs, std::abs(closed - defining));
+      worst_abs = nan_max(worst_abs, std::abs(closed - defining));
     }
   r.expect(
       {fmt::format("|formula − Σ_j α^j(1−α)(j+1) − α^K(K+1)| / bound, worst of {} (α, K)",

@@ -15,6 +15,7 @@
 // Refused (InputError, exit 2): --pairs × (--vocab + 16) over the work budget.
 //
 //   kvlab spec-residual [--pairs 2000] [--vocab 8] [--seed 1234]
+#include "core/finite.hpp"
 #include "spec_residual.hpp"
 
 #include <fmt/format.h>
@@ -167,10 +168,10 @@ Result run_spec_residual(const SpecResidualOptions& o, const RunContext& ctx,
                 std::nullopt, ""});
       table.rows.push_back({c.name, spec::acceptance_rate(c.p, c.q), id_err, id_tol, law_err, law_tol});
     } else {
-      worst_id_ratio = std::max(worst_id_ratio, std::isnan(id_err) ? INFINITY : id_err / id_tol);
-      worst_law_ratio = std::max(worst_law_ratio, std::isnan(law_err) ? INFINITY : law_err / law_tol);
-      worst_id = std::max(worst_id, id_err);
-      worst_law = std::max(worst_law, law_err);
+      worst_id_ratio = nan_max(worst_id_ratio, std::isnan(id_err) ? INFINITY : id_err / id_tol);
+      worst_law_ratio = nan_max(worst_law_ratio, std::isnan(law_err) ? INFINITY : law_err / law_tol);
+      worst_id = nan_max(worst_id, id_err);
+      worst_law = nan_max(worst_law, law_err);
     }
   }
   table.rows.push_back({fmt::format("{} random pairs (worst)", o.pairs), std::string("—"),

@@ -28,6 +28,7 @@
 //
 //   kvlab tree-verify [--heads 4] [--top-k 5] [--keep 64] [--depth 2] [--width 3]
 //                     [--samples 20000] [--temperature 0.1] [--seed 1234] [--dtype f64|f32]
+#include "core/finite.hpp"
 #include "tree_verify.hpp"
 
 #include <fmt/format.h>
@@ -130,9 +131,9 @@ PathCompare compare_paths(const MiniGPT<T>& m, const std::vector<int>& prompt,
     for (std::size_t d = 0; d < path.size(); ++d) {
       const auto node = static_cast<Eigen::Index>(path[d]);
       const auto r = static_cast<Eigen::Index>(p + static_cast<int>(d));  // logits after node d
-      const double diff = (lg.row(r) - tree_logits.row(node)).cwiseAbs().maxCoeff();
-      c.max_diff = std::max(c.max_diff, diff);
-      c.max_logit = std::max(c.max_logit, lg.row(r).cwiseAbs().maxCoeff());
+      const double diff = max_abs(lg.row(r) - tree_logits.row(node));
+      c.max_diff = nan_max(c.max_diff, diff);
+      c.max_logit = std::max(c.max_logit, max_abs(lg.row(r)));
       ++c.rows;
       c.identical += diff == 0.0 ? 1 : 0;
     }
@@ -264,7 +265,7 @@ Result run_impl(const TreeVerifyOptions& o, const RunContext& ctx, const TreeVer
       const Mat<double> lg = tree_forward(*t.model, prompt, *tree, parts);
       const PathCompare c = compare_paths(*t.model, prompt, *tree, lg);
       const double bound = rounding_bound(t.model->config(), ctx.dtype, c.max_logit);
-      worst = std::max(worst, c.max_diff / bound);
+      worst = nan_max(worst, c.max_diff / bound);
       bound_used = std::max(bound_used, bound);
       trees.rows.push_back({std::string(t.name), std::string(tree == &full ? "full" : "pruned"),
                             std::int64_t{tree->size()}, c.paths, tree == &full ? full_mass : kept_mass,
@@ -299,8 +300,8 @@ Result run_impl(const TreeVerifyOptions& o, const RunContext& ctx, const TreeVer
   naive.carry_residual = false;
   const auto law_naive = spec::tree_step_law(p_at, q_at, branching, kVocab, n_tokens, naive);
   double dev = 0.0;
-  for (const auto& d : pt) dev = std::max(dev, std::abs(spec::sum_deviation(d)));
-  for (const auto& d : qt) dev = std::max(dev, std::abs(spec::sum_deviation(d)));
+  for (const auto& d : pt) dev = nan_max(dev, std::abs(spec::sum_deviation(d)));
+  for (const auto& d : qt) dev = nan_max(dev, std::abs(spec::sum_deviation(d)));
   // First order: one rejection step's law is within (2V + 8)u of p per entry (spec-residual);
   // a node tries `width` children plus the final draw, levels depth + 1, entries V per node; plus
   // the distributions' own |Σ − 1| at every level.

@@ -23,6 +23,7 @@
 //
 //   kvlab typical-acceptance [--samples 20000] [--contexts 4] [--temperature 0.1]
 //                            [--epsilon 0.09] [--delta 0.3] [--seed 1234] [--dtype f64|f32]
+#include "core/finite.hpp"
 #include "typical_acceptance.hpp"
 
 #include <fmt/format.h>
@@ -137,7 +138,7 @@ Result run_impl(const TypicalAcceptanceOptions& o, const RunContext& ctx,
     const auto law_rej = spec::step_output_law(p, q);
     const auto law_typ = spec::step_output_law(p, q, q, typical_rule, typical_repl);
     for (std::size_t x = 0; x < p.size(); ++x)
-      max_rej_dev = std::max(max_rej_dev, std::abs(law_rej[x] - p[x]));
+      max_rej_dev = nan_max(max_rej_dev, std::abs(law_rej[x] - p[x]));
     // Per entry: q·a = min(p, q)(1 + 2u); the reject mass Σ q (1 − a) carries (V + 3)u, the
     // residual (V + 2)u relative, the final addition u: (2V + 8)u; plus |Σp − 1| + |Σq − 1|,
     // since the closed form is p only when both sum to 1 (the reject mass is then Σ max(0, p − q)).

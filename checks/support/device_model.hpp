@@ -12,6 +12,7 @@
 
 #include "backend/cuda_entry.hpp"
 #include "backend/device_gpt.hpp"
+#include "core/finite.hpp"
 #include "model/weights_io.hpp"
 #include "support/check.hpp"
 
@@ -37,14 +38,9 @@ inline std::string weights_device_gap(const RunContext& ctx, bool with_draft = f
   return "";
 }
 
-/// max |a − b| over every element, NaN when either holds a NaN: the device's buffers start as NaN
-/// (every byte 0xFF), and a plain maxCoeff may skip a NaN, which would hide a slot nobody wrote.
-inline double max_abs_diff(const Mat<float>& a, const Mat<float>& b) {
-  return static_cast<double>((a - b).cwiseAbs().maxCoeff<Eigen::PropagateNaN>());
-}
-
-/// The larger of a and b, NaN when either is NaN (std::max(0.0, NaN) is 0.0).
-inline double worst(double a, double b) { return std::isnan(a) || std::isnan(b) ? std::nan("") : std::max(a, b); }
+/// The larger of a and b, NaN when either is NaN (core/finite.hpp: nan_max). The device's buffers
+/// start as NaN (every byte 0xFF), so a slot nobody wrote shows as NaN in max_abs_diff.
+inline double worst(double a, double b) { return nan_max(a, b); }
 
 /// The note line of a check that ran on the device.
 inline std::string device_note(const kernels::ModelOps& ops) {

@@ -13,6 +13,7 @@
 
 #include <fmt/format.h>
 
+#include "core/finite.hpp"
 #include "model/gqa_convert.hpp"
 #include "report/result.hpp"
 #include "support/trained_pair.hpp"
@@ -101,11 +102,11 @@ inline void run_gqa_trained(const GqaTrainedOptions& o, const PoolerF32& pool, c
     MiniGPT<float> g = pool(mha, G);
     const std::vector<double> lg = window_losses(g, *text, o.windows);
     const Mat<float> logits = train::train_forward<float>(g.config(), g.weights(), ids);
-    const double rel = static_cast<double>((logits - logits_mha).cwiseAbs().maxCoeff() /
-                                           logits_mha.cwiseAbs().maxCoeff());
+    const double rel = static_cast<double>(max_abs(logits - logits_mha) /
+                                           max_abs(logits_mha));
     if (G == c.n_kv_head) {  // r = 1: the identity conversion
       double diff = 0;
-      for (std::size_t i = 0; i < lg.size(); ++i) diff = std::max(diff, std::abs(lg[i] - base[i]));
+      for (std::size_t i = 0; i < lg.size(); ++i) diff = nan_max(diff, std::abs(lg[i] - base[i]));
       r.expect({fmt::format("trained target: G = {} (no heads averaged) validation loss − MHA's, max over windows", G),
                 "004 §2.4 (group 6)", "nats/byte", 0.0, 0.0,
                 "exact: averaging groups of one head copies the model, and the same windows are evaluated the same way",

@@ -51,11 +51,14 @@ inline void require_config(const ModelConfig& c, const std::string& path, const 
                                    check, n.allowed));
 }
 
-/// load_gpt<T>(path), its InputError prefixed with "OPTION: " (the option the user gave).
+/// load_gpt<T>(path), its InputError prefixed with "OPTION: " (the option the user gave); the
+/// model's source() is "OPTION PATH", so a forward that overflows names the option and the file.
 template <class T>
 MiniGPT<T> load_weights(const std::string& path, const std::string& option = "--weights") {
   try {
-    return load_gpt<T>(path);
+    MiniGPT<T> m = load_gpt<T>(path);
+    m.set_source(option + " " + path);
+    return m;
   } catch (const InputError& e) {
     throw InputError(option + ": " + e.what());
   }

@@ -42,7 +42,7 @@ std::string device_gap(const ModelConfig& c) {
 }
 
 DeviceGpt::DeviceGpt(const MiniGPT<float>& model, kernels::ModelOps& ops, const DeviceCacheSpec& spec)
-    : c_(model.config()), ops_(ops), spec_(spec) {
+    : c_(model.config()), source_(model.source()), ops_(ops), spec_(spec) {
   if (const std::string gap = device_gap(c_); !gap.empty()) throw InputError("--device cuda: " + gap + "; use --device cpu");
   require(spec.batch >= 1 && spec.batch <= kMaxSize, fmt::format("device cache: batch must be in [1, {}]", kMaxSize));
   require(spec.max_ctx >= 1 && spec.max_ctx <= kMaxSize, fmt::format("device cache: max_ctx must be in [1, {}]", kMaxSize));
@@ -218,6 +218,10 @@ Mat<float> DeviceGpt::run(const std::vector<int>& tokens, const kernels::CacheRo
   ops_.linear(h_.f(), w_lm_.f(), nullptr, logits_.f(), R, d, c_.vocab_size);
   Mat<float> logits(R, c_.vocab_size);
   ops_.download(logits.data(), logits_.p, static_cast<std::size_t>(logits.size()) * sizeof(float));
+  // A NaN anywhere above reaches the logits; from a weights file it is the file's fault (exit 2).
+  if (!source_.empty() && !logits.allFinite())
+    throw InputError(fmt::format("{}: the forward on the device gives non-finite values (logits): the weights "
+                                 "overflow float32; kvlab needs a forward that stays finite", source_));
   return logits;
 }
 

@@ -22,6 +22,7 @@
 
 #include <cstdint>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "core/tensor.hpp"
@@ -63,10 +64,12 @@ class DeviceGpt {
 
   /// Logits [T, vocab] of `tokens` of sequence `seq`, at positions length(seq) .. length(seq) + T - 1;
   /// their K and V are appended to the cache. Throws InputError for seq outside [0, batch), T < 1,
-  /// a token id outside [0, vocab_size) or length(seq) + T > max_ctx.
+  /// a token id outside [0, vocab_size) or length(seq) + T > max_ctx; InputError "SOURCE: the
+  /// forward on the device gives non-finite values ..." when the model had a source() (a weights
+  /// file) and a logit is NaN or ±inf.
   Mat<float> forward(int seq, std::span<const int> tokens);
   /// One decode step: tokens[b] at position length(b) for b in 0 .. B-1, B = tokens.size() <=
-  /// batch; logits [B, vocab]. Same errors as forward.
+  /// batch; logits [B, vocab]. Same errors as forward, the non-finite one included.
   Mat<float> decode(std::span<const int> tokens);
   /// Forgets positions len .. of sequence seq (speculative decoding's rollback): their slots are
   /// poisoned with NaN again and rewritten by the next forward. Throws InputError for len outside [0, length(seq)].
@@ -102,6 +105,7 @@ class DeviceGpt {
   void check_seq(int seq, const char* what) const;
 
   ModelConfig c_;
+  std::string source_;  // the model's source(): a file whose forward overflows is named in the error
   kernels::ModelOps& ops_;
   DeviceCacheSpec spec_;
   int rows_cap_ = 1, q_w_ = 1, kv_w_ = 1;

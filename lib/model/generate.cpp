@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "core/error.hpp"
+#include "core/finite.hpp"
 
 namespace kvlab {
 
@@ -83,10 +84,7 @@ OpCount count_schedule(const ModelConfig& c, const std::vector<ForwardCall>& sch
 
 template <class T>
 int argmax_row(const Mat<T>& logits, Eigen::Index row) {
-  int best = 0;
-  for (Eigen::Index j = 1; j < logits.cols(); ++j)
-    if (logits(row, j) > logits(row, best)) best = static_cast<int>(j);
-  return best;
+  return checked_argmax(logits.row(row), "argmax_row: logits");
 }
 
 template <class T>

@@ -87,7 +87,8 @@ OpCount count_schedule(const ModelConfig& c, const std::vector<ForwardCall>& sch
 template <class T>
 using GenerationCacheMaker = std::function<std::unique_ptr<KVCache<T>>(int n_layer, int width, int max_len)>;
 
-/// Index of the largest entry of row `row` of `logits` (lowest index on ties).
+/// Index of the largest entry of row `row` of `logits` (lowest index on ties). Throws
+/// NonFiniteError (core/finite.hpp) when the row holds a NaN or ±inf.
 template <class T>
 int argmax_row(const Mat<T>& logits, Eigen::Index row);
 

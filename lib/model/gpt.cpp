@@ -4,6 +4,7 @@
 #include <cmath>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 #include <utility>
 
 #include <fmt/format.h>
@@ -161,6 +162,8 @@ Mat<T> MiniGPT<T>::forward(std::span<const int> tokens, int start_pos, KVCache<T
         window_v.bottomRows(n_new) = v;
         window_k_pos0 = first + skip;
       }
+      require_finite_forward(*this, k, "K", l);
+      require_finite_forward(*this, v, "V", l);
       cache.append(kl, k, v);
     }
     const Mat<T> att =
@@ -173,10 +176,35 @@ Mat<T> MiniGPT<T>::forward(std::span<const int> tokens, int start_pos, KVCache<T
     Mat<T> m = linear(layer_norm(x, b.ln2_gain, b.ln2_bias), b.w_fc, b.b_fc);
     gelu_inplace(m);
     x += linear(m, b.w_proj, b.b_proj);
+    require_finite_forward(*this, x, "output", l);
   }
   const Mat<T> hf = layer_norm(x, weights_.lnf_gain, weights_.lnf_bias);
-  return linear(hf, weights_.w_lm, Vec<T>::Zero(c.vocab_size).eval());
+  Mat<T> logits = linear(hf, weights_.w_lm, Vec<T>::Zero(c.vocab_size).eval());
+  require_finite_forward(*this, logits, "logits");
+  return logits;
 }
+
+template <class T>
+void require_finite_forward(const MiniGPT<T>& model, const Mat<T>& x, const char* what, int layer) {
+  if (model.source().empty() || x.allFinite()) return;
+  // The error path only: the largest weight, to show the user the scale that overflowed.
+  double largest = 0;
+  const auto scan = [&largest](const auto& m) {
+    if (m.size() > 0) largest = std::max(largest, static_cast<double>(m.cwiseAbs().maxCoeff()));
+  };
+  const auto& w = model.weights();
+  scan(w.wte);
+  scan(w.wpe);
+  for (const auto& b : w.blocks)
+    for (const auto* m : {&b.w_q, &b.w_k, &b.w_v, &b.w_o, &b.w_fc, &b.w_proj}) scan(*m);
+  scan(w.w_lm);
+  throw InputError(fmt::format("{}: the forward gives non-finite values ({}): the weights overflow {} "
+                               "(largest |weight| {:.3g}); kvlab needs a forward that stays finite",
+                               model.source(), layer < 0 ? std::string(what) : fmt::format("layer {} {}", layer, what), std::is_same_v<T, double> ? "float64" : "float32", largest));
+}
+
+template void require_finite_forward<double>(const MiniGPT<double>&, const Mat<double>&, const char*, int);
+template void require_finite_forward<float>(const MiniGPT<float>&, const Mat<float>&, const char*, int);
 
 template <class T>
 std::unique_ptr<KVCache<T>> MiniGPT<T>::make_cache(CacheKind kind, int max_len) const {

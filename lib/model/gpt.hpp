@@ -15,6 +15,8 @@
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "cache/kv_cache.hpp"
@@ -76,6 +78,10 @@ class MiniGPT {
   /// Sliding window (config.sliding_window = W): query p attends to p - W + 1 .. p, so a
   /// RollingCache of W positions is enough; a cache that keeps everything gives the same logits.
   /// CLA (config.cla_share = s): layer l reads and (if l % s == 0) writes cache layer l / s.
+  /// Non-finite activations: a model with a source() (weights from a file) checks each layer's new
+  /// K and V, its output and the logits, and throws InputError "SOURCE: the forward gives
+  /// non-finite values (WHERE): ..." (require_finite_forward) at the first NaN or ±inf; a seeded
+  /// model returns them, and the comparison layer (core/finite.hpp) fails on them.
   Mat<T> forward(std::span<const int> tokens, int start_pos, KVCache<T>& cache) const;
 
   /// An empty cache shaped for this model (n_kv_layer() layers of width n_kv_head*head_dim).
@@ -86,9 +92,24 @@ class MiniGPT {
   /// Mutable access, for tests and weight conversions (e.g. MHA -> GQA mean-pooling).
   GptWeights<T>& weights() { return weights_; }
 
+  /// Where the weights came from, as an error message names it (e.g. "--weights m.safetensors"):
+  /// "" for a seeded or converted model. load_gpt sets the file's path; a non-empty source makes
+  /// forward() refuse non-finite activations as an input error (the file is the cause).
+  const std::string& source() const { return source_; }
+  void set_source(std::string source) { source_ = std::move(source); }
+
  private:
   ModelConfig config_;
   GptWeights<T> weights_;
+  std::string source_;
 };
+
+/// Throws InputError "SOURCE: the forward gives non-finite values (WHERE): the weights overflow
+/// float64|float32 in the forward (largest |weight| X)" when `x` holds a NaN or ±inf and `model`
+/// has a source (weights from a file); does nothing otherwise. WHERE names the activation: `what`
+/// ("K", "output", "logits") and, for layer >= 0, the layer ("layer 0 K"). Cost: one pass over x
+/// (allFinite), small next to the product that made x; nothing is formatted unless it throws.
+template <class T>
+void require_finite_forward(const MiniGPT<T>& model, const Mat<T>& x, const char* what, int layer = -1);
 
 }  // namespace kvlab

@@ -67,7 +67,9 @@ Mat<T> forward_masked(const MiniGPT<T>& model, std::span<const int> tokens,
     x += linear(m, b.w_proj, b.b_proj);
   }
   const Mat<T> hf = layer_norm(x, w.lnf_gain, w.lnf_bias);
-  return linear(hf, w.w_lm, Vec<T>::Zero(c.vocab_size).eval());
+  Mat<T> logits = linear(hf, w.w_lm, Vec<T>::Zero(c.vocab_size).eval());
+  require_finite_forward(model, logits, "logits");  // a NaN anywhere above reaches the logits
+  return logits;
 }
 
 template Mat<double> forward_masked<double>(const MiniGPT<double>&, std::span<const int>,

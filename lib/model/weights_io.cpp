@@ -273,7 +273,9 @@ template <class T>
 MiniGPT<T> load_gpt(const std::string& path) {
   const SafeTensorsFile file = read_safetensors(path);
   const ModelConfig config = config_of(file, path);
-  return gpt_from_tensors<T>(config, file, path);
+  MiniGPT<T> model = gpt_from_tensors<T>(config, file, path);
+  model.set_source(path);  // forward() then names the file when the weights overflow
+  return model;
 }
 
 template <class T>

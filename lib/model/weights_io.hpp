@@ -69,6 +69,7 @@ MiniGPT<T> gpt_from_tensors(const ModelConfig& config, const SafeTensorsFile& fi
 
 /// Loads a MiniGPT from a safetensors file: config from read_weights_config's rule, tensors
 /// validated as gpt_from_tensors. Values are rounded to T (a F64 file into MiniGPT<float> rounds).
+/// The model's source() is `path`, so its forward refuses non-finite activations naming the file.
 template <class T>
 MiniGPT<T> load_gpt(const std::string& path);
 

@@ -192,7 +192,7 @@ Table expectation_table(const Result& r) {
           {"quantity", "source", "document", "expected", "±", "measured", "unit", "verdict", "why ±"},
           {}};
   for (const auto& e : r.expectations) {
-    std::string verdict = e.holds() ? "pass" : "FAIL";
+    std::string verdict = e.holds() ? "pass" : std::isfinite(e.measured) ? "FAIL" : "FAIL (measured is not finite)";
     if (e.is_erratum()) verdict += ", erratum";
     const std::string document = e.stated ? e.stated->text : e.document.empty() ? std::string("—") : e.document;
     if (e.holds()) {
@@ -221,6 +221,7 @@ nlohmann::json to_json(const Result& r) {
     nlohmann::json x{{"quantity", e.quantity}, {"source", e.source},     {"unit", e.unit},
                      {"expected", e.expected}, {"tolerance", e.tolerance}, {"why", e.why},
                      {"measured", e.measured}, {"holds", e.holds()}};
+    if (!std::isfinite(e.measured)) x["measured_not_finite"] = std::isnan(e.measured) ? "nan" : e.measured > 0 ? "inf" : "-inf";
     if (!e.document.empty()) x["document"] = e.document;
     if (e.stated) {
       x["document"] = e.stated->text;

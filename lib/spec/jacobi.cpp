@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "core/error.hpp"
+#include "core/finite.hpp"
 
 namespace kvlab::spec {
 
@@ -10,10 +11,7 @@ std::vector<int> jacobi_update(const Mat<double>& logits, int prompt_len, int n)
   std::vector<int> y(static_cast<std::size_t>(n));
   for (int i = 0; i < n; ++i) {
     const Eigen::Index row = prompt_len - 1 + i;  // the position that predicts block token i
-    Eigen::Index best = 0;
-    for (Eigen::Index c = 1; c < logits.cols(); ++c)
-      if (logits(row, c) > logits(row, best)) best = c;
-    y[static_cast<std::size_t>(i)] = static_cast<int>(best);
+    y[static_cast<std::size_t>(i)] = checked_argmax(logits.row(row), "jacobi_update: logits");
   }
   return y;
 }

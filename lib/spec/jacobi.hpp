@@ -28,6 +28,7 @@ using JacobiUpdate =
     std::function<std::vector<int>(const Mat<double>& logits, int prompt_len, int n)>;
 
 /// y_i = argmax logits[P − 1 + i] for i = 0 .. n − 1 (the lowest id on ties, as greedy decoding).
+/// Throws NonFiniteError (core/finite.hpp) when a row it reads holds a NaN or ±inf.
 std::vector<int> jacobi_update(const Mat<double>& logits, int prompt_len, int n);
 
 /// A Jacobi run: every iterate, and when it settled.

@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "core/error.hpp"
+#include "core/finite.hpp"
 #include "spec/rejection_detail.hpp"
 
 namespace kvlab::spec {
@@ -24,6 +25,8 @@ void validate_sampler(const std::string& field, const SamplerConfig& s) {
 
 std::vector<double> process_logits(std::span<const double> logits, const SamplerConfig& s) {
   const std::size_t v = logits.size();
+  for (double x : logits)  // a NaN would sort anywhere and make greedy pick token 0 on both sides
+    if (!std::isfinite(x)) throw NonFiniteError("process_logits: non-finite logit (NaN or inf)");
   std::vector<double> out(v, 0.0);
   if (s.temperature == 0.0) {  // greedy: the first maximum
     const auto it = std::max_element(logits.begin(), logits.end());

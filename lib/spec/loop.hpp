@@ -39,7 +39,8 @@ struct SamplerConfig {
 void validate_sampler(const std::string& field, const SamplerConfig& s);
 
 /// The processed distribution of one row of logits (shape [V], float64, sums to 1 to rounding).
-/// No validation (call validate_sampler once).
+/// No validation (call validate_sampler once). Throws NonFiniteError (core/finite.hpp) for a NaN
+/// or ±inf logit: greedy would otherwise pick token 0 whatever the model said.
 std::vector<double> process_logits(std::span<const double> logits, const SamplerConfig& s);
 
 /// The cache-length invariant of 000 §7.6 broken: a bug in the loop, not in the input.
