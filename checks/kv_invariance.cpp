@@ -40,7 +40,9 @@ MiniGPT<T> invariance_model(const KvInvarianceOptions& o, const RunContext& ctx)
   const int need = o.tokens + 1;
   return check_model<T>(
       base, ctx, "kv-invariance",
-      {{"block_size", [need](const ModelConfig& c) { return c.positional == Positional::rope || c.block_size >= need; },
+      {{"causal", [](const ModelConfig& c) { return c.causal; },
+        "true (a bidirectional model has no KV cache; the bidirectional check shows why)"},
+       {"block_size", [need](const ModelConfig& c) { return c.positional == Positional::rope || c.block_size >= need; },
         fmt::format(">= --tokens + 1 = {} with learned positions", need)}});
 }
 
