@@ -22,6 +22,7 @@
 #include <fmt/format.h>
 
 #include "core/error.hpp"
+#include "core/finite.hpp"
 #include "support/device_model.hpp"
 #include "support/model_setup.hpp"
 #include "support/options.hpp"
@@ -114,8 +115,14 @@ Result run_impl(const GreedyGenerateOptions& o, const RunContext& ctx, const Gre
       };
     }
   }
-  const std::vector<int> naive =
-      on_device ? run_schedule<T>(prompt, naive_calls, on_device) : run_schedule<T>(model, prompt, naive_calls);
+  std::vector<int> naive;
+  std::string naive_error;
+  try {
+    naive = on_device ? run_schedule<T>(prompt, naive_calls, on_device) : run_schedule<T>(model, prompt, naive_calls);
+  } catch (const NonFiniteError& e) {  // NaN logits (e.g. a device cache slot never written): no tokens to compare
+    naive_error = e.what();
+    naive.assign(prompt.begin(), prompt.end());  // the prompt only: the tables show no generated token
+  }
   std::vector<int> cached;
   std::string cached_error;
   try {
@@ -129,7 +136,7 @@ Result run_impl(const GreedyGenerateOptions& o, const RunContext& ctx, const Gre
   const std::int64_t n = o.new_tokens;
   double differing = std::numeric_limits<double>::quiet_NaN();
   std::int64_t first_diff = -1;
-  if (cached_error.empty()) {
+  if (cached_error.empty() && naive_error.empty()) {
     differing = 0;
     for (std::size_t i = prompt.size(); i < naive.size(); ++i) {
       const bool same = i < cached.size() && cached[i] == naive[i];
@@ -195,7 +202,8 @@ Result run_impl(const GreedyGenerateOptions& o, const RunContext& ctx, const Gre
   for (std::int64_t j = 0; j < n; ++j) {
     if (j >= 16 && j < n - 16) continue;
     const std::size_t i = prompt.size() + static_cast<std::size_t>(j);
-    tokens.rows.push_back({j, static_cast<std::int64_t>(i), std::int64_t{naive[i]},
+    tokens.rows.push_back({j, static_cast<std::int64_t>(i),
+                           i < naive.size() ? Cell{std::int64_t{naive[i]}} : Cell{std::string("—")},
                            i < cached.size() ? Cell{std::int64_t{cached[i]}} : Cell{std::string("—")},
                            std::string(o.prompt + j > block ? "yes" : "no")});
   }
@@ -225,6 +233,7 @@ Result run_impl(const GreedyGenerateOptions& o, const RunContext& ctx, const Gre
                         "the slid window every step).", o.new_tokens, o.prompt, block);
   if (ops) r.notes.push_back(device_note(*ops));
   if (first_diff >= 0) r.notes.push_back(fmt::format("first differing generated token: step {}", first_diff));
+  if (!naive_error.empty()) r.notes.push_back("the naive generator failed: " + naive_error);
   if (!cached_error.empty()) r.notes.push_back("the cached generator failed: " + cached_error);
   r.notes.push_back("past block_size the cached generator recomputes the window every step, as the naive one: "
                     "the same tokens, but the cache no longer saves work (004 §1.6). RoPE keeps cached K valid "
