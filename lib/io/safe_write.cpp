@@ -34,26 +34,35 @@ struct Slot {
 };
 Slot g_slots[kSlots];
 
+constexpr int kSignals[3] = {SIGINT, SIGTERM, SIGHUP};
+struct sigaction g_previous[3];  // each signal's action before ours: restored, then the signal re-raised
+
 extern "C" void remove_temporaries_and_die(int sig) {
   for (auto& s : g_slots)
     if (s.state.load() == 2) ::unlink(s.path);
-  ::signal(sig, SIG_DFL);
-  ::raise(sig);
+  for (int i = 0; i < 3; ++i)
+    if (kSignals[i] == sig) ::sigaction(sig, &g_previous[i], nullptr);
+  ::raise(sig);  // blocked until this handler returns; then the previous action (default: death)
 }
 
+/// Puts remove_temporaries_and_die in front of each signal's action, unless the signal is ignored
+/// (nohup: kvlab stays immune) or ours already. Checked at every registration, so a program that
+/// set its own handler in between (a test framework, a fork that reset it) is chained too.
 void install_handlers() {
-  static std::once_flag once;
-  std::call_once(once, [] {
-    for (int sig : {SIGINT, SIGTERM, SIGHUP}) {
-      struct sigaction old {};
-      if (::sigaction(sig, nullptr, &old) != 0 || old.sa_handler != SIG_DFL) continue;  // keep SIG_IGN (nohup)
-      struct sigaction act {};
-      act.sa_handler = remove_temporaries_and_die;
-      sigemptyset(&act.sa_mask);
-      act.sa_flags = SA_RESTART;
-      ::sigaction(sig, &act, nullptr);
-    }
-  });
+  static std::mutex mu;
+  std::lock_guard<std::mutex> lock(mu);
+  for (int i = 0; i < 3; ++i) {
+    struct sigaction current {};
+    if (::sigaction(kSignals[i], nullptr, &current) != 0) continue;
+    const bool plain = !(current.sa_flags & SA_SIGINFO);
+    if (plain && (current.sa_handler == SIG_IGN || current.sa_handler == remove_temporaries_and_die)) continue;
+    g_previous[i] = current;
+    struct sigaction act {};
+    act.sa_handler = remove_temporaries_and_die;
+    sigemptyset(&act.sa_mask);
+    act.sa_flags = SA_RESTART;
+    ::sigaction(kSignals[i], &act, nullptr);
+  }
 }
 
 /// Registers `path`; returns its slot, or -1 when the registry is full or the path too long (the

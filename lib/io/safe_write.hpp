@@ -6,7 +6,8 @@
 // writers of one path never share it), fsyncs it and renames it onto the target. Before that the
 // target is neither created nor truncated, so an error, a full disk or Ctrl-C leaves the old file
 // (or no file) and no temporary: temporaries are removed on failure, by the destructor, and on
-// SIGINT, SIGTERM and SIGHUP (a signal-safe registry of live temporaries).
+// SIGINT, SIGTERM and SIGHUP (a signal-safe registry of live temporaries; the handler then hands
+// the signal to the action that was there before, by default death; an ignored signal stays ignored).
 //
 // Targets: a path that does not exist yet, a regular file, or a symbolic link to a regular file
 // (kvlab writes through the link: the link stays and the file it resolves to is replaced). Anything
