@@ -40,6 +40,7 @@ files_full() {
 }
 
 # ---- --plot: no shell, no gnuplot interpretation of the name ------------------------------------
+expect_usage_error --plot roofline --plot ""   # an unset shell variable is not "no plot"
 expect_usage_error --plot roofline --plot "$files_dir/a
 b.svg"
 expect_usage_error --plot roofline --plot "$files_dir/"$'\e[2J'".svg"

@@ -13,6 +13,7 @@
 #include "core/error.hpp"
 #include "io/catalogue.hpp"
 #include "io/safe_write.hpp"
+#include "report/writers.hpp"
 #include "support/options.hpp"
 
 namespace kvlab::app {
@@ -63,7 +64,7 @@ int run_machine(const MachineFlags& f, std::ostream& out) {
   const MachineMeasurement m = measure_machine(o);
   const nlohmann::json entry = hardware_entry(m);
   if (f.format == "json") {
-    out << entry.dump(2) << '\n';
+    out << json_text(entry) << '\n';
   } else {
     auto spread = [](const std::vector<double>& v, double scale) {
       const auto [lo, hi] = std::minmax_element(v.begin(), v.end());
@@ -88,12 +89,12 @@ int run_machine(const MachineFlags& f, std::ostream& out) {
       out << fmt::format("  flat (within 15% of the largest) from {:.4g} MiB: the caches stop helping below that\n",
                          m.flat_from_bytes / 1048576.0);
     }
-    out << "hardware entry (data/hardware schema):\n" << entry.dump(2) << '\n';
+    out << "hardware entry (data/hardware schema):\n" << json_text(entry) << '\n';
   }
   if (f.save) {
     const std::string path = save_path;
     try {
-      safe_write_file(path, entry.dump(2) + "\n", "");
+      safe_write_file(path, json_text(entry) + "\n", "");
     } catch (const InputError& e) {
       throw InputError(fmt::format("--save: {} (set KVLAB_LOCAL_HARDWARE to another path)", e.what()));
     }

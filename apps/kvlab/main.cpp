@@ -63,7 +63,8 @@ struct CommonFlags {
   std::string dtype = "f64";
   std::string device = "auto";
   bool dtype_given = false;  ///< --dtype was on the command line (of this check, or of `all`)
-  std::string plot;          ///< --plot value ("" = no plot); only on checks with has_plot()
+  std::string plot;          ///< --plot value; only on checks with has_plot()
+  bool plot_given = false;   ///< --plot was on the command line ('' is refused, not "no plot")
   std::string weights;       ///< --weights FILE ("" = seeded random model); only with uses_weights()
   std::string draft_weights; ///< --draft-weights FILE (the draft); only with uses_draft_weights()
 };
@@ -140,7 +141,7 @@ void draw_plots(const kvlab::Result& result, const kvlab::PlotTarget& target, kv
 int run_one(Check& check, const CommonFlags& flags) {
   const auto format = kvlab::parse_format(flags.format);
   std::optional<kvlab::PlotTarget> plot;
-  if (!flags.plot.empty()) {
+  if (flags.plot_given) {
     plot = kvlab::parse_plot_target(flags.plot);
     // Refuse an unwritable file before any output (exit 2 prints nothing on stdout); the file
     // itself is not created or touched until the drawing is complete.
@@ -305,7 +306,8 @@ int kvlab_main(int argc, char** argv) {
     checks[i]->bind(option_sets.emplace_back(*sub));
     if (checks[i]->has_plot())
       sub->add_option("--plot", flags[i].plot,
-                      "Also draw the sweep: FILE.svg, or 'term' for the terminal (needs gnuplot)");
+                      "Also draw the sweep: FILE.svg, or 'term' for the terminal (needs gnuplot)")
+          ->each([&f = flags[i]](const std::string&) { f.plot_given = true; });
     if (checks[i]->uses_draft_weights()) {
       sub->add_option("--weights", flags[i].weights,
                       "The target: the model in FILE.safetensors (config from the file; docs/weights.md) "
