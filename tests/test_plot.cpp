@@ -1,6 +1,9 @@
 // report/plot: --plot targets, the gnuplot script, and rendering when gnuplot is installed.
 #include <doctest/doctest.h>
 
+#include <unistd.h>
+
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <limits>
@@ -31,8 +34,11 @@ struct ScopedEnv {
 TEST_CASE("plot: --plot takes 'term' or a .svg path, and names itself otherwise") {
   CHECK(parse_plot_target("term").terminal);
   CHECK(parse_plot_target("out/roof.svg").svg_path == "out/roof.svg");
-  for (const char* bad : {"", "roof.png", ".svg", "it's.svg", "a\nb.svg", "TERM"})
+  for (const char* bad : {"", "roof.png", ".svg", "a\nb.svg", "a\x1b[2J.svg", "TERM"})
     CHECK(test::input_error([&] { parse_plot_target(bad); }).find("--plot") != std::string::npos);
+  // Quotes, backquotes and $( ) are plain characters of a name: it never reaches gnuplot or a shell.
+  for (const char* odd : {"it's.svg", "a \"b\".svg", "`touch x`.svg", "$(touch x).svg", "back\\slash.svg", "@m.svg"})
+    CHECK(parse_plot_target(odd).svg_path == odd);
 }
 
 TEST_CASE("plot: the script carries every finite point inline and the axes") {
@@ -44,7 +50,7 @@ TEST_CASE("plot: the script carries every finite point inline and the axes") {
   CHECK(s.find("3 9\n") != std::string::npos);
   CHECK(s.find("nan") == std::string::npos);
   CHECK(s.find("set logscale y") != std::string::npos);
-  CHECK(s.find("with points title \"dot\"") != std::string::npos);
+  CHECK(s.find("with points title 'dot'") != std::string::npos);
   const std::string svg = gnuplot_script({p, p}, parse_plot_target("a.svg"));
   CHECK(svg.find("set multiplot layout 2,1") != std::string::npos);
   Plot ragged = two_series();
@@ -52,11 +58,20 @@ TEST_CASE("plot: the script carries every finite point inline and the axes") {
   CHECK_THROWS_AS(gnuplot_script({ragged}, parse_plot_target("term")), std::invalid_argument);
 }
 
-TEST_CASE("plot: titles cannot break out of gnuplot's string syntax") {
+TEST_CASE("plot: titles cannot break out of gnuplot's string syntax nor run anything") {
   Plot p = two_series();
-  p.title = "a \"quoted\" \\ title\nwith a newline";
+  p.title = "it's a \"quoted\" \\ title\nwith a newline";
+  p.x_label = "`touch /tmp/x` and @macro";
+  p.series[0].title = "$(touch /tmp/x)";
   const std::string s = gnuplot_script({p}, parse_plot_target("term"));
-  CHECK(s.find("set title \"a \\\"quoted\\\" \\\\ title with a newline\"") != std::string::npos);
+  // Single-quoted gnuplot strings: no backquote substitution, no macros, no escapes; ' doubled.
+  CHECK(s.find("set title 'it''s a \"quoted\" \\ title with a newline'") != std::string::npos);
+  CHECK(s.find("set xlabel '`touch /tmp/x` and @macro'") != std::string::npos);
+  CHECK(s.find("title '$(touch /tmp/x)'") != std::string::npos);
+  // The SVG file's name is not in the script: gnuplot writes to its stdout.
+  const std::string svg = gnuplot_script({p}, parse_plot_target("`touch /tmp/x`.svg"));
+  CHECK(svg.find("touch /tmp/x`.svg") == std::string::npos);
+  CHECK(svg.find("set output\n") != std::string::npos);
 }
 
 TEST_CASE("plot: KVLAB_GNUPLOT overrides the search; a missing file means not installed") {
@@ -77,14 +92,24 @@ TEST_CASE("plot: with gnuplot installed, the terminal drawing and the SVG file")
   }
   const std::string drawing = render_plots(*gnuplot, {two_series()}, parse_plot_target("term"));
   CHECK(drawing.find("a test plot") != std::string::npos);
-  const std::string path = std::string(std::getenv("TMPDIR") ? std::getenv("TMPDIR") : "/tmp") +
-                           "/kvlab_test_plot.svg";
-  CHECK(render_plots(*gnuplot, {two_series()}, parse_plot_target(path)).empty());
-  std::ifstream in(path);
-  std::stringstream svg;
-  svg << in.rdbuf();
-  CHECK(svg.str().find("<svg") != std::string::npos);
-  std::remove(path.c_str());
+  CHECK(render_plots(*gnuplot, {two_series()}, parse_plot_target("a.svg")).find("<svg") != std::string::npos);
+}
+
+TEST_CASE("plot: with gnuplot installed, backquotes in titles run nothing") {
+  const auto gnuplot = find_gnuplot();
+  if (!gnuplot) return;
+  const std::string marker =
+      std::string(std::getenv("TMPDIR") ? std::getenv("TMPDIR") : "/tmp") + "/kvlab_test_plot_ran_" +
+      std::to_string(::getpid());
+  Plot p = two_series();
+  p.title = "`touch " + marker + "`";
+  p.x_label = "$(touch " + marker + ")";
+  p.series[0].title = "`touch " + marker + "` it's";
+  const std::string drawing = render_plots(*gnuplot, {p}, parse_plot_target("term"));
+  CHECK(drawing.find("`touch " + marker + "`") != std::string::npos);  // drawn as text
+  CHECK(render_plots(*gnuplot, {p}, parse_plot_target("`touch " + marker + "`.svg")).find("<svg") != std::string::npos);
+  CHECK_FALSE(std::ifstream(marker).good());
+  std::remove(marker.c_str());
 }
 
 }  // namespace

@@ -1,6 +1,8 @@
 #include "bench_command.hpp"
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -18,6 +20,7 @@
 #include "bench/machine.hpp"
 #include "core/build_info.hpp"
 #include "core/error.hpp"
+#include "io/safe_write.hpp"
 #include "model/fast_gpt.hpp"
 #include "report/writers.hpp"
 #include "support/options.hpp"
@@ -42,8 +45,8 @@ ModelConfig bench_config(const BenchFlags& f, int d) {
 
 // The raw float32 layout of bench/torch_decode.py's docstring.
 void write_raw_weights(const MiniGPT<float>& m, const std::string& path) {
-  std::ofstream out(path, std::ios::binary);
-  auto put = [&](const auto& a) { out.write(reinterpret_cast<const char*>(a.data()), static_cast<std::streamsize>(a.size() * sizeof(float))); };
+  std::string out;
+  auto put = [&](const auto& a) { out.append(reinterpret_cast<const char*>(a.data()), a.size() * sizeof(float)); };
   const auto& w = m.weights();
   put(w.wte), put(w.wpe);
   for (const auto& b : w.blocks) {
@@ -51,7 +54,7 @@ void write_raw_weights(const MiniGPT<float>& m, const std::string& path) {
     put(b.w_o), put(b.b_o), put(b.ln2_gain), put(b.ln2_bias), put(b.w_fc), put(b.b_fc), put(b.w_proj), put(b.b_proj);
   }
   put(w.lnf_gain), put(w.lnf_bias), put(w.w_lm);
-  if (!out) throw InputError("bench: cannot write " + path);
+  safe_write_file(path, out, "bench --vs-torch");
 }
 
 std::string shell_quote(const std::string& s) {
@@ -162,7 +165,22 @@ int run_bench(const BenchFlags& f, std::ostream& out) {
     t.columns.insert(t.columns.end(), {"torch tok/s", "torch range", "kvlab / torch", "max |Δlogit|"});
   }
   nlohmann::json rows = nlohmann::json::array();
-  const std::string tmp = (std::filesystem::temp_directory_path() / fmt::format("kvlab-bench-{}", getpid())).string();
+  // The weights and logits for the PyTorch driver, in a private directory (mkdtemp, not a name in
+  // /tmp that another user could have placed a link at), removed at the end.
+  struct PrivateDir {
+    std::string path;
+    ~PrivateDir() {
+      std::error_code ec;
+      if (!path.empty()) std::filesystem::remove_all(path, ec);
+    }
+  } work;
+  if (f.vs_torch) {
+    std::string pattern = (std::filesystem::temp_directory_path() / "kvlab-bench-XXXXXX").string();
+    if (!::mkdtemp(pattern.data()))
+      throw InputError(fmt::format("bench --vs-torch: cannot create a temporary directory: {}", std::strerror(errno)));
+    work.path = pattern;
+  }
+  const std::string tmp = work.path + "/run";
   for (int d : f.d_models) {
     const ModelConfig c = bench_config(f, d);
     std::vector<float> prompt_logits(static_cast<std::size_t>(kPromptLen) * c.vocab_size), last(c.vocab_size);
@@ -175,8 +193,8 @@ int run_bench(const BenchFlags& f, std::ostream& out) {
       fast.prefill(prompt, last, prompt_logits);
       if (f.vs_torch) {
         write_raw_weights(model, tmp + ".weights");
-        std::ofstream lo(tmp + ".logits", std::ios::binary);
-        lo.write(reinterpret_cast<const char*>(prompt_logits.data()), static_cast<std::streamsize>(prompt_logits.size() * 4));
+        safe_write_file(tmp + ".logits", std::string_view(reinterpret_cast<const char*>(prompt_logits.data()),
+                                                          prompt_logits.size() * sizeof(float)), "bench --vs-torch");
       }
       fast.fill_cache(7);
       std::vector<float> logits(static_cast<std::size_t>(batch_max) * c.vocab_size);

@@ -1,7 +1,6 @@
 #include "machine_command.hpp"
 
 #include <filesystem>
-#include <fstream>
 #include <algorithm>
 #include <iostream>
 #include <ostream>
@@ -13,6 +12,8 @@
 #include "bench/machine.hpp"
 #include "core/error.hpp"
 #include "io/catalogue.hpp"
+#include "io/safe_write.hpp"
+#include "report/writers.hpp"
 #include "support/options.hpp"
 
 namespace kvlab::app {
@@ -46,10 +47,24 @@ int run_machine(const MachineFlags& f, std::ostream& out) {
   o.repeats = f.repeats;
   o.gemm_n = f.gemm_n;
   o.curve = f.curve;
+  // --save's target is checked before the measurement (which takes a while) and written at the
+  // end through a temporary renamed into place: the old entry stays until the new one is complete.
+  std::string save_path;
+  if (f.save) {
+    save_path = local_hardware_path();
+    std::error_code ec;
+    const auto parent = std::filesystem::path(save_path).parent_path();
+    if (!parent.empty()) std::filesystem::create_directories(parent, ec);
+    try {
+      check_output_target(save_path, "");
+    } catch (const InputError& e) {
+      throw InputError(fmt::format("--save: {} (set KVLAB_LOCAL_HARDWARE to another path)", e.what()));
+    }
+  }
   const MachineMeasurement m = measure_machine(o);
   const nlohmann::json entry = hardware_entry(m);
   if (f.format == "json") {
-    out << entry.dump(2) << '\n';
+    out << json_text(entry) << '\n';
   } else {
     auto spread = [](const std::vector<double>& v, double scale) {
       const auto [lo, hi] = std::minmax_element(v.begin(), v.end());
@@ -74,17 +89,16 @@ int run_machine(const MachineFlags& f, std::ostream& out) {
       out << fmt::format("  flat (within 15% of the largest) from {:.4g} MiB: the caches stop helping below that\n",
                          m.flat_from_bytes / 1048576.0);
     }
-    out << "hardware entry (data/hardware schema):\n" << entry.dump(2) << '\n';
+    out << "hardware entry (data/hardware schema):\n" << json_text(entry) << '\n';
   }
   if (f.save) {
-    const std::string path = local_hardware_path();
-    std::error_code ec;
-    const auto parent = std::filesystem::path(path).parent_path();
-    if (!parent.empty()) std::filesystem::create_directories(parent, ec);
-    std::ofstream file(path);
-    if (!file || !(file << entry.dump(2) << '\n'))
-      throw InputError("--save: cannot write " + path + " (set KVLAB_LOCAL_HARDWARE to another path)");
-    (f.format == "json" ? std::cerr : out) << "saved to " << path << " (kvlab roofline --gpu local)\n";
+    const std::string path = save_path;
+    try {
+      safe_write_file(path, json_text(entry) + "\n", "");
+    } catch (const InputError& e) {
+      throw InputError(fmt::format("--save: {} (set KVLAB_LOCAL_HARDWARE to another path)", e.what()));
+    }
+    (f.format == "json" ? std::cerr : out) << "saved to " << shown_path(path) << " (kvlab roofline --gpu local)\n";
   }
   return 0;
 }

@@ -34,6 +34,7 @@
 
 #include "core/build_info.hpp"
 #include "core/error.hpp"
+#include "io/safe_write.hpp"
 #include "kernels/gpu_kernels.hpp"
 #include "report/plot.hpp"
 #include "report/writers.hpp"
@@ -62,7 +63,8 @@ struct CommonFlags {
   std::string dtype = "f64";
   std::string device = "auto";
   bool dtype_given = false;  ///< --dtype was on the command line (of this check, or of `all`)
-  std::string plot;          ///< --plot value ("" = no plot); only on checks with has_plot()
+  std::string plot;          ///< --plot value; only on checks with has_plot()
+  bool plot_given = false;   ///< --plot was on the command line ('' is refused, not "no plot")
   std::string weights;       ///< --weights FILE ("" = seeded random model); only with uses_weights()
   std::string draft_weights; ///< --draft-weights FILE (the draft); only with uses_draft_weights()
 };
@@ -127,19 +129,23 @@ void draw_plots(const kvlab::Result& result, const kvlab::PlotTarget& target, kv
     return;
   }
   const std::string drawing = kvlab::render_plots(*gnuplot, result.plots, target);
+  if (!target.terminal) {  // through a temporary renamed into place: the old file stays on failure
+    kvlab::safe_write_file(target.svg_path, drawing, "--plot");
+    std::cerr << "kvlab: plot written to " << kvlab::shown_path(target.svg_path) << '\n';
+    return;
+  }
   const bool to_stdout = format == kvlab::Format::text || format == kvlab::Format::md;
   (to_stdout ? std::cout : std::cerr) << drawing << std::flush;
-  if (!target.terminal) std::cerr << "kvlab: plot written to " << target.svg_path << '\n';
 }
 
 int run_one(Check& check, const CommonFlags& flags) {
   const auto format = kvlab::parse_format(flags.format);
   std::optional<kvlab::PlotTarget> plot;
-  if (!flags.plot.empty()) {
+  if (flags.plot_given) {
     plot = kvlab::parse_plot_target(flags.plot);
-    // Refuse an unwritable file before any output (exit 2 prints nothing on stdout).
-    if (!plot->terminal && !std::ofstream(plot->svg_path, std::ios::app))
-      throw kvlab::InputError("--plot: cannot write " + plot->svg_path);
+    // Refuse an unwritable file before any output (exit 2 prints nothing on stdout); the file
+    // itself is not created or touched until the drawing is complete.
+    if (!plot->terminal) kvlab::check_output_target(plot->svg_path, "--plot");
   }
   const kvlab::Result result = check.run(resolve(flags, check));
   kvlab::write_result(std::cout, result, format);
@@ -235,7 +241,7 @@ void print_info(const std::string& format) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
+int kvlab_main(int argc, char** argv) {
   CLI::App app{
       "kvlab: the claims of an LLM-inference course (KV cache, MQA/GQA, roofline, speculative\n"
       "decoding), each reproduced by a subcommand that prints the claim, its source, the expected\n"
@@ -300,7 +306,8 @@ int main(int argc, char** argv) {
     checks[i]->bind(option_sets.emplace_back(*sub));
     if (checks[i]->has_plot())
       sub->add_option("--plot", flags[i].plot,
-                      "Also draw the sweep: FILE.svg, or 'term' for the terminal (needs gnuplot)");
+                      "Also draw the sweep: FILE.svg, or 'term' for the terminal (needs gnuplot)")
+          ->each([&f = flags[i]](const std::string&) { f.plot_given = true; });
     if (checks[i]->uses_draft_weights()) {
       sub->add_option("--weights", flags[i].weights,
                       "The target: the model in FILE.safetensors (config from the file; docs/weights.md) "
@@ -378,4 +385,22 @@ int main(int argc, char** argv) {
     std::cerr << "kvlab: internal error: " << e.what() << '\n';
     return kExitInternal;
   }
+}
+
+/// kvlab_main(), with standard output checked: a closed stdout is refused before anything runs, and a
+/// write or the final flush that fails (a full disk, `> /dev/full`) is one line and exit 2, not a
+/// truncated report with exit 0.
+int main(int argc, char** argv) {
+  try {
+    kvlab::require_stdout_open();
+  } catch (const kvlab::InputError& e) {
+    std::cerr << "kvlab: " << e.what() << '\n';
+    return kExitUsage;
+  }
+  const int status = kvlab_main(argc, argv);
+  if (const std::string why = kvlab::stdout_error(); !why.empty()) {
+    std::cerr << "kvlab: cannot write the report to standard output: " << why << '\n';
+    return kExitUsage;
+  }
+  return status;
 }

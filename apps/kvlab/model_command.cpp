@@ -13,6 +13,8 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.hpp"
+#include "io/safe_write.hpp"
+#include "report/writers.hpp"
 #include "model/gpt.hpp"
 #include "model/weights_io.hpp"
 #include "support/options.hpp"
@@ -135,9 +137,14 @@ int run_model_init(const ModelInitFlags& f, std::ostream& out) {
   if (bytes > (std::uint64_t{1} << 31))
     throw InputError(fmt::format("--out: the model has {} parameters ({} bytes in {}); kvlab model init writes "
                                  "at most 2 GiB", params, bytes, f.dtype));
+  check_output_target(f.out, "--out");  // before the model is drawn; nothing is created yet
   const MiniGPT<double> model(c, static_cast<std::uint64_t>(f.seed));
-  save_gpt(model, f.out, {{"kvlab.seed", std::to_string(f.seed)}, {"kvlab.made_by", "kvlab model init"}}, f.dtype);
-  out << fmt::format("wrote {}: {} parameters in {} ({} bytes of data), seed {}, config {}\n", f.out, params,
+  try {  // through a temporary renamed into place (io/safe_write.hpp)
+    save_gpt(model, f.out, {{"kvlab.seed", std::to_string(f.seed)}, {"kvlab.made_by", "kvlab model init"}}, f.dtype);
+  } catch (const InputError& e) {
+    throw InputError(fmt::format("--out: {}", e.what()));
+  }
+  out << fmt::format("wrote {}: {} parameters in {} ({} bytes of data), seed {}, config {}\n", shown_path(f.out), params,
                      f.dtype, bytes, f.seed, model_config_to_json(c));
   return 0;
 }
@@ -180,7 +187,7 @@ int perplexity(const PerplexityFlags& f, std::ostream& out) {
                      {"windows", windows}, {"predicted_tokens", predicted}, {"block_size", c.block_size},
                      {"dtype", f.dtype}, {"loss_nats_per_token", loss}, {"bits_per_byte", loss / std::log(2.0)},
                      {"perplexity", ppl}};
-    out << j.dump(2) << "\n";
+    out << json_text(j) << "\n";  // a file name that is not UTF-8 gets U+FFFD, not an exception
     return 0;
   }
   out << fmt::format("weights     {} ({} layers, d_model {}, {} heads / {} K/V heads, block_size {})\n", f.weights,

@@ -6,7 +6,10 @@
 #include <chrono>
 #include <cmath>
 #include <limits>
+#include <iterator>
 #include <map>
+#include <optional>
+#include <vector>
 #include <cstdio>
 #include <ostream>
 
@@ -14,6 +17,7 @@
 #include <fmt/format.h>
 
 #include "core/error.hpp"
+#include "io/safe_write.hpp"
 #include "model/gpt.hpp"
 #include "support/options.hpp"
 #include "train/backprop.hpp"
@@ -56,8 +60,10 @@ CLI::App* add_train_command(CLI::App& app, TrainFlags& f) {
                 "Run only the first N steps of the --steps schedule (same learning rates), 0 to 10,000,000; "
                 "0 = all (default)")
       ->check(IntRange(0, 10000000));
-  t->add_option("--loss-log", f.loss_log, "Write every step's loss, lr and gradient norm to FILE (TSV)");
-  t->add_option("--out", f.out, "Write the trained model to FILE.safetensors");
+  t->add_option("--loss-log", f.loss_log, "Write every step's loss, lr and gradient norm to FILE (TSV)")
+      ->each([&f](const std::string&) { f.loss_log_given = true; });
+  t->add_option("--out", f.out, "Write the trained model to FILE.safetensors (it appears when training is done)")
+      ->each([&f](const std::string&) { f.out_given = true; });
   t->add_option("--fortunes", f.fortunes, "Directory of the fortune files (default /usr/share/games/fortunes)");
   return t;
 }
@@ -76,11 +82,13 @@ int run_train(const TrainFlags& f, std::ostream& out) {
   if (c.n_head % c.n_kv_head != 0)
     throw InputError(fmt::format("--n-kv-head: must divide --n-head = {} (got {})", c.n_head, c.n_kv_head));
   train::require_trainable(c);
-  if (!f.out.empty()) {  // fail before the hours of training, not after
-    std::FILE* probe = std::fopen(f.out.c_str(), "ab");
-    if (!probe) throw InputError(fmt::format("--out: cannot write {}", f.out));
-    std::fclose(probe);
-  }
+  // Fail before the hours of training, not after, and without creating anything: --out appears
+  // only when the model is complete (io/safe_write.hpp), so an error or Ctrl-C leaves no 0-byte
+  // model and an existing one intact.
+  std::vector<OutputTarget> outputs;
+  if (f.out_given) outputs.push_back(check_output_target(f.out, "--out"));
+  if (f.loss_log_given) outputs.push_back(check_output_target(f.loss_log, "--loss-log"));
+  require_distinct_outputs(outputs);
   const std::string dir = f.fortunes.empty() ? train::kFortunesDir : f.fortunes;
   const auto corpus = train::load_fortunes(dir);
   if (!corpus) throw InputError(fmt::format("--fortunes: {}", train::fortunes_skip_line(dir)));
@@ -96,11 +104,12 @@ int run_train(const TrainFlags& f, std::ostream& out) {
   cfg.seed = static_cast<std::uint64_t>(f.seed) + 1;
   cfg.threads = f.threads;
   cfg.stop_after = f.stop_after;
-  std::FILE* loss_log = nullptr;
-  if (!f.loss_log.empty()) {
-    loss_log = std::fopen(f.loss_log.c_str(), "w");
-    if (!loss_log) throw InputError(fmt::format("--loss-log: cannot write {}", f.loss_log));
-    std::fprintf(loss_log, "# step\tloss (nats/byte, this step's batch)\tlr\tgradient norm (before clipping)\n");
+  // The loss log is a temporary until training ends (removed on an error or Ctrl-C); every write
+  // is checked, so a full disk is one line and exit 2, not a truncated log.
+  std::optional<SafeWriter> loss_log;
+  if (f.loss_log_given) {
+    loss_log.emplace(f.loss_log, "--loss-log");
+    loss_log->write("# step\tloss (nats/byte, this step's batch)\tlr\tgradient norm (before clipping)\n");
   }
   const std::size_t n_params = train::param_count(model.weights());
   out << fmt::format("kvlab train: {} parameters (n_layer {}, d_model {}, n_head {}, n_kv_head {}, head_dim {}, "
@@ -117,10 +126,14 @@ int run_train(const TrainFlags& f, std::ostream& out) {
     out << fmt::format("stopping after step {} of the {}-step schedule (--stop-after)\n", cfg.stop_after, cfg.steps);
   out.flush();
 
+  std::string loss_lines;  // --loss-log lines not yet written (64 KiB at a time)
   const bool tty = isatty(STDERR_FILENO);
   const int every = std::max(1, cfg.steps / 20);
   const auto on_step = [&](const train::StepInfo& s) {
-    if (loss_log) std::fprintf(loss_log, "%d\t%.9g\t%.9g\t%.9g\n", s.step, s.loss, s.lr, s.grad_norm);
+    if (loss_log) {
+      fmt::format_to(std::back_inserter(loss_lines), "{}\t{:.9g}\t{:.9g}\t{:.9g}\n", s.step, s.loss, s.lr, s.grad_norm);
+      if (loss_lines.size() >= (64u << 10)) loss_log->write(loss_lines), loss_lines.clear();
+    }
     const double left = s.elapsed_s / s.step * (s.steps - s.step);
     if (tty) {
       const int filled = static_cast<int>(30.0 * s.step / s.steps);
@@ -136,7 +149,10 @@ int run_train(const TrainFlags& f, std::ostream& out) {
     std::fflush(stderr);
   };
   const train::TrainResult r = train::train_model(model, corpus->train, cfg, on_step);
-  if (loss_log) std::fclose(loss_log);
+  if (loss_log) {
+    loss_log->write(loss_lines);
+    loss_log->commit();
+  }
   const auto t_eval = std::chrono::steady_clock::now();
   const train::EvalResult ev = train::evaluate(model, corpus->validation, f.eval_windows, f.threads);
   const double eval_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_eval).count();
@@ -149,14 +165,18 @@ int run_train(const TrainFlags& f, std::ostream& out) {
   out << fmt::format("validation: loss {:.6f} nats/byte ({:.4f} bits/byte, perplexity {:.3f}) over {} bytes "
                      "({} windows, {:.1f} s)\n",
                      ev.loss, ev.loss / std::log(2.0), std::exp(ev.loss), ev.tokens, ev.windows, eval_s);
-  if (!f.out.empty()) {
+  if (f.out_given) {
     std::map<std::string, std::string> meta = {
         {"kvlab.train", fmt::format("steps={} batch={} lr={:g} warmup={} weight_decay={:g} grad_clip={:g} seed={}",
                                     cfg.steps, cfg.batch, cfg.lr, cfg.warmup, cfg.weight_decay, cfg.grad_clip, f.seed)},
         {"kvlab.validation_loss", fmt::format("{:.6f}", ev.loss)},
         {"kvlab.corpus", fmt::format("fortunes, hash {:016x}", train::corpus_hash(corpus->train))}};
-    train::save_checkpoint(model, f.out, meta);
-    out << fmt::format("wrote {}\n", f.out);
+    try {
+      train::save_checkpoint(model, f.out, meta);
+    } catch (const InputError& e) {
+      throw InputError(fmt::format("--out: {}", e.what()));
+    }
+    out << fmt::format("wrote {}\n", shown_path(f.out));
   }
   return 0;
 }

@@ -20,7 +20,9 @@ struct TrainFlags {
   std::string loss_log;                  ///< FILE: every step's loss, lr and gradient norm (TSV)
   double lr = 3e-3, weight_decay = 0.1, grad_clip = 1.0;
   std::int64_t seed = 1;
-  std::string out;                       ///< FILE.safetensors; empty: do not save
+  std::string out;                       ///< FILE.safetensors (when out_given)
+  bool out_given = false;                ///< --out was on the command line ('' is refused, not "no file")
+  bool loss_log_given = false;           ///< --loss-log was on the command line
   std::string fortunes;                  ///< corpus directory (default /usr/share/games/fortunes)
 };
 
@@ -28,8 +30,9 @@ struct TrainFlags {
 CLI::App* add_train_command(CLI::App& app, TrainFlags& flags);
 
 /// Runs the training: summary on `out`, progress on stderr. Returns 0. Throws InputError for
-/// bad flags (naming the option), an absent corpus (naming --fortunes and the package) or an
-/// unwritable --out.
+/// bad flags (naming the option), an absent corpus (naming --fortunes and the package), an
+/// unwritable --out or --loss-log (checked before training; both written through
+/// io/safe_write.hpp, so they appear only complete) or one file named by both.
 int run_train(const TrainFlags& flags, std::ostream& out);
 
 }  // namespace kvlab::app

@@ -1,4 +1,5 @@
 #include "io/safetensors.hpp"
+#include "io/safe_write.hpp"
 
 #include <algorithm>
 #include <cerrno>
@@ -381,19 +382,7 @@ std::vector<unsigned char> encode_safetensors(const std::vector<SafeTensor>& ten
 void write_safetensors(const std::string& path, const std::vector<SafeTensor>& tensors,
                        const std::map<std::string, std::string>& metadata) {
   const auto bytes = encode_safetensors(tensors, metadata);
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) throw InputError(fmt::format("{}: cannot write: {}", printable(path, 200), std::strerror(errno)));
-    out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
-    if (!out) throw InputError(fmt::format("{}: write failed", printable(path, 200)));
-  }
-  std::error_code ec;
-  fs::rename(tmp, path, ec);
-  if (ec) {
-    fs::remove(tmp, ec);
-    throw InputError(fmt::format("{}: cannot write: rename failed", printable(path, 200)));
-  }
+  safe_write_file(path, std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()), "");
 }
 
 }  // namespace kvlab

@@ -82,8 +82,10 @@ SafeTensorsFile read_safetensors(const std::string& path);
 std::vector<unsigned char> encode_safetensors(const std::vector<SafeTensor>& tensors,
                                               const std::map<std::string, std::string>& metadata);
 
-/// Writes encode_safetensors(tensors, metadata) to `path` (through a temporary file renamed into
-/// place, so a reader never sees half a file). InputError when the file cannot be written.
+/// Writes encode_safetensors(tensors, metadata) to `path` through safe_write_file (io/safe_write.hpp:
+/// a temporary renamed into place, so a reader never sees half a file and an error leaves the old
+/// file). InputError "cannot write '<path>': <reason>" when the file cannot be written; callers
+/// put their option's name in front.
 void write_safetensors(const std::string& path, const std::vector<SafeTensor>& tensors,
                        const std::map<std::string, std::string>& metadata);
 

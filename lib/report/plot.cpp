@@ -1,18 +1,24 @@
 #include "report/plot.hpp"
 
 #include <fmt/format.h>
+#include <fcntl.h>
+#include <spawn.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <fstream>
 #include <sstream>
 
 #include "core/error.hpp"
+#include "io/safe_write.hpp"
+
+extern char** environ;
 
 namespace kvlab {
 namespace {
@@ -27,45 +33,60 @@ bool is_executable_file(const std::string& path) {
          ::access(path.c_str(), X_OK) == 0;
 }
 
-/// A gnuplot double-quoted string: backslash and double quote escaped; control characters
-/// (which would end the line) become spaces.
+/// A gnuplot single-quoted string: inside one gnuplot expands nothing (no backquote command
+/// substitution, no @macro, no backslash escape); the only special character is the quote itself,
+/// written twice. Control characters (which would end the line) become spaces.
 std::string quoted(const std::string& s) {
-  std::string out = "\"";
+  std::string out = "'";
   for (char c : s) {
-    if (c == '\\' || c == '"') out += '\\';
-    out += (static_cast<unsigned char>(c) < 0x20) ? ' ' : c;
+    if (c == '\'') out += '\'';
+    out += (static_cast<unsigned char>(c) < 0x20 || c == 0x7F) ? ' ' : c;
   }
-  return out + '"';
+  return out + '\'';
 }
 
-/// A temporary file holding `text`; removed by the destructor.
-class TempFile {
- public:
-  explicit TempFile(const std::string& text) {
-    const char* dir = std::getenv("TMPDIR");
-    std::string pattern = std::string(dir && *dir ? dir : "/tmp") + "/kvlab-plot-XXXXXX";
-    const int fd = ::mkstemp(pattern.data());
-    if (fd < 0) throw PlotError("--plot: cannot create a temporary file in " + pattern);
-    path_ = pattern;
-    const auto* p = text.data();
-    std::size_t left = text.size();
-    while (left > 0) {
-      const ssize_t n = ::write(fd, p, left);
-      if (n <= 0) {
-        ::close(fd);
-        throw PlotError("--plot: cannot write the temporary file " + path_);
-      }
-      p += n, left -= static_cast<std::size_t>(n);
+/// An unlinked temporary file (it has no name to leave behind or to be raced for), close-on-exec,
+/// at a descriptor >= 10; holds `text`. Throws PlotError.
+int anonymous_file(const std::string& text) {
+  const char* dir = std::getenv("TMPDIR");
+  std::string pattern = std::string(dir && *dir ? dir : "/tmp") + "/kvlab-plot-XXXXXX";
+  const int fd = ::mkostemp(pattern.data(), O_CLOEXEC);
+  if (fd < 0) throw PlotError(fmt::format("--plot: cannot create a temporary file: {}", std::strerror(errno)));
+  ::unlink(pattern.c_str());
+  const int high = ::fcntl(fd, F_DUPFD_CLOEXEC, 10);
+  ::close(fd);
+  if (high < 0) throw PlotError(fmt::format("--plot: {}", std::strerror(errno)));
+  const char* p = text.data();
+  for (std::size_t left = text.size(); left > 0;) {
+    const ssize_t n = ::write(high, p, left);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      const int err = errno;
+      ::close(high);
+      throw PlotError(fmt::format("--plot: cannot write a temporary file: {}", std::strerror(err)));
     }
-    ::close(fd);
+    p += n, left -= static_cast<std::size_t>(n);
   }
-  ~TempFile() { ::unlink(path_.c_str()); }
-  TempFile(const TempFile&) = delete;
-  TempFile& operator=(const TempFile&) = delete;
-  const std::string& path() const { return path_; }
+  return high;
+}
 
- private:
-  std::string path_;
+/// Everything from the start of `fd` (gnuplot's stderr, an anonymous_file).
+std::string read_all(int fd) {
+  std::string s;
+  if (::lseek(fd, 0, SEEK_SET) != 0) return s;
+  char buf[4096];
+  for (ssize_t n; (n = ::read(fd, buf, sizeof buf)) > 0 || (n < 0 && errno == EINTR);)
+    if (n > 0) s.append(buf, static_cast<std::size_t>(n));
+  return s;
+}
+
+/// Closes the descriptors it holds when it goes out of scope.
+struct Fds {
+  std::vector<int> fds;
+  ~Fds() {
+    for (int fd : fds)
+      if (fd >= 0) ::close(fd);
+  }
 };
 
 }  // namespace
@@ -73,11 +94,11 @@ class TempFile {
 PlotTarget parse_plot_target(const std::string& value) {
   if (value == "term") return {true, {}};
   for (char c : value)
-    if (static_cast<unsigned char>(c) < 0x20 || c == '\'' || c == '"' || c == '\\')
-      throw InputError("--plot: the file name may not hold quotes, backslashes or control characters");
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7F)
+      throw InputError("--plot: the file name may not hold control characters (a newline, a tab, an escape)");
   if (!ends_with(value, ".svg") || value.size() == 4)
     throw InputError("--plot: expected 'term' (draw in the terminal) or a file name ending in .svg, got '" +
-                     value + "'");
+                     shown_path(value) + "'");
   return {false, value};
 }
 
@@ -99,8 +120,9 @@ std::string gnuplot_script(const std::vector<Plot>& plots, const PlotTarget& tar
     s += "set terminal dumb size 100,30\nset output\n";
   } else {
     const int height = 420 * static_cast<int>(std::max<std::size_t>(plots.size(), 1));
-    s += fmt::format("set terminal svg size 760,{} dynamic font 'sans,11'\nset output {}\n", height,
-                     quoted(target.svg_path));
+    // The SVG goes to gnuplot's stdout; kvlab writes the file (io/safe_write.hpp), so the user's
+    // file name never reaches gnuplot.
+    s += fmt::format("set terminal svg size 760,{} dynamic font 'sans,11'\nset output\n", height);
     if (plots.size() > 1) s += fmt::format("set multiplot layout {},1\n", plots.size());
   }
   s += "set termoption noenhanced\nset grid\n";
@@ -138,28 +160,48 @@ std::string gnuplot_script(const std::vector<Plot>& plots, const PlotTarget& tar
 
 std::string render_plots(const std::string& gnuplot, const std::vector<Plot>& plots,
                          const PlotTarget& target) {
-  if (gnuplot.find('\'') != std::string::npos)
-    throw PlotError("--plot: gnuplot's path holds a quote: " + gnuplot);
-  const TempFile script(gnuplot_script(plots, target));
-  const TempFile errors("");
-  const std::string command =
-      fmt::format("'{}' '{}' 2>'{}'", gnuplot, script.path(), errors.path());
-  FILE* pipe = ::popen(command.c_str(), "r");
-  if (!pipe) throw PlotError("--plot: cannot start " + gnuplot);
+  // No shell: gnuplot is started with posix_spawn, reads the script from descriptor 3
+  // (/dev/fd/3), writes the drawing to a pipe on its stdout and its errors to an anonymous file.
+  Fds fds;
+  fds.fds.push_back(anonymous_file(gnuplot_script(plots, target)));
+  fds.fds.push_back(anonymous_file(""));
+  const int script = fds.fds[0], errors = fds.fds[1];
+  int pipe_fds[2];
+  if (::pipe2(pipe_fds, O_CLOEXEC) != 0) throw PlotError(fmt::format("--plot: {}", std::strerror(errno)));
+  fds.fds.push_back(pipe_fds[0]);
+  int write_end = pipe_fds[1];
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_adddup2(&actions, write_end, STDOUT_FILENO);
+  posix_spawn_file_actions_adddup2(&actions, errors, STDERR_FILENO);
+  posix_spawn_file_actions_adddup2(&actions, script, 3);
+  std::string program = gnuplot, script_arg = "/dev/fd/3";
+  char* argv[] = {program.data(), script_arg.data(), nullptr};
+  pid_t pid = -1;
+  const int spawn_err = ::posix_spawn(&pid, gnuplot.c_str(), &actions, nullptr, argv, environ);
+  posix_spawn_file_actions_destroy(&actions);
+  ::close(write_end);
+  if (spawn_err != 0)
+    throw PlotError(fmt::format("--plot: cannot start {}: {}", shown_path(gnuplot), std::strerror(spawn_err)));
   std::string drawing;
-  char buf[4096];
-  for (std::size_t n; (n = std::fread(buf, 1, sizeof buf, pipe)) > 0;) drawing.append(buf, n);
-  const int status = ::pclose(pipe);
-  if (status != 0) {
-    std::ifstream in(errors.path());
+  char buf[65536];
+  for (ssize_t n; (n = ::read(pipe_fds[0], buf, sizeof buf)) > 0 || (n < 0 && errno == EINTR);)
+    if (n > 0) drawing.append(buf, static_cast<std::size_t>(n));
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    std::istringstream in(read_all(errors));
     std::string line, last;  // gnuplot echoes the offending line, then "script", line N: message
     while (std::getline(in, line))
       if (line.find_first_not_of(" \t^") != std::string::npos) last = line;
-    throw PlotError(fmt::format("--plot: gnuplot failed (status {}): {}",
-                                WIFEXITED(status) ? WEXITSTATUS(status) : -1,
-                                last.empty() ? "no message" : last));
+    throw PlotError(fmt::format("--plot: gnuplot failed ({} {}): {}",
+                                WIFEXITED(status) ? "status" : "signal",
+                                WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status),
+                                last.empty() ? "no message" : shown_path(last)));
   }
-  return target.terminal ? drawing : std::string();
+  return drawing;
 }
 
 }  // namespace kvlab

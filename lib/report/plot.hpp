@@ -2,8 +2,8 @@
 //
 // A check puts Plot values in its Result (report/result.hpp); the front end asks this module to
 // draw them after the report is printed. kvlab writes a gnuplot script with the data inline
-// (datablocks), runs gnuplot on it and, for `term`, returns gnuplot's dumb-terminal drawing as
-// text. gnuplot is optional: without it the tables still carry every number, and the front end
+// (datablocks), runs gnuplot on it (no shell) and returns gnuplot's dumb-terminal drawing as text,
+// or the SVG document that the front end writes to the file. gnuplot is optional: without it the tables still carry every number, and the front end
 // says in one line how to install it.
 #pragma once
 
@@ -22,8 +22,9 @@ struct PlotTarget {
   std::string svg_path;  ///< set when !terminal
 };
 
-/// Parses a `--plot` value: "term", or a path ending in ".svg" (no quote, newline or control
-/// characters, which gnuplot's string syntax cannot carry). Throws InputError naming --plot.
+/// Parses a `--plot` value: "term", or a path ending in ".svg" (no control characters; quotes,
+/// backquotes and `$(...)` are plain characters: the name never reaches gnuplot or a shell, the
+/// front end writes the file with safe_write_file). Throws InputError naming --plot.
 PlotTarget parse_plot_target(const std::string& value);
 
 /// gnuplot's path: $KVLAB_GNUPLOT when set (an empty or missing file means "not installed"; the
@@ -41,8 +42,11 @@ class PlotError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-/// Runs `gnuplot` (a path from find_gnuplot) on gnuplot_script(plots, target). Returns the
-/// drawing for the terminal target, "" for SVG (the file is written). Throws PlotError.
+/// Runs `gnuplot` (a path from find_gnuplot) on gnuplot_script(plots, target), without a shell
+/// (posix_spawn; the script on a descriptor, the drawing from gnuplot's stdout). Returns the
+/// drawing: text for the terminal target, the SVG document for a file target (the caller writes
+/// it to target.svg_path). Every user string in the script is in a single-quoted gnuplot string,
+/// where gnuplot expands nothing. Throws PlotError.
 std::string render_plots(const std::string& gnuplot, const std::vector<Plot>& plots,
                          const PlotTarget& target);
 

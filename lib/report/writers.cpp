@@ -257,16 +257,20 @@ void write_table(std::ostream& out, const Table& t, Format f) {
         for (const auto& c : row) jr.push_back(cell_json(c));
         rows.push_back(std::move(jr));
       }
-      out << nlohmann::json{{"title", t.title}, {"columns", t.columns}, {"rows", rows}}.dump(2) << '\n';
+      out << json_text(nlohmann::json{{"title", t.title}, {"columns", t.columns}, {"rows", rows}}) << '\n';
       break;
     }
   }
 }
 
+std::string json_text(const nlohmann::json& j, int indent) {
+  return j.dump(indent, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
 void write_result(std::ostream& out, const Result& r, Format f) {
   switch (f) {
     case Format::text: write_text(out, r); break;
-    case Format::json: out << to_json(r).dump(2) << '\n'; break;
+    case Format::json: out << json_text(to_json(r)) << '\n'; break;
     case Format::md:
       out << "### " << r.check << " (" << r.source << ")\n\n" << r.claim << "\n\n";
       for (const auto& t : all_tables(r)) write_md_table(out, t);
@@ -289,7 +293,7 @@ void write_all(std::ostream& out, const std::vector<Result>& results, Format f) 
   if (f == Format::json) {
     nlohmann::json j{{"results", nlohmann::json::array()}, {"passed", passed}, {"failed", failed}};
     for (const auto& r : results) j["results"].push_back(to_json(r));
-    out << j.dump(2) << '\n';
+    out << json_text(j) << '\n';
     return;
   }
   std::size_t errata = 0;

@@ -29,6 +29,11 @@ Table expectation_table(const Result& r);
 /// One table alone, in text, md or csv (json: an object with title, columns and rows).
 void write_table(std::ostream& out, const Table& t, Format f);
 
+/// `j` as JSON text for output, indented by `indent` (-1: one line). A string that is not valid
+/// UTF-8 (a file name in another encoding) has each bad byte replaced by U+FFFD instead of making
+/// nlohmann::json throw (type_error 316): JSON cannot carry the bytes as typed.
+std::string json_text(const nlohmann::json& j, int indent = 2);
+
 /// One Result as the JSON object of the output contract.
 nlohmann::json to_json(const Result& r);
 
