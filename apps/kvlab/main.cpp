@@ -46,6 +46,7 @@
 #include "train_command.hpp"
 #include "support/check.hpp"
 #include "support/options.hpp"
+#include "support/path_option.hpp"
 
 namespace {
 
@@ -233,9 +234,28 @@ void print_info(const std::string& format) {
   for (const auto& [k, v] : info) std::cout << fmt::format("{:<17} {}\n", k + ":", v);
 }
 
+/// The command line, set up and run; main() catches what escapes the setup.
+int run_cli(int argc, char** argv);
+
 }  // namespace
 
+/// Everything run_cli lets through is an error of the setup itself (reading something before the
+/// command line is parsed): one line, never an abort.
 int main(int argc, char** argv) {
+  try {
+    return run_cli(argc, argv);
+  } catch (const kvlab::InputError& e) {
+    std::cerr << "kvlab: " << e.what() << '\n';
+    return kExitUsage;
+  } catch (const std::exception& e) {
+    std::cerr << "kvlab: internal error: " << e.what() << '\n';
+    return kExitInternal;
+  }
+}
+
+namespace {
+
+int run_cli(int argc, char** argv) {
   CLI::App app{
       "kvlab: the claims of an LLM-inference course (KV cache, MQA/GQA, roofline, speculative\n"
       "decoding), each reproduced by a subcommand that prints the claim, its source, the expected\n"
@@ -305,19 +325,23 @@ int main(int argc, char** argv) {
       sub->add_option("--weights", flags[i].weights,
                       "The target: the model in FILE.safetensors (config from the file; docs/weights.md) "
                       "instead of a seeded random one; with --draft-weights")
-          ->type_name("FILE");
+          ->type_name("FILE")
+          ->check(kvlab::checks::PathGiven());
       sub->add_option("--draft-weights", flags[i].draft_weights,
                       "The draft: the model in FILE.safetensors (same vocabulary as the target); with --weights")
-          ->type_name("FILE");
+          ->type_name("FILE")
+          ->check(kvlab::checks::PathGiven());
     } else if (checks[i]->uses_weights()) {
       sub->add_option("--weights", flags[i].weights,
                       "Run on the model in FILE.safetensors (config from the file; docs/weights.md) "
                       "instead of a seeded random one")
-          ->type_name("FILE");
+          ->type_name("FILE")
+          ->check(kvlab::checks::PathGiven());
     } else if (!checks[i]->weights_refusal().empty()) {
       sub->add_option("--weights", flags[i].weights,
                       "Not on this check (it says why when given): " + checks[i]->weights_refusal())
-          ->type_name("FILE");
+          ->type_name("FILE")
+          ->check(kvlab::checks::PathGiven());
     }
     sub->get_option("--dtype")->each([&f = flags[i]](const std::string&) { f.dtype_given = true; });
     subs.push_back(sub);
@@ -379,3 +403,5 @@ int main(int argc, char** argv) {
     return kExitInternal;
   }
 }
+
+}  // namespace
