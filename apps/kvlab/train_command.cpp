@@ -20,6 +20,7 @@
 #include "train/checkpoint.hpp"
 #include "train/corpus.hpp"
 #include "train/trainer.hpp"
+#include "support/path_option.hpp"
 
 namespace kvlab::app {
 
@@ -58,7 +59,8 @@ CLI::App* add_train_command(CLI::App& app, TrainFlags& f) {
       ->check(IntRange(0, 10000000));
   t->add_option("--loss-log", f.loss_log, "Write every step's loss, lr and gradient norm to FILE (TSV)");
   t->add_option("--out", f.out, "Write the trained model to FILE.safetensors");
-  t->add_option("--fortunes", f.fortunes, "Directory of the fortune files (default /usr/share/games/fortunes)");
+  t->add_option("--fortunes", f.fortunes, "Directory of the fortune files (default /usr/share/games/fortunes)")
+      ->check(kvlab::checks::PathGiven());
   return t;
 }
 
@@ -82,7 +84,12 @@ int run_train(const TrainFlags& f, std::ostream& out) {
     std::fclose(probe);
   }
   const std::string dir = f.fortunes.empty() ? train::kFortunesDir : f.fortunes;
-  const auto corpus = train::load_fortunes(dir);
+  std::optional<train::Corpus> corpus;
+  try {
+    corpus = train::load_fortunes(dir);
+  } catch (const InputError& e) {  // an unreadable or oversized fortune file
+    throw InputError(fmt::format("--fortunes: {}", e.what()));
+  }
   if (!corpus) throw InputError(fmt::format("--fortunes: {}", train::fortunes_skip_line(dir)));
 
   MiniGPT<float> model(c, static_cast<std::uint64_t>(f.seed));
