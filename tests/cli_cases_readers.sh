@@ -26,6 +26,11 @@ expect_usage_error "empty path" gqa-meanpool --weights ''
 expect_usage_error "--config" kv-size --config ''
 expect_usage_error "--fortunes" train --fortunes '' --steps 1
 
+# A path with a newline and a terminal escape is shown as one line of printable ASCII.
+expect_usage_error "--text: '$rdir/a?[31mb?c' is not a readable file" perplexity --weights "$rdir/m.safetensors" \
+  --text "$rdir/a"$'\e'"[31mb"$'\n'"c"
+expect_usage_error "no fortune files in the directory '$rdir/a?b'" spec-real --fortunes "$rdir/a"$'\n'"b"
+
 # Nesting: 16 MB of '[' in a weights file's kvlab.config, 4 MB in a config.json.
 python3 - "$rdir" <<'EOF'
 import json, struct, sys

@@ -65,11 +65,11 @@ void perplexity_impl(const MiniGPT<T>& model, const std::vector<int>& tokens, in
 std::vector<int> read_bytes_as_tokens(const std::string& path) {
   std::error_code ec;
   if (!std::filesystem::is_regular_file(path, ec))
-    throw InputError(fmt::format("--text: '{}' is not a readable file", path));
+    throw InputError(fmt::format("--text: '{}' is not a readable file", printable(path)));
   if (std::filesystem::file_size(path, ec) > kMaxTextBytes)
-    throw InputError(fmt::format("--text: '{}' is larger than {} bytes", path, kMaxTextBytes));
+    throw InputError(fmt::format("--text: '{}' is larger than {} bytes", printable(path), kMaxTextBytes));
   std::ifstream in(path, std::ios::binary);
-  if (!in) throw InputError(fmt::format("--text: cannot open '{}'", path));
+  if (!in) throw InputError(fmt::format("--text: cannot open '{}'", printable(path)));
   std::vector<int> tokens;
   for (std::istreambuf_iterator<char> it(in), end; it != end; ++it) tokens.push_back(static_cast<unsigned char>(*it));
   return tokens;

@@ -90,7 +90,7 @@ int run_train(const TrainFlags& f, std::ostream& out) {
   } catch (const InputError& e) {  // an unreadable or oversized fortune file
     throw InputError(fmt::format("--fortunes: {}", e.what()));
   }
-  if (!corpus) throw InputError(fmt::format("--fortunes: {}", train::fortunes_skip_line(dir)));
+  if (!corpus) throw InputError(fmt::format("--fortunes: {}", train::fortunes_skip_line(printable(dir))));
 
   MiniGPT<float> model(c, static_cast<std::uint64_t>(f.seed));
   train::TrainConfig cfg;

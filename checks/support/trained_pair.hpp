@@ -57,7 +57,7 @@ inline std::pair<std::optional<std::vector<int>>, std::string> load_validation_t
     throw InputError(dir.empty() ? std::string(e.what()) : option + ": " + e.what());
   }
   if (!corpus) {
-    if (!dir.empty()) throw InputError(option + ": no fortune files in the directory '" + dir + "'");
+    if (!dir.empty()) throw InputError(option + ": no fortune files in the directory '" + printable(dir) + "'");
     std::string why = train::fortunes_skip_line(d);
     if (why.rfind("skipped: ", 0) == 0) why = why.substr(9);  // the verdict line says "skipped"
     return {std::nullopt, why};
