@@ -30,6 +30,7 @@
 #include "support/model_setup.hpp"
 #include "support/gqa_trained.hpp"
 #include "support/options.hpp"
+#include "support/path_option.hpp"
 
 namespace kvlab::checks {
 namespace {
@@ -194,8 +195,10 @@ class GqaMeanpool final : public Check {
     // stays, since option names are a contract.
     sub.add_option("--trained-weights,--weights", opts_.trained_weights,
                    "Trained mode: MHA checkpoint (default data/weights/target.safetensors)")
-        ->type_name("FILE");
-    sub.add_option("--fortunes", opts_.fortunes, "Trained mode: fortunes directory (default /usr/share/games/fortunes)");
+        ->type_name("FILE")
+        ->check(PathGiven());
+    sub.add_option("--fortunes", opts_.fortunes, "Trained mode: fortunes directory (default /usr/share/games/fortunes)")
+        ->check(PathGiven());
     sub.add_option("--windows", opts_.windows, "Trained mode: validation windows, 1-4096 (default 4; --long 64)")
         ->check(IntRange(1, 4096));
     sub.add_flag("--long", opts_.long_run, "Trained mode: 64 windows, then uptrain each conversion ~5% of the steps");

@@ -24,6 +24,7 @@
 
 #include "report/writers.hpp"
 #include "support/cost_common.hpp"
+#include "support/path_option.hpp"
 
 namespace kvlab::checks {
 namespace {
@@ -501,7 +502,8 @@ class KvSizeCheck final : public Check {
   void bind(OptionSet& sub) override {
     model_opt_ = sub.add_option("--model", model_, "Catalogue model, e.g. llama-2-70b (data/models)");
     config_opt_ = sub.add_option("--config", config_, "A Hugging Face config.json instead of --model")
-                      ->type_name("FILE");
+                      ->type_name("FILE")
+                      ->check(PathGiven());
     model_opt_->excludes(config_opt_);
     const auto positive = PositiveCount();
     batch_opt_ = sub.add_option("--batch", batch_, "Sequences in the batch (default 1)")->check(positive);

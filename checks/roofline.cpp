@@ -31,6 +31,7 @@
 #include "report/writers.hpp"
 #include "support/cost_common.hpp"
 #include "support/options.hpp"
+#include "support/path_option.hpp"
 
 namespace kvlab::checks {
 namespace {
@@ -769,7 +770,8 @@ class RooflineCheck final : public Check {
   void bind(OptionSet& sub) override {
     model_opt_ = sub.add_option("--model", model_, "Catalogue model, e.g. llama-2-7b (data/models)");
     config_opt_ = sub.add_option("--config", config_, "A Hugging Face config.json instead of --model")
-                      ->type_name("FILE");
+                      ->type_name("FILE")
+                      ->check(PathGiven());
     model_opt_->excludes(config_opt_);
     gpu_opt_ = sub.add_option("--gpu", gpu_, "Catalogue GPU (data/hardware; default a100-80gb)");
     const auto positive = PositiveCount();

@@ -46,6 +46,7 @@
 #include "support/options.hpp"
 #include "support/trained_pair.hpp"
 #include "train/backprop.hpp"
+#include "support/path_option.hpp"
 
 namespace kvlab::checks {
 namespace {
@@ -384,9 +385,12 @@ class SpecRealCheck final : public Check {
     sub.add_flag("--long", opts_.long_run,
                  "8 prompts × 64 tokens, 64 α windows, 2000 exactness samples (about 10 s here)");
     // --weights / --draft-weights: the names the other model checks use for a pair (issue 10).
-    sub.add_option("--target,--weights", opts_.target, "Target checkpoint (default data/weights/target.safetensors)");
-    sub.add_option("--draft,--draft-weights", opts_.draft, "Draft checkpoint (default data/weights/draft.safetensors)");
-    sub.add_option("--fortunes", opts_.fortunes, "Fortunes directory (default /usr/share/games/fortunes)");
+    sub.add_option("--target,--weights", opts_.target, "Target checkpoint (default data/weights/target.safetensors)")
+        ->check(PathGiven());
+    sub.add_option("--draft,--draft-weights", opts_.draft, "Draft checkpoint (default data/weights/draft.safetensors)")
+        ->check(PathGiven());
+    sub.add_option("--fortunes", opts_.fortunes, "Fortunes directory (default /usr/share/games/fortunes)")
+        ->check(PathGiven());
   }
   Result run(const RunContext& ctx) override { return run_spec_real(opts_, ctx); }
 

@@ -18,6 +18,7 @@
 #include "cost/roofline.hpp"
 #include "io/catalogue.hpp"
 #include "io/safetensors.hpp"
+#include "model/weights_budget.hpp"
 #include "model/weights_io.hpp"
 
 namespace kvlab::fuzz {
@@ -303,7 +304,7 @@ void check_safetensors(const SafeTensorsFile& f) {
   const auto cfg = f.metadata.find(kConfigMetadataKey);
   if (cfg == f.metadata.end()) return;
   try {
-    const ModelConfig c = model_config_from_json(cfg->second, "fuzz");
+    const ModelConfig c = weights_file_config(f, "fuzz");  // the config and its work budget, as --weights
     const MiniGPT<float> m = gpt_from_tensors<float>(c, f, "fuzz");
     const std::vector<int> ids = {0, c.vocab_size - 1};
     const std::size_t n = std::min<std::size_t>(2, static_cast<std::size_t>(c.block_size));

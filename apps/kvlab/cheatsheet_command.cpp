@@ -1,5 +1,7 @@
 #include "cheatsheet_command.hpp"
 
+#include <algorithm>
+
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
@@ -7,6 +9,7 @@
 #include <ostream>
 
 #include "cheatsheet/cheatsheet.hpp"
+#include "core/error.hpp"
 #include "io/catalogue.hpp"
 #include "report/writers.hpp"
 #include "support/options.hpp"
@@ -36,8 +39,16 @@ CLI::App* add_cheatsheet_command(CLI::App& app, CheatsheetFlags& f) {
   for (CacheDtype d : all_cache_dtypes()) dtypes.push_back(cache_dtype_name(d));
   sub->add_option("--kv-dtype", f.kv_dtype, "Cache element type: fp32, fp16, bf16, fp8, int8 or int4")
       ->check(CLI::IsMember(dtypes));
+  // The catalogue is read when --gpu is given, not while the command line is set up: a KVLAB_DATA
+  // without a catalogue stopped every command, --version included.
   sub->add_option("--gpu", f.gpu, "A catalogue GPU (data/hardware), e.g. a100-80gb, h100-sxm")
-      ->check(CLI::IsMember(gpu_names()));
+      ->check(CLI::Validator(
+          [](std::string& name) -> std::string {
+            const auto names = gpu_names();  // InputError naming KVLAB_DATA when there is no catalogue
+            if (std::find(names.begin(), names.end(), name) != names.end()) return {};
+            return fmt::format("{} not in {{{}}}", printable(name, 60), fmt::join(names, ","));
+          },
+          "GPU"));
   return sub;
 }
 

@@ -47,6 +47,7 @@
 #include "train_command.hpp"
 #include "support/check.hpp"
 #include "support/options.hpp"
+#include "support/path_option.hpp"
 
 namespace {
 
@@ -239,9 +240,8 @@ void print_info(const std::string& format) {
   for (const auto& [k, v] : info) std::cout << fmt::format("{:<17} {}\n", k + ":", v);
 }
 
-}  // namespace
-
-int kvlab_main(int argc, char** argv) {
+/// The command line, set up and run; main() catches what escapes the setup.
+int run_cli(int argc, char** argv) {
   CLI::App app{
       "kvlab: the claims of an LLM-inference course (KV cache, MQA/GQA, roofline, speculative\n"
       "decoding), each reproduced by a subcommand that prints the claim, its source, the expected\n"
@@ -312,19 +312,23 @@ int kvlab_main(int argc, char** argv) {
       sub->add_option("--weights", flags[i].weights,
                       "The target: the model in FILE.safetensors (config from the file; docs/weights.md) "
                       "instead of a seeded random one; with --draft-weights")
-          ->type_name("FILE");
+          ->type_name("FILE")
+          ->check(kvlab::checks::PathGiven());
       sub->add_option("--draft-weights", flags[i].draft_weights,
                       "The draft: the model in FILE.safetensors (same vocabulary as the target); with --weights")
-          ->type_name("FILE");
+          ->type_name("FILE")
+          ->check(kvlab::checks::PathGiven());
     } else if (checks[i]->uses_weights()) {
       sub->add_option("--weights", flags[i].weights,
                       "Run on the model in FILE.safetensors (config from the file; docs/weights.md) "
                       "instead of a seeded random one")
-          ->type_name("FILE");
+          ->type_name("FILE")
+          ->check(kvlab::checks::PathGiven());
     } else if (!checks[i]->weights_refusal().empty()) {
       sub->add_option("--weights", flags[i].weights,
                       "Not on this check (it says why when given): " + checks[i]->weights_refusal())
-          ->type_name("FILE");
+          ->type_name("FILE")
+          ->check(kvlab::checks::PathGiven());
     }
     sub->get_option("--dtype")->each([&f = flags[i]](const std::string&) { f.dtype_given = true; });
     subs.push_back(sub);
@@ -387,17 +391,24 @@ int kvlab_main(int argc, char** argv) {
   }
 }
 
-/// kvlab_main(), with standard output checked: a closed stdout is refused before anything runs, and a
-/// write or the final flush that fails (a full disk, `> /dev/full`) is one line and exit 2, not a
-/// truncated report with exit 0.
+}  // namespace
+
+/// run_cli(), with standard output checked and nothing let through: a closed stdout is refused
+/// before anything runs; a write or the final flush that fails (a full disk, `> /dev/full`) is one
+/// line and exit 2, not a truncated report with exit 0; what escapes the command line's setup
+/// (reading something before it is parsed) is one line, never an abort.
 int main(int argc, char** argv) {
+  int status = kExitUsage;
   try {
     kvlab::require_stdout_open();
+    status = run_cli(argc, argv);
   } catch (const kvlab::InputError& e) {
     std::cerr << "kvlab: " << e.what() << '\n';
     return kExitUsage;
+  } catch (const std::exception& e) {
+    std::cerr << "kvlab: internal error: " << e.what() << '\n';
+    return kExitInternal;
   }
-  const int status = kvlab_main(argc, argv);
   if (const std::string why = kvlab::stdout_error(); !why.empty()) {
     std::cerr << "kvlab: cannot write the report to standard output: " << why << '\n';
     return kExitUsage;

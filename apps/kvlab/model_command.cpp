@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <optional>
 #include <ostream>
 #include <vector>
 
@@ -14,11 +15,14 @@
 
 #include "core/error.hpp"
 #include "io/safe_write.hpp"
+#include "io/safetensors.hpp"
 #include "report/writers.hpp"
 #include "model/gpt.hpp"
+#include "model/weights_budget.hpp"
 #include "model/weights_io.hpp"
 #include "support/options.hpp"
 #include "train/corpus.hpp"
+#include "support/path_option.hpp"
 
 namespace kvlab::app {
 namespace {
@@ -63,17 +67,48 @@ void perplexity_impl(const MiniGPT<T>& model, const std::vector<int>& tokens, in
 std::vector<int> read_bytes_as_tokens(const std::string& path) {
   std::error_code ec;
   if (!std::filesystem::is_regular_file(path, ec))
-    throw InputError(fmt::format("--text: '{}' is not a readable file", path));
+    throw InputError(fmt::format("--text: '{}' is not a readable file", printable(path)));
   if (std::filesystem::file_size(path, ec) > kMaxTextBytes)
-    throw InputError(fmt::format("--text: '{}' is larger than {} bytes", path, kMaxTextBytes));
+    throw InputError(fmt::format("--text: '{}' is larger than {} bytes", printable(path), kMaxTextBytes));
   std::ifstream in(path, std::ios::binary);
-  if (!in) throw InputError(fmt::format("--text: cannot open '{}'", path));
+  if (!in) throw InputError(fmt::format("--text: cannot open '{}'", printable(path)));
   std::vector<int> tokens;
   for (std::istreambuf_iterator<char> it(in), end; it != end; ++it) tokens.push_back(static_cast<unsigned char>(*it));
   return tokens;
 }
 
+/// The windows perplexity_impl evaluates: every one, or max_windows of them.
+std::size_t perplexity_windows(const ModelConfig& c, std::size_t n_tokens, int max_windows) {
+  const std::size_t L = static_cast<std::size_t>(c.block_size);
+  const std::size_t total = n_tokens < L + 1 ? 0 : (n_tokens - 1) / L;
+  return max_windows > 0 ? std::min<std::size_t>(total, static_cast<std::size_t>(max_windows)) : total;
+}
+
+/// Refuses a run whose forward passes exceed kPerplexityBudgetFlops, naming what to change.
+void require_perplexity_budget(const ModelConfig& c, std::size_t n_tokens, int max_windows,
+                               const std::string& path) {
+  const double window = perplexity_window_flops(c);
+  const std::size_t n = perplexity_windows(c, n_tokens, max_windows);
+  if (static_cast<double>(n) * window <= kPerplexityBudgetFlops) return;
+  const auto fit = static_cast<std::uint64_t>(kPerplexityBudgetFlops / window);
+  if (fit == 0)
+    throw InputError(fmt::format("--weights {}: one window of block_size {} takes {:.3g} GFLOP, more than "
+                                 "perplexity's budget of {:.0f} GFLOP (about 37 s of one core in float64)",
+                                 printable(path), c.block_size, window / 1e9, kPerplexityBudgetFlops / 1e9));
+  throw InputError(fmt::format("--max-windows: {} windows of block_size {} take {:.3g} GFLOP, more than perplexity's "
+                               "budget of {:.0f} GFLOP (about 37 s of one core in float64); use --max-windows {} or fewer",
+                               n, c.block_size, static_cast<double>(n) * window / 1e9,
+                               kPerplexityBudgetFlops / 1e9, fit));
+}
+
 }  // namespace
+
+double perplexity_window_flops(const ModelConfig& c) {
+  double params = 0;
+  for (const auto& t : gpt_tensor_layout(c)) params += static_cast<double>(t.numel());
+  const double L = c.block_size;
+  return 2.0 * L * params + 4.0 * c.n_layer * L * L * c.n_head * c.head_dim;
+}
 
 /// run_perplexity's body; its InputErrors get the option's name.
 int perplexity(const PerplexityFlags& f, std::ostream& out);
@@ -107,8 +142,11 @@ CLI::App* add_perplexity_command(CLI::App& app, PerplexityFlags& f) {
   p->footer("Text: --text FILE as bytes, or the validation split of Debian's fortunes (every 10th fortune; "
             "lib/train/corpus.hpp). Non-overlapping windows of block_size + 1 tokens, each token predicted "
             "once: the trainer's validation loss.");
-  p->add_option("--weights", f.weights, "Model file (safetensors, docs/weights.md)")->required();
-  p->add_option("--text", f.text, "Text file read as bytes (needs vocab_size 256); default: fortunes validation");
+  p->add_option("--weights", f.weights, "Model file (safetensors, docs/weights.md)")
+      ->required()
+      ->check(kvlab::checks::PathGiven());
+  p->add_option("--text", f.text, "Text file read as bytes (needs vocab_size 256); default: fortunes validation")
+      ->check(kvlab::checks::PathGiven());
   p->add_option("--max-windows", f.max_windows, "Evaluate this many evenly spaced windows (0 = all)")
       ->check(kvlab::checks::IntRange(0, 1'000'000));
   p->add_option("--dtype", f.dtype, "f32 (default) or f64")->check(CLI::IsMember({"f32", "f64"}));
@@ -134,9 +172,13 @@ int run_model_init(const ModelInitFlags& f, std::ostream& out) {
   for (const auto& t : gpt_tensor_layout(c))
     params = checked_add(params, static_cast<std::uint64_t>(t.numel()), "parameters");
   const std::uint64_t bytes = checked_mul(params, static_cast<std::uint64_t>(safetensors_dtype_size(f.dtype)), "bytes");
-  if (bytes > (std::uint64_t{1} << 31))
-    throw InputError(fmt::format("--out: the model has {} parameters ({} bytes in {}); kvlab model init writes "
-                                 "at most 2 GiB", params, bytes, f.dtype));
+  // What `--weights` reads back (lib/io/safetensors.hpp, lib/model/weights_io.hpp): a file kvlab
+  // writes is one kvlab reads.
+  if (params > kMaxSafetensorsElements)
+    throw InputError(fmt::format("--out: the model has {} parameters, more than the budget of {} (2^26) that "
+                                 "kvlab reads from a weights file; use a smaller --d-model, --n-layer or --vocab-size",
+                                 params, kMaxSafetensorsElements));
+  require_weights_budget(c, "model init");
   check_output_target(f.out, "--out");  // before the model is drawn; nothing is created yet
   const MiniGPT<double> model(c, static_cast<std::uint64_t>(f.seed));
   try {  // through a temporary renamed into place (io/safe_write.hpp)
@@ -159,14 +201,20 @@ int run_perplexity(const PerplexityFlags& f, std::ostream& out) {
 }
 
 int perplexity(const PerplexityFlags& f, std::ostream& out) {
-  const ModelConfig c = read_weights_config(f.weights);
+  const SafeTensorsFile file = read_safetensors(f.weights);  // read once: config and tensors
+  const ModelConfig c = weights_file_config(file, f.weights);
   std::vector<int> tokens;
   std::string text_name;
   if (!f.text.empty()) {
     tokens = read_bytes_as_tokens(f.text);
     text_name = f.text;
   } else {
-    const auto corpus = train::load_fortunes();
+    std::optional<train::Corpus> corpus;
+    try {
+      corpus = train::load_fortunes();
+    } catch (const InputError& e) {  // an unreadable or oversized fortune file
+      throw InputError(fmt::format("--text: not given, and the default text cannot be read: {}", e.what()));
+    }
     if (!corpus) {
       out << train::fortunes_skip_line() << "\n";
       return 0;
@@ -177,10 +225,13 @@ int perplexity(const PerplexityFlags& f, std::ostream& out) {
   if (c.vocab_size != train::kByteVocab)
     throw InputError(fmt::format("--weights: vocab_size = {}; the text is bytes, so perplexity needs a byte-level "
                                  "model (vocab_size 256)", c.vocab_size));
+  require_perplexity_budget(c, tokens.size(), f.max_windows, f.weights);
   double loss = 0;
   std::size_t predicted = 0, windows = 0;
-  if (f.dtype == "f64") perplexity_impl(load_gpt<double>(f.weights), tokens, f.max_windows, loss, predicted, windows);
-  else perplexity_impl(load_gpt<float>(f.weights), tokens, f.max_windows, loss, predicted, windows);
+  if (f.dtype == "f64")
+    perplexity_impl(gpt_from_tensors<double>(c, file, f.weights), tokens, f.max_windows, loss, predicted, windows);
+  else
+    perplexity_impl(gpt_from_tensors<float>(c, file, f.weights), tokens, f.max_windows, loss, predicted, windows);
   const double ppl = std::exp(loss);
   if (f.format == "json") {
     nlohmann::json j{{"weights", f.weights}, {"text", text_name}, {"text_tokens", tokens.size()},

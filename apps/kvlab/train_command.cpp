@@ -24,6 +24,7 @@
 #include "train/checkpoint.hpp"
 #include "train/corpus.hpp"
 #include "train/trainer.hpp"
+#include "support/path_option.hpp"
 
 namespace kvlab::app {
 
@@ -64,7 +65,8 @@ CLI::App* add_train_command(CLI::App& app, TrainFlags& f) {
       ->each([&f](const std::string&) { f.loss_log_given = true; });
   t->add_option("--out", f.out, "Write the trained model to FILE.safetensors (it appears when training is done)")
       ->each([&f](const std::string&) { f.out_given = true; });
-  t->add_option("--fortunes", f.fortunes, "Directory of the fortune files (default /usr/share/games/fortunes)");
+  t->add_option("--fortunes", f.fortunes, "Directory of the fortune files (default /usr/share/games/fortunes)")
+      ->check(kvlab::checks::PathGiven());
   return t;
 }
 
@@ -90,8 +92,13 @@ int run_train(const TrainFlags& f, std::ostream& out) {
   if (f.loss_log_given) outputs.push_back(check_output_target(f.loss_log, "--loss-log"));
   require_distinct_outputs(outputs);
   const std::string dir = f.fortunes.empty() ? train::kFortunesDir : f.fortunes;
-  const auto corpus = train::load_fortunes(dir);
-  if (!corpus) throw InputError(fmt::format("--fortunes: {}", train::fortunes_skip_line(dir)));
+  std::optional<train::Corpus> corpus;
+  try {
+    corpus = train::load_fortunes(dir);
+  } catch (const InputError& e) {  // an unreadable or oversized fortune file
+    throw InputError(fmt::format("--fortunes: {}", e.what()));
+  }
+  if (!corpus) throw InputError(fmt::format("--fortunes: {}", train::fortunes_skip_line(printable(dir))));
 
   MiniGPT<float> model(c, static_cast<std::uint64_t>(f.seed));
   train::TrainConfig cfg;

@@ -1,6 +1,7 @@
 // The option facade of options.hpp over CLI11: the one translation unit under checks/ that pays
 // for <CLI/CLI.hpp>.
 #include "support/options.hpp"
+#include "support/path_option.hpp"
 
 #include <charconv>
 #include <cmath>
@@ -51,6 +52,14 @@ Validator IntRange(std::int64_t lo, std::int64_t hi) {
 }
 
 Validator IsMember(std::vector<std::string> allowed) { return wrap(CLI::IsMember(std::move(allowed))); }
+
+Validator PathGiven() {
+  return wrap(CLI::Validator(
+      [](std::string& input) -> std::string {
+        return input.empty() ? "empty path (an unset shell variable?); give a file name, or leave the option out" : "";
+      },
+      ""));
+}
 
 Option* Option::check(const Validator& v) {
   impl_->check(static_cast<const CLI::Validator&>(v));

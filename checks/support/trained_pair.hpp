@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdio>
+#include <filesystem>
 #include <optional>
 #include <string>
 #include <utility>
@@ -29,12 +30,13 @@ inline std::pair<std::optional<MiniGPT<float>>, std::string> load_trained(const 
                                                                             const std::string& fallback,
                                                                             const std::string& option) {
   const std::string path = given.empty() ? fallback : given;
-  std::FILE* f = std::fopen(path.c_str(), "rb");
-  if (!f) {
-    if (!given.empty()) throw InputError(option + ": cannot open the checkpoint '" + given + "'");
+  // Whether it is there, without opening it: fopen on a FIFO waits for a writer forever.
+  // read_safetensors then refuses anything but a regular file.
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) {
+    if (!given.empty()) throw InputError(option + ": cannot open the checkpoint '" + printable(given) + "': no such file");
     return {std::nullopt, "the trained checkpoint " + path + " is absent; `make weights` trains it (docs/weights.md)"};
   }
-  std::fclose(f);
   try {
     return {train::load_checkpoint(path), ""};
   } catch (const InputError& e) {  // name the option, as every bad input does
@@ -48,9 +50,14 @@ inline std::pair<std::optional<MiniGPT<float>>, std::string> load_trained(const 
 inline std::pair<std::optional<std::vector<int>>, std::string> load_validation_text(const std::string& dir,
                                                                                     const std::string& option) {
   const std::string d = dir.empty() ? train::kFortunesDir : dir;
-  auto corpus = train::load_fortunes(d);
+  std::optional<train::Corpus> corpus;
+  try {
+    corpus = train::load_fortunes(d);
+  } catch (const InputError& e) {  // an unreadable or oversized file: name the option when given
+    throw InputError(dir.empty() ? std::string(e.what()) : option + ": " + e.what());
+  }
   if (!corpus) {
-    if (!dir.empty()) throw InputError(option + ": no fortune files in the directory '" + dir + "'");
+    if (!dir.empty()) throw InputError(option + ": no fortune files in the directory '" + printable(dir) + "'");
     std::string why = train::fortunes_skip_line(d);
     if (why.rfind("skipped: ", 0) == 0) why = why.substr(9);  // the verdict line says "skipped"
     return {std::nullopt, why};

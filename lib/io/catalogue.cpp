@@ -15,6 +15,7 @@
 
 #include "core/build_info.hpp"
 #include "core/error.hpp"
+#include "io/json_read.hpp"
 
 namespace kvlab {
 namespace {
@@ -170,13 +171,19 @@ std::string read_text_file(const std::string& path) {
   return text;
 }
 
-/// Parses `text` as one JSON object; a syntax error becomes one line with its position.
+/// Parses `text` as one JSON object; a syntax error becomes one line with its position. Nesting
+/// deeper than kMaxJsonDepth is refused up front (a recursive dump of 16 MB of '[' in a message
+/// overflowed the stack); parse_json_bounded takes linear time.
 json parse_object(const std::string& text, const std::string& origin) {
   json j;
   try {
-    j = json::parse(text);
-  } catch (const json::parse_error& e) {
-    const std::size_t at = std::min<std::size_t>(e.byte == 0 ? 0 : e.byte - 1, text.size());
+    j = parse_json_bounded(text);
+  } catch (const JsonReadError& e) {
+    if (e.kind() != JsonReadError::Kind::syntax || e.byte() == 0)
+      // Too deep, or valid JSON nlohmann cannot hold: a number beyond a double, e.g. 1e400
+      // (out_of_range.406, found by apps/fuzz; it used to escape as an internal error).
+      throw InputError(fmt::format("{}: unreadable JSON: {}", origin, e.what()));
+    const std::size_t at = std::min<std::size_t>(e.byte() - 1, text.size());
     std::size_t line = 1, column = 1;
     for (std::size_t i = 0; i < at; ++i) {
       if (text[i] == '\n') {
@@ -186,18 +193,8 @@ json parse_object(const std::string& text, const std::string& origin) {
         ++column;
       }
     }
-    // nlohmann's reason, without its "last read: '...'" echo of the raw input.
-    std::string reason = e.what();
-    if (auto p = reason.find("; last read"); p != std::string::npos) reason.resize(p);
-    if (auto p = reason.rfind(": "); p != std::string::npos) reason = reason.substr(p + 2);
-    throw InputError(fmt::format("{}: not valid JSON: {} at line {}, column {} (byte {})", origin,
-                                 printable(reason, 100), line, column, e.byte));
-  } catch (const json::exception& e) {
-    // Valid JSON nlohmann cannot hold: a number beyond a double, e.g. 1e400 (out_of_range.406,
-    // found by apps/fuzz; it used to escape as an internal error). It gives no position.
-    std::string reason = e.what();
-    if (auto p = reason.find("] "); p != std::string::npos) reason = reason.substr(p + 2);
-    throw InputError(fmt::format("{}: unreadable JSON: {}", origin, printable(reason, 100)));
+    throw InputError(fmt::format("{}: not valid JSON: {} at line {}, column {} (byte {})", origin, e.what(), line,
+                                 column, e.byte()));
   }
   if (!j.is_object())
     throw InputError(fmt::format("{}: must be a JSON object {{...}} (got {})", origin, describe(j)));
@@ -212,17 +209,26 @@ bool plausible_name(const std::string& s) {
   });
 }
 
+/// How a missing or empty catalogue folder reads: it names KVLAB_DATA, the usual cause.
+std::string no_catalogue(const std::string& folder, const std::string& problem) {
+  const char* env = std::getenv("KVLAB_DATA");
+  if (env && *env)
+    return fmt::format("KVLAB_DATA={} holds no catalogue: the folder {} {} (KVLAB_DATA must name kvlab's data/ "
+                       "folder, or be unset)", printable(env), printable(folder), problem);
+  return fmt::format("catalogue folder {} {} (set KVLAB_DATA to kvlab's data/ folder)", printable(folder), problem);
+}
+
 std::vector<std::string> stems_in(const std::string& folder) {
   std::error_code ec;
-  if (!fs::is_directory(folder, ec))
-    throw InputError(fmt::format("catalogue folder '{}' not found (set KVLAB_DATA to kvlab's data/)",
-                                 printable(folder)));
+  if (!fs::is_directory(folder, ec)) throw InputError(no_catalogue(folder, "is not there"));
   std::vector<std::string> names;
-  for (const auto& entry : fs::directory_iterator(folder, ec)) {
-    if (entry.path().extension() != ".json") continue;
-    const std::string stem = entry.path().stem().string();
+  for (fs::directory_iterator it(folder, ec), end; !ec && it != end; it.increment(ec)) {
+    if (it->path().extension() != ".json") continue;
+    const std::string stem = it->path().stem().string();
     if (plausible_name(stem)) names.push_back(stem);
   }
+  if (ec) throw InputError(no_catalogue(folder, "cannot be listed: " + ec.message()));
+  if (names.empty()) throw InputError(no_catalogue(folder, "holds no NAME.json entry"));
   std::sort(names.begin(), names.end());
   return names;
 }

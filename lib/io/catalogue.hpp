@@ -120,11 +120,13 @@ ModelSpec parse_model_config(const std::string& text, const std::string& origin,
 /// Reads and validates a Hugging Face config.json (or a catalogue file) at `path`. Throws
 /// InputError, one line, naming the path: missing or unreadable file, a directory or other
 /// non-regular file, a file over 16 MiB, malformed JSON (with the byte offset, line and column of
-/// the parse error), a top level that is not an object, and everything parse_model_spec rejects.
+/// the parse error), nesting deeper than kMaxJsonDepth (lib/io/json_read.hpp), a top level that is
+/// not an object, and everything parse_model_spec rejects.
 ModelSpec read_model_config(const std::string& path);
 
 /// The catalogue's model names (data_dir()/models/*.json stems), sorted.
-/// Throws InputError when the catalogue folder does not exist.
+/// Throws InputError, one line naming KVLAB_DATA when it is set, when the catalogue folder does
+/// not exist, cannot be listed or holds no entry.
 std::vector<std::string> model_names();
 
 /// A catalogue model by name ("llama-2-7b"), or a config file when the argument contains '/' or
@@ -143,7 +145,7 @@ GpuSpec parse_gpu_spec(const nlohmann::json& hardware, const std::string& origin
 GpuSpec parse_gpu_config(const std::string& text, const std::string& origin,
                          const std::string& fallback_name);
 
-/// The catalogue's GPU names (data_dir()/hardware/*.json stems), sorted.
+/// The catalogue's GPU names (data_dir()/hardware/*.json stems), sorted; InputError as model_names.
 std::vector<std::string> gpu_names();
 
 /// A catalogue GPU by name ("a100-80gb"). Throws InputError "unknown GPU 'x' (known: ...)" for an

@@ -11,11 +11,18 @@
 #include <limits>
 #include <numeric>
 #include <set>
+#include <string_view>
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "core/error.hpp"
+#include "io/json_read.hpp"
+#include "io/read_budget.hpp"
 #include "quant/minifloat.hpp"
 
 namespace kvlab {
@@ -24,8 +31,9 @@ namespace {
 using nlohmann::json;
 namespace fs = std::filesystem;
 
-/// Largest file read_safetensors opens: 16 GiB.
-constexpr std::uintmax_t kMaxFileBytes = std::uintmax_t{1} << 34;
+/// Largest file that can pass the checks: the length, the largest header and the element budget
+/// in the widest dtype. Anything larger is refused before a byte of it is read.
+constexpr std::uint64_t kMaxFileBytes = 8 + kMaxSafetensorsHeader + 8 * kMaxSafetensorsElements;
 /// Largest dimension in a shape: 2^31.
 constexpr std::uint64_t kMaxDim = std::uint64_t{1} << 31;
 
@@ -46,34 +54,23 @@ std::string type_of(const json& v) {
   }
 }
 
-/// Parses the header; a duplicate key in any object is an error (nlohmann keeps the last one).
-json parse_header(const std::string& text, const std::string& label) {
-  std::vector<std::set<std::string>> keys;  // one set per open object
-  std::string duplicate;
-  const json::parser_callback_t cb = [&](int, json::parse_event_t event, json& parsed) {
-    if (event == json::parse_event_t::object_start) keys.emplace_back();
-    if (event == json::parse_event_t::object_end && !keys.empty()) keys.pop_back();
-    if (event == json::parse_event_t::key && !keys.empty() && duplicate.empty() &&
-        !keys.back().insert(parsed.get<std::string>()).second)
-      duplicate = parsed.get<std::string>();
-    return true;
-  };
+/// Parses the header in linear time: a duplicate key in any object is an error (nlohmann alone
+/// keeps the last one), and so is nesting deeper than kMaxJsonDepth (the header needs 3 levels).
+json parse_header(std::string_view text, const std::string& label) {
   json j;
   try {
-    j = json::parse(text, cb);
-  } catch (const json::parse_error& e) {
-    std::string reason = e.what();
-    if (auto p = reason.find("; last read"); p != std::string::npos) reason.resize(p);
-    if (auto p = reason.rfind(": "); p != std::string::npos) reason = reason.substr(p + 2);
-    throw InputError(fmt::format("{}: header is not valid JSON: {} (header byte {})", label,
-                                 printable(reason, 100), e.byte));
-  } catch (const json::exception& e) {
-    std::string reason = e.what();
-    if (auto p = reason.find("] "); p != std::string::npos) reason = reason.substr(p + 2);
-    throw InputError(fmt::format("{}: header: unreadable JSON: {}", label, printable(reason, 100)));
+    j = parse_json_bounded(text, {.max_depth = kMaxJsonDepth, .reject_duplicate_keys = true});
+  } catch (const JsonReadError& e) {
+    switch (e.kind()) {
+      case JsonReadError::Kind::syntax:
+        throw InputError(fmt::format("{}: header is not valid JSON: {} (header byte {})", label, e.what(), e.byte()));
+      case JsonReadError::Kind::unrepresentable:
+        throw InputError(fmt::format("{}: header: unreadable JSON: {}", label, e.what()));
+      case JsonReadError::Kind::duplicate_key: throw InputError(fmt::format("{}: header: {}", label, e.what()));
+      case JsonReadError::Kind::too_deep: throw InputError(fmt::format("{}: header: {}", label, e.what()));
+    }
+    throw;
   }
-  if (!duplicate.empty())
-    throw InputError(fmt::format("{}: header: key '{}' appears twice", label, printable(duplicate)));
   if (!j.is_object())
     throw InputError(fmt::format("{}: header must be a JSON object (got {})", label, type_of(j)));
   return j;
@@ -211,6 +208,140 @@ Entry parse_entry(const std::string& name, const json& v, const std::string& lab
   return e;
 }
 
+/// The header length N of a file of `size` bytes whose first 8 bytes say `n`, bounded.
+std::uint64_t header_length(std::uint64_t size, std::uint64_t n, const std::string& label) {
+  if (size < 8)
+    throw InputError(fmt::format("{}: {} bytes, too short for a safetensors file (8-byte header length)", label,
+                                 size));
+  if (n > kMaxSafetensorsHeader)
+    throw InputError(fmt::format("{}: header length {} exceeds the limit of {} bytes", label, n,
+                                 kMaxSafetensorsHeader));
+  if (n > size - 8)
+    throw InputError(fmt::format("{}: header length {} runs past the end of the file ({} bytes after the "
+                                 "length; truncated?)", label, n, size - 8));
+  if (n < 2) throw InputError(fmt::format("{}: header length {} is too short for a JSON object", label, n));
+  return n;
+}
+
+/// A header, validated against a data area of known size; no tensor data read yet.
+struct Layout {
+  std::vector<Entry> entries;  ///< in data order
+  std::map<std::string, std::string> metadata;
+};
+
+/// Parses the header `text` and checks it against a data area of `data_size` bytes: every entry,
+/// the element budget, then the tiling of the data area.
+Layout parse_layout(std::string_view text, std::uint64_t data_size, const std::string& label) {
+  const json header = parse_header(text, label);
+  Layout out;
+  for (const auto& [key, v] : header.items()) {
+    if (key == "__metadata__") {
+      if (!v.is_object())
+        throw InputError(fmt::format("{}: __metadata__ must be an object of strings (got {})", label, type_of(v)));
+      for (const auto& [mk, mv] : v.items()) {
+        if (!mv.is_string())
+          throw InputError(fmt::format("{}: __metadata__ '{}': values must be strings (got {})", label,
+                                       printable(mk, 60), type_of(mv)));
+        out.metadata[mk] = mv.get<std::string>();
+      }
+      continue;
+    }
+    try {
+      out.entries.push_back(parse_entry(key, v, label));
+    } catch (const InputError& e) {
+      const std::string msg = e.what();
+      // safetensors_dtype_size does not know the file.
+      throw InputError(msg.rfind("dtype '", 0) == 0
+                           ? fmt::format("{}: tensor '{}': {}", label, printable(key), msg)
+                           : msg);
+    }
+  }
+
+  // The budget, before the data area is looked at (read_safetensors has not read it yet).
+  std::uint64_t elements = 0;
+  for (const auto& e : out.entries) {
+    const std::uint64_t numel = (e.end - e.begin) / static_cast<std::uint64_t>(safetensors_dtype_size(e.dtype));
+    if (numel > kMaxSafetensorsElements - elements)
+      throw InputError(fmt::format("{}: the tensors hold more than {} elements, the budget of kvlab's CPU checks "
+                                   "(2^26, 512 MiB as float64; tensor '{}' alone has {})",
+                                   label, kMaxSafetensorsElements, printable(e.name, 60), numel));
+    elements += numel;
+  }
+
+  // The tensors, in data order, must tile the data area: no overlap, no gap, nothing after.
+  std::stable_sort(out.entries.begin(), out.entries.end(), [](const Entry& a, const Entry& b) {
+    return a.begin != b.begin ? a.begin < b.begin : a.end < b.end;
+  });
+  std::uint64_t at = 0;
+  const Entry* prev = nullptr;
+  for (const auto& e : out.entries) {
+    if (e.begin < at)
+      throw InputError(fmt::format("{}: tensor '{}' at [{}, {}] overlaps '{}' ending at {}", label,
+                                   printable(e.name), e.begin, e.end, printable(prev->name), at));
+    if (e.begin > at)
+      throw InputError(fmt::format("{}: gap of {} bytes in the data area before tensor '{}' at [{}, {}]", label,
+                                   e.begin - at, printable(e.name), e.begin, e.end));
+    if (e.end > data_size)
+      throw InputError(fmt::format("{}: tensor '{}' at [{}, {}] runs past the data area of {} bytes "
+                                   "(truncated?)", label, printable(e.name), e.begin, e.end, data_size));
+    at = e.end;
+    prev = &e;
+  }
+  if (at != data_size)
+    throw InputError(fmt::format("{}: {} trailing bytes after the last tensor (data area {} bytes, tensors "
+                                 "cover {})", label, data_size - at, data_size, at));
+  return out;
+}
+
+/// The tensors of `layout`, decoded from the data area at `data`; InputError for a non-finite
+/// element.
+SafeTensorsFile decode_tensors(const Layout& layout, const unsigned char* data, const std::string& label) {
+  SafeTensorsFile out;
+  out.metadata = layout.metadata;
+  out.tensors.reserve(layout.entries.size());
+  for (const auto& e : layout.entries) {
+    SafeTensor t{e.name, e.dtype, e.shape, {}};
+    const std::size_t count = static_cast<std::size_t>((e.end - e.begin) / safetensors_dtype_size(e.dtype));
+    t.values.resize(count);
+    for (std::size_t i = 0; i < count; ++i) {
+      const double x = decode(data + e.begin, e.dtype, i);
+      if (!std::isfinite(x))
+        throw InputError(fmt::format("{}: tensor '{}': element {} is {} (kvlab accepts finite weights only)",
+                                     label, printable(e.name), i, x));
+      t.values[i] = x;
+    }
+    out.tensors.push_back(std::move(t));
+  }
+  return out;
+}
+
+/// Refuses anything but a regular file, naming what it is.
+void require_regular(const struct stat& st, const std::string& label) {
+  if (S_ISREG(st.st_mode)) return;
+  const char* what = S_ISDIR(st.st_mode)    ? "a directory"
+                     : S_ISFIFO(st.st_mode) ? "a FIFO (named pipe)"
+                     : S_ISCHR(st.st_mode)  ? "a character device"
+                     : S_ISBLK(st.st_mode)  ? "a block device"
+                     : S_ISSOCK(st.st_mode) ? "a socket"
+                                            : "not a regular file";
+  throw InputError(fmt::format("{}: is {}, not a safetensors file (kvlab reads regular files only)", label, what));
+}
+
+/// Reads exactly `n` bytes from `fd` into `p`; InputError when the file ends first or a read fails.
+void read_exact(int fd, unsigned char* p, std::uint64_t n, const std::string& label) {
+  std::uint64_t done = 0;
+  while (done < n) {
+    const std::size_t chunk = static_cast<std::size_t>(std::min<std::uint64_t>(n - done, std::uint64_t{1} << 30));
+    const ssize_t got = ::read(fd, p + done, chunk);
+    if (got < 0 && errno == EINTR) continue;
+    if (got < 0) throw InputError(fmt::format("{}: read error: {}", label, std::strerror(errno)));
+    if (got == 0)
+      throw InputError(fmt::format("{}: the file ended before its declared size (did it change while being read?)",
+                                   label));
+    done += static_cast<std::uint64_t>(got);
+  }
+}
+
 }  // namespace
 
 std::int64_t SafeTensor::numel() const {
@@ -232,98 +363,43 @@ int safetensors_dtype_size(const std::string& dtype) {
 
 SafeTensorsFile parse_safetensors(std::span<const unsigned char> bytes, const std::string& label_in) {
   const std::string label = printable(label_in, 200);
-  if (bytes.size() < 8)
-    throw InputError(fmt::format("{}: {} bytes, too short for a safetensors file (8-byte header length)", label,
-                                 bytes.size()));
-  const std::uint64_t n = read_u64_le(bytes.data());
-  if (n > kMaxSafetensorsHeader)
-    throw InputError(fmt::format("{}: header length {} exceeds the limit of {} bytes", label, n,
-                                 kMaxSafetensorsHeader));
-  if (n > bytes.size() - 8)
-    throw InputError(fmt::format("{}: header length {} runs past the end of the file ({} bytes after the "
-                                 "length; truncated?)", label, n, bytes.size() - 8));
-  if (n < 2) throw InputError(fmt::format("{}: header length {} is too short for a JSON object", label, n));
-  const std::string text(reinterpret_cast<const char*>(bytes.data() + 8), n);
-  const json header = parse_header(text, label);
-
-  SafeTensorsFile out;
-  std::vector<Entry> entries;
-  for (const auto& [key, v] : header.items()) {
-    if (key == "__metadata__") {
-      if (!v.is_object())
-        throw InputError(fmt::format("{}: __metadata__ must be an object of strings (got {})", label, type_of(v)));
-      for (const auto& [mk, mv] : v.items()) {
-        if (!mv.is_string())
-          throw InputError(fmt::format("{}: __metadata__ '{}': values must be strings (got {})", label,
-                                       printable(mk, 60), type_of(mv)));
-        out.metadata[mk] = mv.get<std::string>();
-      }
-      continue;
-    }
-    try {
-      entries.push_back(parse_entry(key, v, label));
-    } catch (const InputError& e) {
-      const std::string msg = e.what();
-      // safetensors_dtype_size does not know the file.
-      throw InputError(msg.rfind("dtype '", 0) == 0
-                           ? fmt::format("{}: tensor '{}': {}", label, printable(key), msg)
-                           : msg);
-    }
-  }
-
-  // The tensors, in data order, must tile the data area: no overlap, no gap, nothing after.
-  std::stable_sort(entries.begin(), entries.end(), [](const Entry& a, const Entry& b) {
-    return a.begin != b.begin ? a.begin < b.begin : a.end < b.end;
-  });
-  const std::uint64_t data_size = bytes.size() - 8 - n;
-  std::uint64_t at = 0;
-  const Entry* prev = nullptr;
-  for (const auto& e : entries) {
-    if (e.begin < at)
-      throw InputError(fmt::format("{}: tensor '{}' at [{}, {}] overlaps '{}' ending at {}", label,
-                                   printable(e.name), e.begin, e.end, printable(prev->name), at));
-    if (e.begin > at)
-      throw InputError(fmt::format("{}: gap of {} bytes in the data area before tensor '{}' at [{}, {}]", label,
-                                   e.begin - at, printable(e.name), e.begin, e.end));
-    if (e.end > data_size)
-      throw InputError(fmt::format("{}: tensor '{}' at [{}, {}] runs past the data area of {} bytes "
-                                   "(truncated?)", label, printable(e.name), e.begin, e.end, data_size));
-    at = e.end;
-    prev = &e;
-  }
-  if (at != data_size)
-    throw InputError(fmt::format("{}: {} trailing bytes after the last tensor (data area {} bytes, tensors "
-                                 "cover {})", label, data_size - at, data_size, at));
-
-  const unsigned char* data = bytes.data() + 8 + n;
-  for (const auto& e : entries) {
-    SafeTensor t{e.name, e.dtype, e.shape, {}};
-    const std::size_t count = static_cast<std::size_t>((e.end - e.begin) / safetensors_dtype_size(e.dtype));
-    t.values.resize(count);
-    for (std::size_t i = 0; i < count; ++i) {
-      const double x = decode(data + e.begin, e.dtype, i);
-      if (!std::isfinite(x))
-        throw InputError(fmt::format("{}: tensor '{}': element {} is {} (kvlab accepts finite weights only)",
-                                     label, printable(e.name), i, x));
-      t.values[i] = x;
-    }
-    out.tensors.push_back(std::move(t));
-  }
-  return out;
+  const std::uint64_t n = header_length(bytes.size(), bytes.size() >= 8 ? read_u64_le(bytes.data()) : 0, label);
+  const std::string_view text(reinterpret_cast<const char*>(bytes.data() + 8), n);
+  const Layout layout = parse_layout(text, bytes.size() - 8 - n, label);
+  return decode_tensors(layout, bytes.data() + 8 + n, label);
 }
 
 SafeTensorsFile read_safetensors(const std::string& path) {
   const std::string label = printable(path, 200);
-  std::error_code ec;
-  if (fs::is_directory(path, ec)) throw InputError(fmt::format("{}: is a directory, not a safetensors file", label));
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw InputError(fmt::format("{}: cannot open: {}", label, std::strerror(errno)));
-  const auto size = fs::file_size(path, ec);
-  if (!ec && size > kMaxFileBytes)
-    throw InputError(fmt::format("{}: {} bytes, more than kvlab reads ({})", label, size, kMaxFileBytes));
-  std::vector<unsigned char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (in.bad()) throw InputError(fmt::format("{}: read error", label));
-  return parse_safetensors(bytes, path);
+  if (path.empty()) throw InputError("empty path: give the path of a .safetensors file");
+  // The type first, without opening: opening a FIFO blocks until a writer comes, and a device
+  // (/dev/zero) never ends. Then open without blocking and check again what was opened.
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) throw InputError(fmt::format("{}: cannot open: {}", label, std::strerror(errno)));
+  require_regular(st, label);
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) throw InputError(fmt::format("{}: cannot open: {}", label, std::strerror(errno)));
+  const struct Closer {
+    int fd;
+    ~Closer() { ::close(fd); }
+  } closer{fd};
+  if (::fstat(fd, &st) != 0) throw InputError(fmt::format("{}: cannot read: {}", label, std::strerror(errno)));
+  require_regular(st, label);
+  const auto size = static_cast<std::uint64_t>(st.st_size);
+  if (size > kMaxFileBytes)
+    throw InputError(fmt::format("{}: {} bytes, more than a safetensors file within kvlab's budgets can hold "
+                                 "({} bytes: an 8-byte length, a {}-byte header and {} elements of F64)",
+                                 label, size, kMaxFileBytes, kMaxSafetensorsHeader, kMaxSafetensorsElements));
+  // The 8-byte length, bounded before anything else is read.
+  unsigned char length[8] = {};
+  if (size >= 8) read_exact(fd, length, 8, label);
+  const std::uint64_t n = header_length(size, read_u64_le(length), label);
+  std::string text(n, '\0');
+  read_exact(fd, reinterpret_cast<unsigned char*>(text.data()), n, label);
+  const Layout layout = parse_layout(text, size - 8 - n, label);  // the element budget, before the data
+  std::vector<unsigned char> data(size - 8 - n);
+  read_exact(fd, data.data(), data.size(), label);
+  return decode_tensors(layout, data.data(), label);
 }
 
 std::vector<unsigned char> encode_safetensors(const std::vector<SafeTensor>& tensors,

@@ -8,14 +8,20 @@
 //
 // kvlab reads F64, F32, BF16 and F16 (F16 through lib/quant/minifloat's IEEE binary16 codec) and
 // decodes every element to double. The reader validates the whole file before it returns:
+//   - read_safetensors opens regular files only (a FIFO, a directory or a device is refused before
+//     it is opened, so nothing blocks or reads forever), reads the 8-byte length first and reads
+//     nothing more before it is bounded, and reads the data area only once the header has passed;
 //   - the file is at least 8 bytes; N <= kMaxSafetensorsHeader (100 MB, as the reference
 //     implementation) and 8 + N <= file size;
-//   - the header is one well-formed JSON object; every entry other than "__metadata__" is an
+//   - the header is one well-formed JSON object, at most kMaxJsonDepth levels deep, parsed in time
+//     linear in its length (lib/io/json_read.hpp); every entry other than "__metadata__" is an
 //     object with exactly dtype (a known string), shape (array of integers in [0, 2^31]) and
 //     data_offsets (two integers BEGIN <= END); names are unique (a duplicate key is an error,
 //     not "the last one wins") and non-empty;
 //   - "__metadata__", when present, maps strings to strings only;
 //   - END - BEGIN == product(shape) * size(dtype), computed with overflow checks;
+//   - all tensors together hold at most kMaxSafetensorsElements elements (the work budget,
+//     io/read_budget.hpp);
 //   - the tensors, sorted by BEGIN, tile the data area exactly: the first begins at 0, each
 //     begins where the previous ends (no overlap, no gap) and the last ends at the end of the file
 //     (no trailing bytes);
@@ -71,8 +77,11 @@ int safetensors_dtype_size(const std::string& dtype);
 /// rule). `label` names the file in messages. Throws InputError on any violation.
 SafeTensorsFile parse_safetensors(std::span<const unsigned char> bytes, const std::string& label);
 
-/// Reads and validates the file at `path` (parse_safetensors); InputError also when it cannot be
-/// opened or is larger than 2^34 bytes (16 GiB; kvlab's models are a few MB).
+/// Reads and validates the file at `path` (the rules of parse_safetensors), without reading more
+/// than it has bounded: InputError also for an empty path, a path that is not a regular file (a
+/// directory, a FIFO, a device, a socket: refused before it is opened), a file that cannot be
+/// opened or read, one larger than the largest file within the budgets (8 + 100 MB + 8 * 2^26
+/// bytes), and one that shrinks while it is read.
 SafeTensorsFile read_safetensors(const std::string& path);
 
 /// The bytes of a safetensors file holding `tensors` (each encoded in its own dtype: values are

@@ -1,4 +1,5 @@
 #include "model/weights_io.hpp"
+#include "model/weights_budget.hpp"
 
 #include <cmath>
 #include <filesystem>
@@ -10,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.hpp"
+#include "io/json_read.hpp"
 
 namespace kvlab {
 namespace {
@@ -92,26 +94,35 @@ std::string shape_str(const std::vector<std::int64_t>& shape) {
 }
 
 int json_int(const json& v, const std::string& where, const char* field) {
-  if (!v.is_number_integer())
-    throw InputError(fmt::format("{}: {}: must be an integer (got {})", where, field, printable(v.dump(), 40)));
+  if (!v.is_number_integer())  // json_brief: a nested value is not dumped (dump() recurses per level)
+    throw InputError(fmt::format("{}: {}: must be an integer (got {})", where, field, json_brief(v, 40)));
+  // The number as written: an unsigned value above 2^63 read as int64 printed 2^64 - 1 as -1.
+  if (v.is_number_unsigned() && v.get<std::uint64_t>() > std::uint64_t{1} << 31)
+    throw InputError(fmt::format("{}: {}: {} is out of range", where, field, v.get<std::uint64_t>()));
   const auto x = v.get<std::int64_t>();
   if (x < -(std::int64_t{1} << 31) || x > (std::int64_t{1} << 31) - 1)
     throw InputError(fmt::format("{}: {}: {} is out of range", where, field, x));
   return static_cast<int>(x);
 }
 
+/// A config.json beside a weights file: a regular file (config_of checked) of at most 1 MiB,
+/// its size looked at before it is read.
 std::string read_small_text(const std::string& path) {
+  constexpr std::uintmax_t kMax = 1 << 20;
+  std::error_code ec;
+  const auto size = fs::file_size(path, ec);
+  if (ec) throw InputError(fmt::format("{}: cannot read: {}", printable(path), ec.message()));
+  if (size > kMax) throw InputError(fmt::format("{}: larger than 1 MiB, not a config", printable(path)));
   std::ifstream in(path, std::ios::binary);
   if (!in) throw InputError(fmt::format("{}: cannot open", printable(path)));
   std::string text;
-  constexpr std::size_t kMax = 1 << 20;
   text.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
   if (text.size() > kMax) throw InputError(fmt::format("{}: larger than 1 MiB, not a config", printable(path)));
   return text;
 }
 
 /// The config of an already-read file: its metadata, else config.json beside `path`.
-ModelConfig config_of(const SafeTensorsFile& file, const std::string& path) {
+ModelConfig unbudgeted_config(const SafeTensorsFile& file, const std::string& path) {
   const auto it = file.metadata.find(kConfigMetadataKey);
   if (it != file.metadata.end())
     return model_config_from_json(it->second, path + ": metadata " + kConfigMetadataKey);
@@ -145,10 +156,10 @@ std::string model_config_to_json(const ModelConfig& c) {
 ModelConfig model_config_from_json(const std::string& text, const std::string& label_in) {
   const std::string where = printable(label_in);
   json j;
-  try {
-    j = json::parse(text);
-  } catch (const json::exception&) {
-    throw InputError(fmt::format("{}: model config is not valid JSON", where));
+  try {  // bounded depth (a nested value is never dumped), and a key twice is not "last wins"
+    j = parse_json_bounded(text, {.max_depth = kMaxJsonDepth, .reject_duplicate_keys = true});
+  } catch (const JsonReadError& e) {
+    throw InputError(fmt::format("{}: model config is not valid JSON: {}", where, e.what()));
   }
   if (!j.is_object()) throw InputError(fmt::format("{}: model config must be a JSON object", where));
   ModelConfig c;
@@ -202,8 +213,34 @@ std::vector<SafeTensor> gpt_tensor_layout(const ModelConfig& config) {
   return layout(config);
 }
 
+void require_weights_budget(const ModelConfig& c, const std::string& label_in) {
+  const std::string label = printable(label_in);
+  if (c.vocab_size > kMaxWeightsVocab)
+    throw InputError(fmt::format("{}: vocab_size {} exceeds the budget of {} for the CPU checks", label,
+                                 c.vocab_size, kMaxWeightsVocab));
+  if (c.block_size > kMaxWeightsBlockSize)
+    throw InputError(fmt::format("{}: block_size {} exceeds the budget of {} for the CPU checks", label,
+                                 c.block_size, kMaxWeightsBlockSize));
+  // n_layer, n_kv_head, head_dim <= 2^16 and block_size <= 2^16 here: the product is below 2^68,
+  // exact in 128 bits (n_kv_head * head_dim alone may overflow ModelConfig::kv_width()'s int).
+  __extension__ typedef unsigned __int128 u128;
+  const u128 cache = u128{16} * static_cast<std::uint64_t>(c.n_layer) * static_cast<std::uint64_t>(c.block_size) *
+                     static_cast<std::uint64_t>(c.n_kv_head) * static_cast<std::uint64_t>(c.head_dim);
+  if (cache > kMaxWeightsCacheBytes)
+    throw InputError(fmt::format("{}: a K/V cache of block_size {} positions ({} layers x {} K/V heads x head_dim {}, "
+                                 "float64) takes {:.4g} bytes, more than the budget of {} bytes (1 GiB) for the CPU "
+                                 "checks", label, c.block_size, c.n_layer, c.n_kv_head, c.head_dim,
+                                 static_cast<double>(cache), kMaxWeightsCacheBytes));
+}
+
+ModelConfig weights_file_config(const SafeTensorsFile& file, const std::string& path) {
+  const ModelConfig c = unbudgeted_config(file, path);
+  require_weights_budget(c, path);
+  return c;
+}
+
 ModelConfig read_weights_config(const std::string& path) {
-  return config_of(read_safetensors(path), path);
+  return weights_file_config(read_safetensors(path), path);
 }
 
 template <class T>
@@ -272,7 +309,7 @@ MiniGPT<T> gpt_from_tensors(const ModelConfig& config, const SafeTensorsFile& fi
 template <class T>
 MiniGPT<T> load_gpt(const std::string& path) {
   const SafeTensorsFile file = read_safetensors(path);
-  const ModelConfig config = config_of(file, path);
+  const ModelConfig config = weights_file_config(file, path);
   MiniGPT<T> model = gpt_from_tensors<T>(config, file, path);
   model.set_source(path);  // forward() then names the file when the weights overflow
   return model;

@@ -51,8 +51,9 @@ std::string config_field(const ModelConfig& config, const std::string& name);
 /// The tensors a model of `config` has, with their shapes and no values, in the order above.
 std::vector<SafeTensor> gpt_tensor_layout(const ModelConfig& config);
 
-/// The config of a weights file without loading the model: its "kvlab.config" metadata, else the
-/// config.json beside it. InputError when neither is there or either is invalid, and whatever
+/// The config of a weights file without building the model: its "kvlab.config" metadata, else the
+/// config.json beside it, held to the work budget (weights_file_config, model/weights_budget.hpp).
+/// InputError when neither is there, either is invalid, the budget is exceeded, and whatever
 /// read_safetensors throws.
 ModelConfig read_weights_config(const std::string& path);
 
@@ -67,9 +68,10 @@ template <class T>
 MiniGPT<T> gpt_from_tensors(const ModelConfig& config, const SafeTensorsFile& file,
                             const std::string& label);
 
-/// Loads a MiniGPT from a safetensors file: config from read_weights_config's rule, tensors
-/// validated as gpt_from_tensors. Values are rounded to T (a F64 file into MiniGPT<float> rounds).
-/// The model's source() is `path`, so its forward refuses non-finite activations naming the file.
+/// Loads a MiniGPT from a safetensors file: config from read_weights_config's rule (budget
+/// included), tensors validated as gpt_from_tensors. Values are rounded to T (a F64 file into
+/// MiniGPT<float> rounds). The model's source() is `path`, so its forward refuses non-finite
+/// activations naming the file.
 template <class T>
 MiniGPT<T> load_gpt(const std::string& path);
 

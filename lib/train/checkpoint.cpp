@@ -1,6 +1,7 @@
 #include "train/checkpoint.hpp"
 
 #include "io/safetensors.hpp"
+#include "model/weights_budget.hpp"
 #include "model/weights_io.hpp"
 
 namespace kvlab::train {
@@ -13,7 +14,7 @@ void save_checkpoint(const MiniGPT<float>& model, const std::string& path,
 MiniGPT<float> load_checkpoint(const std::string& path, std::map<std::string, std::string>* metadata) {
   const SafeTensorsFile file = read_safetensors(path);
   if (metadata) *metadata = file.metadata;
-  return gpt_from_tensors<float>(read_weights_config(path), file, path);
+  return gpt_from_tensors<float>(weights_file_config(file, path), file, path);  // the file is read once
 }
 
 }  // namespace kvlab::train

@@ -1,12 +1,16 @@
 #include "train/corpus.hpp"
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
 
 #include <fmt/format.h>
+
+#include "core/error.hpp"
 
 namespace kvlab::train {
 
@@ -48,9 +52,10 @@ std::optional<Corpus> load_fortunes(const std::string& dir) {
   std::error_code ec;
   if (!fs::is_directory(dir, ec)) return std::nullopt;
   std::vector<std::string> names;
-  for (const auto& entry : fs::directory_iterator(dir, ec)) {
-    if (entry.is_symlink() || !entry.is_regular_file()) continue;  // off/ is a directory
-    const std::string name = entry.path().filename().string();
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    // Regular files only: off/ is a directory, and a FIFO or a device would block or never end.
+    if (it->is_symlink(ec) || !it->is_regular_file(ec)) continue;
+    const std::string name = it->path().filename().string();
     if (ends_with(name, ".dat") || ends_with(name, ".u8")) continue;
     names.push_back(name);
   }
@@ -59,13 +64,26 @@ std::optional<Corpus> load_fortunes(const std::string& dir) {
   if (names.empty()) return std::nullopt;
 
   Corpus c;
-  std::size_t index = 0;
+  std::size_t index = 0, total = 0;
   for (const auto& name : names) {
-    std::ifstream in(fs::path(dir) / name, std::ios::binary);
-    if (!in) throw std::runtime_error(fmt::format("fortunes: cannot read {}/{}", dir, name));
+    const fs::path path = fs::path(dir) / name;
+    const std::string shown = printable(path.string());
+    const auto size = fs::file_size(path, ec);
+    if (ec) throw InputError(fmt::format("{}: cannot read: {}", shown, ec.message()));
+    if (size > kMaxFortunesBytes - total)
+      throw InputError(fmt::format("{}: the fortune files hold more than {} bytes, the budget of the training "
+                                   "text (Debian's fortunes: about 2.6 MB)", printable(dir), kMaxFortunesBytes));
+    std::ifstream in(path, std::ios::binary);
+    if (!in) throw InputError(fmt::format("{}: cannot read: {}", shown, std::strerror(errno)));
     std::ostringstream ss;
     ss << in.rdbuf();
-    for (const auto& fortune : split_fortunes(ss.str())) {
+    if (in.bad()) throw InputError(fmt::format("{}: read error", shown));
+    const std::string text = ss.str();
+    if (text.size() > kMaxFortunesBytes - total)
+      throw InputError(fmt::format("{}: the fortune files hold more than {} bytes, the budget of the training "
+                                   "text (Debian's fortunes: about 2.6 MB)", printable(dir), kMaxFortunesBytes));
+    total += text.size();
+    for (const auto& fortune : split_fortunes(text)) {
       const bool validation = index % 10 == 9;
       auto& dst = validation ? c.validation : c.train;
       for (unsigned char b : fortune) dst.push_back(b);
@@ -84,10 +102,10 @@ std::string fortunes_skip_line(const std::string& dir) {
 }
 
 std::uint64_t corpus_hash(const std::vector<int>& tokens) {
-  std::uint64_t h = 1469598103934665603ull;
+  std::uint64_t h = kFnv1aOffsetBasis;
   for (int t : tokens) {
     h ^= static_cast<std::uint8_t>(t);
-    h *= 1099511628211ull;
+    h *= kFnv1aPrime;
   }
   return h;
 }

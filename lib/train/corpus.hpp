@@ -38,17 +38,28 @@ struct Corpus {
 /// blank fortunes dropped). A final fortune without a closing "%" line counts too.
 std::vector<std::string> split_fortunes(const std::string& text);
 
+/// Most bytes load_fortunes reads from one directory: 64 MiB (Debian's fortunes: about 2.6 MB).
+inline constexpr std::size_t kMaxFortunesBytes = std::size_t{64} << 20;
+
 /// Reads the corpus from `dir` (see the header for the rules). Returns std::nullopt when `dir`
-/// does not exist or holds no fortune file (callers print fortunes_skip_line and skip).
-/// Throws std::runtime_error when a file exists but cannot be read.
+/// does not exist or holds no fortune file (callers print fortunes_skip_line and skip). Throws
+/// InputError, one line naming the file, when a fortune file cannot be read (e.g. no permission),
+/// and naming `dir` when the files hold more than kMaxFortunesBytes; callers that took `dir`
+/// from an option prefix the option's name.
 std::optional<Corpus> load_fortunes(const std::string& dir = kFortunesDir);
 
 /// The one line a check or command prints when the text is absent: names the directory and
 /// the Debian package that installs it.
 std::string fortunes_skip_line(const std::string& dir = kFortunesDir);
 
-/// FNV-1a 64-bit hash of a token sequence's bytes, printed so that a run can say which text it
-/// trained on (the package version may change the corpus).
+/// FNV-1a 64-bit parameters (Fowler, Noll, Vo; http://www.isthe.com/chongo/tech/comp/fnv/):
+/// offset basis 14695981039346656037 and prime 2^40 + 2^8 + 0xb3 = 1099511628211.
+inline constexpr std::uint64_t kFnv1aOffsetBasis = 0xcbf29ce484222325ull;
+inline constexpr std::uint64_t kFnv1aPrime = 0x100000001b3ull;
+
+/// FNV-1a 64-bit hash of a token sequence's bytes (each token taken as one byte, t & 0xff),
+/// printed so that a run can say which text it trained on (the package version may change the
+/// corpus). E.g. the empty sequence hashes to the offset basis, "a" to 0xaf63dc4c8601ec8c.
 std::uint64_t corpus_hash(const std::vector<int>& tokens);
 
 }  // namespace kvlab::train
