@@ -27,6 +27,20 @@ inline constexpr std::uint64_t kMaxConfigLayers = std::uint64_t{1} << 16;
 /// Largest count kvlab accepts for parameter and byte totals in a config: 2^53 (exact in a double).
 inline constexpr std::uint64_t kMaxConfigCount = std::uint64_t{1} << 53;
 
+/// How one layer mixes tokens, read from the config the way transformers does (lib/cost/layers.hpp
+/// groups them): full causal attention, a sliding window, chunked attention, or no per-token
+/// cache at all (Mamba, linear attention, an MLP-only block).
+enum class LayerAttention { full, sliding, chunked, none };
+
+/// One layer of a ModelSpec.
+struct LayerSpec {
+  LayerAttention attention = LayerAttention::full;
+  std::uint64_t span = 0;  ///< sliding: window W; chunked: chunk C; 0 otherwise
+  /// The config's word for what mixes tokens: "attention" for the three attention kinds, else
+  /// e.g. "mamba", "linear_attention", "mlp".
+  std::string mixer = "attention";
+};
+
 /// The shape of a decoder-only transformer as far as the cost model needs it, validated.
 ///
 /// Invariants (checked when read): n_layer is in [1, 2^16], every other size in [1, 2^31];
@@ -74,6 +88,29 @@ struct ModelSpec {
   /// K+V bytes per token over all layers at 2 bytes/element, from facts.md: an independent
   /// reference for kvlab's formula (kvlab field; absent from real HF configs).
   std::optional<std::uint64_t> kv_bytes_per_token_16bit;
+
+  /// The config's model_type (of the text model when the config nests one in text_config);
+  /// empty when the config has none (kvlab's catalogue files).
+  std::string model_type;
+  /// One entry per layer (n_layer of them), in order: which layers attend fully, which through a
+  /// window or a chunk, which hold no per-token cache. A model whose every layer is `none` (Mamba)
+  /// has n_head = n_kv_head = head_dim = 0.
+  std::vector<LayerSpec> layers;
+  /// Elements of the fixed per-sequence state one attention-free layer keeps (Mamba's conv and SSM
+  /// states), when the config gives their sizes; never part of the KV bytes.
+  std::optional<std::uint64_t> state_elements_per_layer;
+  /// How state_elements_per_layer follows from the config, or why it is absent.
+  std::string state_note;
+  /// Fields that name attention layout which kvlab does not interpret, an unknown model_type:
+  /// one line each. A check reports no PASS on a total built on a config with warnings.
+  std::vector<std::string> warnings;
+
+  /// True when at least one layer attends (caches K/V or an MLA latent per token).
+  bool has_attention() const {
+    for (const auto& l : layers)
+      if (l.attention != LayerAttention::none) return true;
+    return layers.empty();
+  }
 
   /// True for multi-head latent attention (kv_lora_rank and qk_rope_head_dim present).
   bool is_mla() const { return kv_lora_rank.has_value(); }
