@@ -140,9 +140,16 @@ struct GpuSpec {
 /// "_name_or_path". Throws InputError naming the field: a missing required field, a wrong JSON
 /// type (a string, float or bool where an integer is expected), a size outside [1, 2^31] (the
 /// layer count: [1, 2^16]), n_head not divisible by the K/V head count, head_dim absent with
-/// hidden_size % n_head != 0, multi_query = true together with a K/V head count other than 1,
+/// hidden_size % n_head != 0, attention_head_type other than multiquery/multihead,
 /// half of the MLA pair, half of the expert pair or k > E, num_parameters_active above
-/// num_parameters or below k/E of it.
+/// num_parameters or below k/E of it; a layer list (layer_types, no_rope_layers,
+/// hybrid_override_pattern) whose length is not num_hidden_layers or that holds a character or
+/// kind it cannot size; a sliding or chunked layer without its sliding_window or
+/// attention_chunk_size. The text model of a config with text_config is read from it; fields a
+/// config leaves out take transformers' default for its model_type. The layer layout follows
+/// transformers' config classes (the rules are listed at read_layer_layout in catalogue.cpp and in
+/// docs/design.md); layout fields it does not interpret and an unknown model_type go to
+/// ModelSpec::warnings, never to an error.
 ModelSpec parse_model_spec(const nlohmann::json& config, const std::string& origin,
                            const std::string& fallback_name);
 
