@@ -441,9 +441,9 @@ void read_layer_layout(const json& j, const std::string& origin, ModelSpec& m) {
     const json& types = layer_list_field(j, "layers_block_type", n, origin);
     for (std::uint64_t i = 0; i < n; ++i) {
       const std::string s = types[i].is_string() ? types[i].get<std::string>() : std::string();
-      if (s == "attention") {
+      if (s == "attention" || s == "full_attention") {
         m.layers[i] = LayerSpec{};
-      } else if (s == "mamba" || s == "mlp" || s == "moe") {
+      } else if (s == "mamba" || s == "mlp" || s == "moe" || s == "linear_attention") {
         m.layers[i] = LayerSpec{LayerAttention::none, 0, s};
       } else {
         m.layers[i] = LayerSpec{};
@@ -470,7 +470,8 @@ void read_layer_layout(const json& j, const std::string& origin, ModelSpec& m) {
           throw InputError(fmt::format("{}: attention_chunk_size: missing, but layer_types names "
                                        "chunked layers (a positive integer is required)", origin));
         m.layers[i] = {LayerAttention::chunked, *c, "attention"};
-      } else if (s == "linear_attention" || s == "mamba" || s == "conv" || s == "mlp") {
+      } else if (s == "linear_attention" || s == "mamba" || s == "conv" || s == "mlp" ||
+                 s == "moe") {
         m.layers[i] = LayerSpec{LayerAttention::none, 0, s};
       } else {
         m.layers[i] = LayerSpec{};
