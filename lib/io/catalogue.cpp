@@ -600,8 +600,9 @@ ModelSpec parse_model_spec(const json& top, const std::string& origin, const std
                                        "as a plain decoder's, which may not be what it runs",
                                        m.model_type));
   }
-  for (const auto& [key, value] : model_type_defaults(m.model_type).items())
-    if (!j.contains(key)) j[key] = value;
+  const json defaults = model_type_defaults(m.model_type);
+  for (auto it = defaults.begin(); it != defaults.end(); ++it)
+    if (!j.contains(it.key())) j[it.key()] = it.value();
   const bool attention_free = attention_free_type(m.model_type);
 
   std::string layer_field, width_field, head_field;
