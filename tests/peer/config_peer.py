@@ -134,6 +134,10 @@ def main():
         if "auto_map" in raw and raw.get("model_type") not in ("jamba", "falcon", "phi3"):
             print(f"--   {name}: remote code ({raw['auto_map'].get('AutoConfig', '?')}); not compared")
             continue
+        if "d_model" in raw and "hidden_size" not in raw and raw.get("model_type") == "mamba":
+            print(f"--   {name}: mamba_ssm's names (d_model, n_layer); MambaConfig would read its own "
+                  "defaults instead; not compared")
+            continue
         try:
             d = dict(raw)
             cfg = AutoConfig.for_model(d.pop("model_type"), **d)
