@@ -138,7 +138,11 @@ void check_decode(const ModelSpec& m, const GpuSpec& g, double n_params, std::ui
     check_positive(s.time_s, "decode_step time_s");
     check_positive(s.tokens_per_s, "decode_step tokens_per_s");
     const ComputeBoundBatch c = compute_bound_batch(m, g, q);
-    check_positive(c.intensity_limit, "compute_bound_batch intensity_limit");
+    if (s.kv_bytes == 0)  // an attention-free model: the intensity grows without bound with B
+      require(std::isinf(c.intensity_limit) && c.intensity_limit > 0,
+              "compute_bound_batch intensity_limit of a model without KV bytes is not +inf");
+    else
+      check_positive(c.intensity_limit, "compute_bound_batch intensity_limit");
     if (c.reachable) require(c.batch > 0.0, "compute_bound_batch: reachable at batch <= 0");
   } catch (const InputError& e) {
     check_message(e);

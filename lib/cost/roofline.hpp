@@ -130,7 +130,7 @@ struct ComputeBoundBatch {
   bool reachable = false;       ///< whether any batch makes the step compute-bound
   double batch = 0.0;           ///< B* (real); meaningful when reachable
   std::uint64_t min_batch = 0;  ///< smallest integer batch with I(B) >= r; 0 when unreachable
-  double intensity_limit = 0.0; ///< I(∞), FLOP/B
+  double intensity_limit = 0.0; ///< I(∞), FLOP/B; +inf for a model that caches nothing per token (Mamba)
 };
 
 /// Solves I(B) = ridge for `m` on `g` at the query's ctx, dtype, parameters and MoE figures (its
