@@ -172,8 +172,7 @@ struct Recomputed {
 /// when the reference scaled to B·ctx overflows 64 bits.
 Recomputed recompute(const ModelSpec& m, const GpuSpec& g, const DecodeQuery& q) {
   Recomputed c;
-  const double b = static_cast<double>(q.kv.batch), ctx = static_cast<double>(q.kv.ctx);
-  const double layers = static_cast<double>(m.n_layer), heads = static_cast<double>(m.n_head);
+  const double b = static_cast<double>(q.kv.batch), heads = static_cast<double>(m.n_head);
 
   // Weights: dense N; MoE N_active per token, N_read as above.
   c.params_used = q.moe ? q.moe->active_params : q.n_params;
@@ -200,13 +199,16 @@ Recomputed recompute(const ModelSpec& m, const GpuSpec& g, const DecodeQuery& q)
   }
 
   // FLOPs: 2·N_used·B + 4·B·ctx·L·H·head_dim, or MLA's absorbed 2·(d_c + d_r) + 2·d_c per position.
+  // Positions the layers attend to, layer by layer from the config's list (windows and chunks
+  // hold min(ctx, span), attention-free layers none); ctx · L when every layer attends fully.
+  const double positions = static_cast<double>(held_by_layer(m, q.kv.ctx).positions);
   double attention = 0.0;
   if (m.is_mla()) {
-    const double base = b * ctx * layers * heads;
+    const double base = b * positions * heads;
     attention = 2.0 * base * static_cast<double>(*m.kv_lora_rank + *m.qk_rope_head_dim) +
                 2.0 * base * static_cast<double>(*m.kv_lora_rank);
   } else {
-    attention = 4.0 * b * ctx * layers * heads * static_cast<double>(m.head_dim);
+    attention = 4.0 * b * positions * heads * static_cast<double>(m.head_dim);
   }
   c.flops = 2.0 * c.params_used * b + attention;
   c.flops_tol = gamma_n(kFlopRounds) * c.flops;
@@ -221,10 +223,20 @@ Recomputed recompute(const ModelSpec& m, const GpuSpec& g, const DecodeQuery& q)
     const std::string what = "KV bits per token (num_hidden_layers × K/V width × bits)";
     const std::uint64_t width = m.is_mla() ? *m.kv_lora_rank + *m.qk_rope_head_dim
                                            : checked_mul(2 * m.n_kv_head, m.head_dim, what);
-    bits_per_token = checked_mul(checked_mul(m.n_layer, width, what), bits, what);
+    bits_per_token = checked_mul(checked_mul(held_by_layer(m, 1).attention_layers, width, what), bits, what);
   }
+  // Positions the layers hold at ctx, counted layer by layer from the config's layer list: a
+  // sliding window or a chunk keeps min(ctx, span), an attention-free layer nothing (docs/design.md,
+  // layer groups). Each attention layer caches bits_per_token / (attention layers) per position.
+  const HeldByLayer by_layer = held_by_layer(m, q.kv.ctx);
+  const std::uint64_t attention_layers = by_layer.attention_layers, held = by_layer.positions;
+  if (attention_layers > 0 && bits_per_token % attention_layers != 0)
+    throw InputError(fmt::format("model {}: the KV reference ({} bits per token) does not divide "
+                                 "evenly over its {} attention layers", m.name, bits_per_token,
+                                 attention_layers));
+  const std::uint64_t bits_per_layer = attention_layers ? bits_per_token / attention_layers : 0;
   const std::uint64_t total_bits = checked_mul(
-      checked_mul(q.kv.batch, q.kv.ctx, "--batch × --ctx"), bits_per_token,
+      checked_mul(q.kv.batch, held, "--batch × positions held"), bits_per_layer,
       "--batch × --ctx × kv_bytes_per_token_16bit");
   c.kv_bytes = total_bits / 8 + (total_bits % 8 != 0 ? 1 : 0);
 
@@ -565,8 +577,8 @@ Result calculator(const RooflineOptions& o, const RooflineParts& parts) {
                         c.kv_reference ? "the catalogue's reference" : "the check's own count"),
             c.kv_reference ? "004 §1.4; facts.md" : "004 §1.4", "B", static_cast<double>(c.kv_bytes),
             0.0, "integer byte counts: exact", static_cast<double>(s.kv_bytes), std::nullopt,
-            c.kv_reference ? "kv_bytes_per_token_16bit × bits/16 × B × ctx"
-                           : "2·L·n_kv·head_dim (MLA: L·(d_c + d_r)) × bits/8 × B × ctx"});
+            c.kv_reference ? "kv_bytes_per_token_16bit / layers × bits/16 × B × positions held (ctx per full layer)"
+                           : "2·n_kv·head_dim (MLA: d_c + d_r) × bits/8 × B × positions held (ctx per full layer)"});
   r.expect({fmt::format("weight bytes read per step, {} ({}): library vs the check's own arithmetic",
                         at, q.moe && q.kv.batch == 1 ? "MoE, batch 1: N_active"
                                                      : weight_model_name(s.weights.model)),
@@ -625,6 +637,7 @@ Result calculator(const RooflineOptions& o, const RooflineParts& parts) {
   t.rows.push_back({"bytes per parameter", q.bytes_per_param, "B"});
   t.rows.push_back({"batch B", static_cast<std::int64_t>(q.kv.batch), "sequences"});
   t.rows.push_back({"ctx", static_cast<std::int64_t>(q.kv.ctx), "positions"});
+  t.rows.push_back({"layer groups", layer_groups_text(m, q.kv.ctx), "layers × kind (positions held at ctx)"});
   t.rows.push_back({"KV cache dtype", cache_dtype_name(q.kv.dtype), ""});
   t.rows.push_back({"weight bytes", s.weight_bytes, q.moe ? "B (N_read × bytes/param)" : "B"});
   t.rows.push_back({"KV bytes", count_cell(s.kv_bytes), "B"});

@@ -2,6 +2,7 @@
 // formulas (not through the library functions the quiz uses), and the tolerance bites.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <sstream>
 
@@ -18,8 +19,13 @@ double recompute(const QuizQuestion& q) {
     case QuizKind::kv_cache: {
       const ModelSpec m = load_model(q.model);
       const double bytes_per_element = q.kv_dtype == "fp8" ? 1.0 : 2.0;
-      return 2.0 * static_cast<double>(m.n_layer * m.n_kv_head * m.head_dim) * bytes_per_element *
-             static_cast<double>(q.batch * q.ctx) / std::pow(2.0, 30);
+      // Positions held, layer by layer: a sliding layer keeps at most its window (mistral-7b:
+      // every layer; gemma-2-9b: the even layers).
+      double positions = 0.0;
+      for (const auto& l : m.layers)
+        positions += static_cast<double>(l.attention == LayerAttention::sliding ? std::min(q.ctx, l.span) : q.ctx);
+      return 2.0 * static_cast<double>(m.n_kv_head * m.head_dim) * bytes_per_element *
+             static_cast<double>(q.batch) * positions / std::pow(2.0, 30);
     }
     case QuizKind::decode_bound: {
       const ModelSpec m = load_model(q.model);

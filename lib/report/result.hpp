@@ -97,6 +97,13 @@ struct Result {
   /// (JSON status "skipped"), never PASS, and the exit status 0, so that `kvlab all` and ctest do
   /// not fail where the data is missing.
   std::string skipped;
+  /// Present for the checks that read a config's layout (kv-size): one line per thing kvlab was
+  /// not sure of (a layout field it does not interpret, an unknown model_type), written as a
+  /// top-level "warnings" array in JSON (empty when none) and as warning lines in text.
+  std::optional<std::vector<std::string>> warnings;
+  /// Tables the JSON writer also gives as a top-level key of the result object, an array of
+  /// {column: value} objects (kv-size's "layer_groups"): the key and the index in `tables`.
+  std::vector<std::pair<std::string, std::size_t>> table_keys;
 
   /// Every expectation holds (and there is at least one); also true when skipped (exit 0).
   bool passed() const;
