@@ -1,6 +1,7 @@
 #include "model_command.hpp"
 #include "model_flags.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -13,7 +14,9 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.hpp"
+#include "core/work_budget.hpp"
 #include "model/gpt.hpp"
+#include "model/work.hpp"
 #include "model/weights_io.hpp"
 #include "support/options.hpp"
 #include "train/corpus.hpp"
@@ -135,6 +138,16 @@ int run_model_init(const ModelInitFlags& f, std::ostream& out) {
   if (bytes > (std::uint64_t{1} << 31))
     throw InputError(fmt::format("--out: the model has {} parameters ({} bytes in {}); kvlab model init writes "
                                  "at most 2 GiB", params, bytes, f.dtype));
+  // The work and memory budgets (core/work_budget.hpp): the model is drawn in float64, then
+  // converted to the stored dtype.
+  const std::string shape = fmt::format("--layers {} x --d-model {} x --vocab {} x --block-size {}", c.n_layer,
+                                        c.d_model, c.vocab_size, c.block_size);
+  const double n = static_cast<double>(params);
+  require_memory_budget(kModelInitBytesPerParam * n, fmt::format("{} ({} parameters)", shape, params),
+                        fmt::format("at most {:.0f} million parameters (drawn in float64, then converted)",
+                                    kMemoryBudgetBytes / kModelInitBytesPerParam / 1e6));
+  require_work_budget(kBudgetMargin * n / kRefModelInitParamsPerSecond, fmt::format("{} ({} parameters)", shape, params),
+                      fmt::format("at most {:.0f} million parameters", kWorkBudgetSeconds * kRefModelInitParamsPerSecond / 1e6));
   const MiniGPT<double> model(c, static_cast<std::uint64_t>(f.seed));
   save_gpt(model, f.out, {{"kvlab.seed", std::to_string(f.seed)}, {"kvlab.made_by", "kvlab model init"}}, f.dtype);
   out << fmt::format("wrote {}: {} parameters in {} ({} bytes of data), seed {}, config {}\n", f.out, params,
@@ -170,6 +183,25 @@ int perplexity(const PerplexityFlags& f, std::ostream& out) {
   if (c.vocab_size != train::kByteVocab)
     throw InputError(fmt::format("--weights: vocab_size = {}; the text is bytes, so perplexity needs a byte-level "
                                  "model (vocab_size 256)", c.vocab_size));
+  {
+    // The work budget (core/work_budget.hpp), before the weights are read: windows × one forward
+    // of block_size tokens (float64: twice the time).
+    const double all = tokens.size() > 1 ? static_cast<double>((tokens.size() - 1) / static_cast<std::size_t>(c.block_size)) : 0.0;
+    const double per_window = forward_flops(c, c.block_size) * (f.dtype == "f64" ? 2.0 : 1.0);
+    auto seconds = [&](std::int64_t max_windows) {
+      return model_seconds(per_window * (max_windows == 0 ? all : std::min(all, static_cast<double>(max_windows))));
+    };
+    if (!within_work_budget(seconds(f.max_windows))) {
+      const std::int64_t most = largest_fitting(1, f.max_windows == 0 ? 1'000'000 : f.max_windows,
+                                                [&](std::int64_t w) { return within_work_budget(seconds(w)); });
+      require_work_budget(seconds(f.max_windows),
+                          fmt::format("--max-windows {}{} x the model of --weights ({} layers, d_model {}, block_size {})",
+                                      f.max_windows, f.max_windows == 0 ? fmt::format(" (all {:.0f} windows of the text)", all) : "",
+                                      c.n_layer, c.d_model, c.block_size),
+                          most >= 1 ? fmt::format("at most --max-windows {} with this model", most)
+                                    : std::string("a smaller model: one window alone is over it"));
+    }
+  }
   double loss = 0;
   std::size_t predicted = 0, windows = 0;
   if (f.dtype == "f64") perplexity_impl(load_gpt<double>(f.weights), tokens, f.max_windows, loss, predicted, windows);
