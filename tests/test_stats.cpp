@@ -3,9 +3,10 @@
 // approximation kvlab used before (z·SE) and of the bounds it uses now, at small n and α near 1.
 #include <doctest/doctest.h>
 
-#include <ctime>
 #include <cmath>
 #include <cstdint>
+#include <ctime>
+#include <stdexcept>
 #include <vector>
 
 #include "core/stats.hpp"
