@@ -128,8 +128,10 @@ Result run_cpu_roofline(const CpuRooflineOptions& in, const RunContext& ctx, con
   o.contexts.erase(std::unique(o.contexts.begin(), o.contexts.end()), o.contexts.end());
   std::sort(o.prompts.begin(), o.prompts.end());
   o.prompts.erase(std::unique(o.prompts.begin(), o.prompts.end()), o.prompts.end());
-  if (static_cast<std::int64_t>(o.batches.front()) * o.contexts.front() > o.max_cached_tokens)
-    throw InputError(fmt::format("--max-cached-tokens: must hold at least batch {} x ctx {} (got {})",
+  // A decode point holds batch x (ctx + 1) positions (the step's own token too); with none that
+  // fits, the decode table would be empty (--batch 256 with the default --ctx was an internal error).
+  if (static_cast<std::int64_t>(o.batches.front()) * (o.contexts.front() + 1) > o.max_cached_tokens)
+    throw InputError(fmt::format("--max-cached-tokens: must hold at least batch {} x (ctx {} + 1) (got {})",
                                  o.batches.front(), o.contexts.front(), o.max_cached_tokens));
   const ModelConfig c = cpu_roofline_config(o);
   c.validate();

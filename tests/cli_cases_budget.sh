@@ -52,3 +52,7 @@ kvlab=$budget_tmp/hangs hang_limit=1 kv >/dev/null 2>&1 3>/dev/null; hang_rc=$?
 if [ "$hang_rc" = 124 ]; then echo "ok: a run past the hang limit twice is a hang (124)"
 else echo "FAIL: kv on a hang: exit $hang_rc, want 124"; failures=$((failures + 1)); fi
 rm -rf "$budget_tmp"
+# Found by `tests/sweep.sh --max`: --batch 256 left no decode point within --max-cached-tokens
+# (an internal error after minutes of building); gqa-meanpool --long refused its uptraining only
+# after the evaluation's seconds of work.
+expect_usage_error --max-cached-tokens cpu-roofline --batch 256

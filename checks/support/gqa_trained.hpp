@@ -115,6 +115,25 @@ inline void run_gqa_trained(const GqaTrainedOptions& o, const PoolerF32& pool, c
   const MiniGPT<float>& mha = *loaded;
   const ModelConfig& c = mha.config();
   require_gqa_trained_budget(o, c, text->size());
+  // --long: the uptraining's budget, before any work; the checkpoint's own steps and batch set it
+  // (a file may declare any).
+  int steps = 1000, batch = 16;
+  double lr = 2e-3;
+  train::TrainConfig cfg;
+  if (o.uptrain) {
+    std::map<std::string, std::string> meta;
+    (void)train::load_checkpoint(o.weights.empty() ? trained_weights_path("target") : o.weights, &meta);
+    if (auto it = meta.find("kvlab.train"); it != meta.end())
+      std::sscanf(it->second.c_str(), "steps=%d batch=%d lr=%lf", &steps, &batch, &lr);
+    cfg.steps = std::max(1, static_cast<int>(std::lround(o.uptrain_share * std::clamp(steps, 1, 10'000'000))));
+    cfg.batch = std::clamp(batch, 1, 4096);
+    const double models = gqa_trained_models(c.n_kv_head);  // the conversions (G < n_kv_head) and the control
+    require_work_budget(model_seconds(3.0 * models * cfg.steps * cfg.batch * forward_flops(c, c.block_size)),
+                        fmt::format("--long x the training of --trained-weights ({} steps of batch {}: {} uptraining "
+                                    "steps, {} layers, d_model {})",
+                                    steps, batch, cfg.steps, c.n_layer, c.d_model),
+                        "run without --long, or on a checkpoint trained for fewer steps");
+  }
   const std::vector<double> base = window_losses(mha, *text, o.windows);
   const double base_loss = mean_of(base);
   const int L = c.block_size;
@@ -167,22 +186,6 @@ inline void run_gqa_trained(const GqaTrainedOptions& o, const PoolerF32& pool, c
     return;
   }
   // The original run's steps and batch, from the checkpoint's metadata.
-  std::map<std::string, std::string> meta;
-  (void)train::load_checkpoint(o.weights.empty() ? trained_weights_path("target") : o.weights, &meta);
-  int steps = 1000, batch = 16;
-  double lr = 2e-3;
-  if (auto it = meta.find("kvlab.train"); it != meta.end())
-    std::sscanf(it->second.c_str(), "steps=%d batch=%d lr=%lf", &steps, &batch, &lr);
-  train::TrainConfig cfg;
-  cfg.steps = std::max(1, static_cast<int>(std::lround(o.uptrain_share * std::clamp(steps, 1, 10'000'000))));
-  cfg.batch = std::clamp(batch, 1, 4096);
-  // The uptraining's budget: the checkpoint's own steps and batch set it (a file may declare any).
-  const double models = static_cast<double>(pooled.size()) + 1.0;  // the conversions and the control
-  require_work_budget(model_seconds(3.0 * models * cfg.steps * cfg.batch * forward_flops(c, c.block_size)),
-                      fmt::format("--long x the training of --trained-weights ({} steps of batch {}: {} uptraining "
-                                  "steps, {} layers, d_model {})",
-                                  steps, batch, cfg.steps, c.n_layer, c.d_model),
-                      "run without --long, or on a checkpoint trained for fewer steps");
   auto corpus = train::load_fortunes(o.fortunes.empty() ? train::kFortunesDir : o.fortunes);
   cfg.lr = lr * 0.1;  // the original run's final learning rate (cosine to lr/10), held: no warm-up
   cfg.min_lr_ratio = 1.0;
