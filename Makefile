@@ -9,6 +9,9 @@ ASAN_BUILD ?= build-asan
 BUILD_TYPE ?= Release
 JOBS      ?= $(shell nproc 2>/dev/null || echo 2)
 CMAKE_FLAGS ?=
+# Each test has a TIMEOUT (tests/CMakeLists.txt: 10 × its cost, at least 600 s) that only a hang
+# reaches; a test that times out is run once more before it fails (a loaded machine, not a hang).
+CTEST_FLAGS ?= --repeat after-timeout:2
 
 # Debian packages kvlab builds with (the user's design card); nothing is downloaded at build time.
 # python3 only runs the tests' JSON checks (tests/cli_test.sh); kvlab itself does not use it.
@@ -45,7 +48,7 @@ run: build
 	$(BUILD)/bin/kvlab all
 
 test: build
-	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) $(CTEST_FLAGS)
 	@$(MAKE) --no-print-directory test-sanitize
 
 # The same unit tests, checks and sweeps under AddressSanitizer + UBSan (CUDA left out).
@@ -67,7 +70,7 @@ test-sanitize: deps
 	@cmake -S . -B $(ASAN_BUILD) -DCMAKE_CXX_COMPILER=$(SAN_CXX) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKVLAB_SANITIZE=ON \
 	  -DKVLAB_CUDA=OFF | grep -E "^-- kvlab:|Error" || true
 	@cmake --build $(ASAN_BUILD) -j $(JOBS)
-	cd $(ASAN_BUILD) && $(SAN_ENV) ctest --output-on-failure -j $(JOBS)
+	cd $(ASAN_BUILD) && $(SAN_ENV) ctest --output-on-failure -j $(JOBS) $(CTEST_FLAGS)
 
 # A build folder of its own, configured with clang, every target under ASan + UBSan; then each
 # fuzz target for FUZZ_SECONDS. Fails when one finds an input, which is kept in tests/fuzz/regressions/.

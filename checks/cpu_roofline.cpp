@@ -29,6 +29,7 @@
 
 #include "bench/machine.hpp"
 #include "core/error.hpp"
+#include "core/work_budget.hpp"
 #include "model/f32_kernels.hpp"
 #include "model/fast_gpt.hpp"
 #include "support/options.hpp"
@@ -75,6 +76,35 @@ ModelConfig cpu_roofline_config(const CpuRooflineOptions& o) {
   return c;
 }
 
+CpuRooflineWork cpu_roofline_work(const CpuRooflineOptions& o) {
+  const ModelConfig c = cpu_roofline_config(o);
+  MachineOptions mo;
+  mo.stream_bytes_per_array = static_cast<std::uint64_t>(o.stream_mib) << 20;
+  mo.repeats = o.repeats;
+  mo.gemm_n = o.quick ? 256 : 2048;
+  const MachineWork machine = machine_work(mo);
+  const double d = c.d_model, kv_w = c.kv_width(), L = c.n_layer;
+  const double params = static_cast<double>(streamed_parameters(c)) + (c.vocab_size + c.block_size) * d;
+  const int max_batch = o.batches.back(), max_ctx = std::max(o.contexts.back() + 1, o.prompts.back());
+  const double cache_floats = 2.0 * L * kv_w * static_cast<double>(o.max_cached_tokens);
+  const double rows = std::max(max_batch, o.prompts.back());
+  const double activations = rows * (6.0 * d + 3.0 * kv_w + c.vocab_size) + 2.0 * 256.0 * max_ctx;  // x, h, qkv, att, mlp; scores
+  CpuRooflineWork w;
+  w.peak_bytes = std::max(machine.peak_bytes, 4.0 * (2.0 * params + cache_floats + activations));
+  // Drawing the reference model's weights and the cache's values, then copying the weights.
+  double seconds = (params + cache_floats) / kRefRandomFloatsPerSecond + 8.0 * params / kRefStreamBytesPerSecond;
+  seconds += machine.stream_bytes / kRefStreamBytesPerSecond + machine.gemm_flops / kRefGemmFlopsPerSecond;
+  auto point = [&](const StepCost& s) {
+    return (o.repeats + 1) * (s.bytes / kRefStreamBytesPerSecond + s.flops / kRefGemmFlopsPerSecond);
+  };
+  for (int B : o.batches)
+    for (int n : o.contexts)
+      if (static_cast<std::int64_t>(B) * (n + 1) <= o.max_cached_tokens) seconds += point(decode_step_cost(c, B, n));
+  for (int len : o.prompts) seconds += point(prefill_cost(c, len));
+  w.seconds = kBudgetMargin * seconds;
+  return w;
+}
+
 Result run_cpu_roofline(const CpuRooflineOptions& in, const RunContext& ctx, const CpuRooflineParts& parts) {
   CpuRooflineOptions o = in;
   check_list("--batch", o.batches, 1, 256);
@@ -98,11 +128,34 @@ Result run_cpu_roofline(const CpuRooflineOptions& in, const RunContext& ctx, con
   o.contexts.erase(std::unique(o.contexts.begin(), o.contexts.end()), o.contexts.end());
   std::sort(o.prompts.begin(), o.prompts.end());
   o.prompts.erase(std::unique(o.prompts.begin(), o.prompts.end()), o.prompts.end());
-  if (static_cast<std::int64_t>(o.batches.front()) * o.contexts.front() > o.max_cached_tokens)
-    throw InputError(fmt::format("--max-cached-tokens: must hold at least batch {} x ctx {} (got {})",
+  // A decode point holds batch x (ctx + 1) positions (the step's own token too); with none that
+  // fits, the decode table would be empty (--batch 256 with the default --ctx was an internal error).
+  if (static_cast<std::int64_t>(o.batches.front()) * (o.contexts.front() + 1) > o.max_cached_tokens)
+    throw InputError(fmt::format("--max-cached-tokens: must hold at least batch {} x (ctx {} + 1) (got {})",
                                  o.batches.front(), o.contexts.front(), o.max_cached_tokens));
   const ModelConfig c = cpu_roofline_config(o);
   c.validate();
+  if (!parts.machine && !parts.time_decode && !parts.time_prefill) {
+    // The work budget (core/work_budget.hpp): --d-model 4096 --layers 48 would build 38 GB of
+    // weights, and 50 repeats of the largest grid would run for hours.
+    const CpuRooflineWork w = cpu_roofline_work(o);
+    const std::string flags = fmt::format(
+        "--d-model {} x --layers {} x --vocab {} x --batch {} x --ctx {} x --prompt {} x --repeats {} x --stream-mib {}",
+        o.d_model, o.layers, o.vocab, o.batches.back(), o.contexts.back(), o.prompts.back(), o.repeats, o.stream_mib);
+    require_memory_budget(w.peak_bytes, flags, "a smaller --d-model, --layers or --max-cached-tokens");
+    if (!within_work_budget(w.seconds)) {
+      CpuRooflineOptions one = o;
+      one.repeats = 1;
+      std::string hint = "a smaller model or grid: one repeat alone is over it";
+      if (within_work_budget(cpu_roofline_work(one).seconds))
+        hint = fmt::format("at most --repeats {} with this model and grid", largest_fitting(1, o.repeats, [&](std::int64_t r) {
+                             CpuRooflineOptions t = o;
+                             t.repeats = static_cast<int>(r);
+                             return within_work_budget(cpu_roofline_work(t).seconds);
+                           }));
+      require_work_budget(w.seconds, flags, hint);
+    }
+  }
 
   // ---- the parts: this machine and the fast path, unless injected --------------------------
   CpuRooflineParts p = parts;

@@ -48,7 +48,18 @@ struct CpuRooflineParts {
 /// The bench model's config for `o` (quick: d 128, 2 layers).
 ModelConfig cpu_roofline_config(const CpuRooflineOptions& o);
 
-/// Runs the check. Throws InputError on out-of-range options.
+/// What a run with `o` (lists sorted, --quick applied) costs on the reference machine when every
+/// part is real (core/work_budget.hpp): seconds (margin included) of the machine measurement,
+/// building and copying the model, filling the cache and every timed point; and the memory held
+/// at once (the model twice, the cache, the activations; or the three STREAM arrays).
+struct CpuRooflineWork {
+  double seconds = 0.0;
+  double peak_bytes = 0.0;
+};
+CpuRooflineWork cpu_roofline_work(const CpuRooflineOptions& o);
+
+/// Runs the check. Throws InputError on out-of-range options, and on options whose real parts
+/// would be over the work or memory budget (cpu_roofline_work; injected parts are not counted).
 Result run_cpu_roofline(const CpuRooflineOptions& o, const RunContext& ctx, const CpuRooflineParts& parts = {});
 
 }  // namespace kvlab::checks

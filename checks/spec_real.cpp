@@ -37,8 +37,10 @@
 #include <vector>
 
 #include "core/error.hpp"
+#include "core/work_budget.hpp"
 #include "core/martingale.hpp"
 #include "core/rng.hpp"
+#include "model/work.hpp"
 #include "spec/acceptance.hpp"
 #include "spec/expected_tokens.hpp"
 #include "spec/monte_carlo.hpp"
@@ -137,6 +139,61 @@ Result skipped(const std::string& why) {
 
 }  // namespace
 
+namespace {
+
+/// The work of a run (core/work_budget.hpp) on a pair of these shapes, in model FLOPs
+/// (model/work.hpp), each term an upper bound: the teacher-forced α over the windows (both models,
+/// full windows), the generation (2 temperatures × prompts × tokens: the target alone, then for
+/// each K = 1..8 at most K draft steps and K + 1 verified positions per token, at the longest
+/// context), and the exactness test (3 samplers × samples × both models over the short prompt
+/// and its 2 tokens, with K = 2).
+double spec_real_flops(const SpecRealOptions& o, const ModelConfig& t, const ModelConfig& d, std::size_t text_tokens) {
+  const int block = std::min(t.block_size, d.block_size);
+  const auto available = static_cast<std::int64_t>((text_tokens - 1) / static_cast<std::size_t>(block));
+  const double windows = static_cast<double>(std::min<std::int64_t>(o.alpha_windows, std::max<std::int64_t>(available, 1)));
+  // Both laws' softmax and overlap at every position on top of the two forwards: a quarter more.
+  const double alpha = 1.25 * windows * (forward_flops(t, block) + forward_flops(d, block));
+  const double ctx = kPromptLen + o.new_tokens + kMaxK;
+  double per_token = decode_step_flops(t, ctx);
+  for (int k = 1; k <= kMaxK; ++k) per_token += k * decode_step_flops(d, ctx) + (k + 1.0) * decode_step_flops(t, ctx);
+  const double generation = 2.0 * o.prompts * o.new_tokens * per_token;
+  const double exact_len = kExactPromptLen + 2 + 2;
+  // Short forwards run at half the rate of a window's (kRefModelFlopsPerSecond): counted twice.
+  const double exactness = 2.0 * 3.0 * static_cast<double>(o.exact_samples) * (forward_flops(t, exact_len) + forward_flops(d, exact_len));
+  return alpha + generation + exactness;
+}
+
+/// Throws InputError naming the options that drive the work when a run is over the budget.
+void require_spec_real_budget(const SpecRealOptions& o, const ModelConfig& t, const ModelConfig& d, std::size_t text_tokens) {
+  const double seconds = model_seconds(spec_real_flops(o, t, d, text_tokens));
+  if (within_work_budget(seconds)) return;
+  auto fits = [&](auto setter) {
+    return [&, setter](std::int64_t v) {
+      SpecRealOptions x = o;
+      setter(x, v);
+      return within_work_budget(model_seconds(spec_real_flops(x, t, d, text_tokens)));
+    };
+  };
+  const auto samples = largest_fitting(1, o.exact_samples, fits([](SpecRealOptions& x, std::int64_t v) { x.exact_samples = v; }));
+  const auto windows = largest_fitting(1, o.alpha_windows, fits([](SpecRealOptions& x, std::int64_t v) { x.alpha_windows = static_cast<int>(v); }));
+  const auto prompts = largest_fitting(1, o.prompts, fits([](SpecRealOptions& x, std::int64_t v) { x.prompts = static_cast<int>(v); }));
+  std::string hint;
+  std::vector<std::string> ways;
+  if (samples >= 1) ways.push_back(fmt::format("--exact-samples {}", samples));
+  if (windows >= 1) ways.push_back(fmt::format("--alpha-windows {}", windows));
+  if (prompts >= 1) ways.push_back(fmt::format("--prompts {}", prompts));
+  std::string listed;
+  for (const auto& w : ways) listed += (listed.empty() ? "" : ", ") + w;
+  hint = ways.empty() ? std::string("smaller values of all of them, or a smaller pair")
+                      : fmt::format("{}{} (the others as given)", ways.size() > 1 ? "at most one of: " : "at most ", listed);
+  require_work_budget(seconds,
+                      fmt::format("--prompts {} x --new-tokens {} x --alpha-windows {} x --exact-samples {}{}", o.prompts,
+                                  o.new_tokens, o.alpha_windows, o.exact_samples, o.long_run ? " (with --long)" : ""),
+                      hint);
+}
+
+}  // namespace
+
 Result run_spec_real(const SpecRealOptions& o_in, const RunContext& ctx, const SpecRealParts& parts) {
   SpecRealOptions o = o_in;
   if (o.long_run) o.prompts = std::max(o.prompts, 8), o.new_tokens = std::max(o.new_tokens, 64),
@@ -169,6 +226,7 @@ Result run_spec_real(const SpecRealOptions& o_in, const RunContext& ctx, const S
                                  o.new_tokens, kMaxK, block));
   if (in.validation.size() < static_cast<std::size_t>(block) + 1)
     throw InputError("validation text: shorter than one window");
+  if (!parts.inputs) require_spec_real_budget(o, target.config(), draft.config(), in.validation.size());
 
   const TeacherAlpha ta = teacher_forced_alpha(target, draft, in.validation, o.alpha_windows);
 

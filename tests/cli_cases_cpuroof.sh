@@ -3,7 +3,7 @@ tmp_cpuroof=$(mktemp -d)
 
 # machine: small sizes so the case takes a second; the entry parses as a hardware entry.
 expect_exit 0 machine --size-mib 16 --repeats 1 --gemm-n 64 --format json
-if timeout 60 "$kvlab" machine --size-mib 16 --repeats 1 --gemm-n 64 --format json |
+if kv machine --size-mib 16 --repeats 1 --gemm-n 64 --format json |
    python3 -c 'import json,sys; j=json.load(sys.stdin); assert j["name"]=="local" and j["bandwidth_bytes_per_s"]>0 and j["fp32_flops_per_s"]>0' ; then
   echo "ok: machine --format json is a hardware entry"
 else
@@ -30,7 +30,7 @@ expect_usage_error "python3-torch" bench decode --vs-torch --python /nonexistent
 # on its one `all --format json` run (one `all` under ASan+UBSan costs ~15 s).
 expect_exit 2 cpu-roofline --batch 0
 expect_usage_error kv-heads cpu-roofline --kv-heads 3
-timeout 60 "$kvlab" cpu-roofline --quick --format json > "$tmp_cpuroof/q.json"; rc=$?
+kv cpu-roofline --quick --format json > "$tmp_cpuroof/q.json"; rc=$?
 if { [ $rc = 0 ] || [ $rc = 1 ]; } && python3 -c 'import json,sys; j=json.load(open(sys.argv[1])); assert "decode_bandwidth_fraction" in j["metrics"]' "$tmp_cpuroof/q.json"; then
   echo "ok: cpu-roofline --quick -> $rc, json with decode_bandwidth_fraction"
 else

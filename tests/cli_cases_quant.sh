@@ -7,7 +7,7 @@ json_has() {
   local args=() expr
   while [ "$1" != "--" ]; do args+=("$1"); shift; done
   expr=$2
-  if timeout 60 "$kvlab" "${args[@]}" --format json | python3 -c "import json,sys; d=json.load(sys.stdin); assert $expr, d.get('metrics')"; then
+  if kv "${args[@]}" --format json | python3 -c "import json,sys; d=json.load(sys.stdin); assert $expr, d.get('metrics')"; then
     echo "ok: kvlab ${args[*]}: $expr"
   else
     echo "FAIL: kvlab ${args[*]}: $expr"; failures=$((failures + 1))

@@ -71,7 +71,7 @@ EOF
 expect_usage_error "block_size 1048576 exceeds the budget of 65536" perplexity --weights "$rdir/block.safetensors"
 expect_usage_error "block_size 1048576 exceeds the budget of 65536" kv-invariance --weights "$rdir/block.safetensors"
 
-# perplexity's work budget: windows × (2·L·params + 4·n_layer·L²·H·hd) operations at most 2e11.
+# perplexity's work budget (lib/core/work_budget.hpp): windows × one forward of block_size tokens.
 expect_exit 0 model init --out "$rdir/long.safetensors" --positional rope --block-size 65536 --vocab 256 --d-model 8 \
   --heads 1 --kv-heads 1 --head-dim 8 --n-layer 1
 head -c 1100000 /dev/urandom > "$rdir/text.bin"

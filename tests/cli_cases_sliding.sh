@@ -6,7 +6,7 @@ expect_json_keys() {
   local args=() keys
   while [ "$1" != "--" ]; do args+=("$1"); shift; done; shift
   keys="$*"
-  if timeout 60 "$kvlab" "${args[@]}" --format json |
+  if kv "${args[@]}" --format json |
       python3 -c 'import json,sys; d=json.load(sys.stdin); m=d["metrics"]; missing=[k for k in sys.argv[1:] if k not in m]; assert d["status"]=="pass" and not missing, missing' $keys; then
     echo "ok: kvlab ${args[*]} --format json has $keys"
   else

@@ -4,13 +4,30 @@
 #
 # For each run it asserts: no crash, no sanitizer report; and either
 #   - rejected: exit 2, exactly one line on stderr that names the option, nothing on stdout,
-#     within KVLAB_SWEEP_SECONDS (default 1); or
+#     within KVLAB_SWEEP_SECONDS of CPU (default 1); or
 #   - accepted (the value is legal, e.g. --decode 0): exit 0 or 1, a result on stdout with no
-#     nan/inf in it, within 10 × KVLAB_SWEEP_SECONDS (the whole check runs).
-# usage: tests/sweep.sh path/to/kvlab   (KVLAB_SWEEP_VERBOSE=1 lists the accepted values)
+#     nan/inf in it, within 60 × KVLAB_SWEEP_SECONDS of CPU (the work budget of 60 s,
+#     core/work_budget.hpp, times the build's slowdown: 10 under the sanitizers).
+# Time is CPU time (user + sys, bash's `time`), which a loaded machine does not stretch the way it
+# stretches wall-clock time; wall-clock only kills a run that hangs without using the CPU (after
+# KVLAB_HANG_SECONDS, default 600: 10 × the work budget), and such a run is rerun once before it
+# fails, so no verdict depends on how busy the machine is.
+#
+# usage: tests/sweep.sh path/to/kvlab          the bad-input sweep (ctest: sweep)
+#        tests/sweep.sh --max path/to/kvlab    the work-budget sweep (developers; minutes): every
+#          numeric option of every check and command at its largest accepted value, then each
+#          with all of them at their largest at once; each run must end within the work budget
+#          of CPU or be refused cleanly (exit 2, one line). KVLAB_SWEEP_REPORT=FILE keeps the
+#          table of runs (CPU seconds, command, outcome); KVLAB_SWEEP_BUDGET=10 flags every run
+#          over 10 s of CPU instead of 60 (a quicker first pass).
+# KVLAB_SWEEP_VERBOSE=1 lists the accepted values.
 set -u
+mode=bad-input
+if [ "${1:-}" = --max ]; then mode=max; shift; fi
 kvlab=$1
 limit=${KVLAB_SWEEP_SECONDS:-1}
+hang_limit=${KVLAB_HANG_SECONDS:-600}
+budget=${KVLAB_SWEEP_BUDGET:-60}  # core/work_budget.hpp: kWorkBudgetSeconds (lower it to find slow runs fast)
 here=$(cd "$(dirname "$0")" && pwd)
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
@@ -54,12 +71,130 @@ done
 bench_checks=" $("$kvlab" list --format json | python3 -c 'import json, sys
 print(" ".join(c["check"] for c in json.load(sys.stdin) if c.get("bench")))') "
 
-# A run is killed only after the longest budget below (10 × the limit; at least 30 s): an accepted
-# value under ASan+UBSan on a loaded machine (e.g. spec-real, ~12 s of CPU) must fail on its budget,
-# not on a shorter kill (it was a fixed 30 s, below the 100 s budget of the sanitizer stage).
-kill_after=$(( limit * 10 > 30 ? limit * 10 + 1 : 30 ))
 runs=0 rejected=0 accepted=0 failures=0
 fail() { echo "FAIL: kvlab $*"; failures=$((failures + 1)); }
+
+# run_timed CPU_LIMIT ARGS...: runs kvlab ARGS, stdout to $tmp/out and stderr to $tmp/err, with at
+# most CPU_LIMIT seconds of CPU (ulimit -t: SIGXCPU past it, exit 152) and KVLAB_HANG_SECONDS of
+# wall-clock (exit 124). Sets rc and cpu_ms (user + sys of the run). A run the wall-clock killed is
+# rerun once: a correct run can be descheduled that long on a busy machine; twice is a hang.
+run_timed() {
+  local cpu_limit=$1 attempt t u s
+  shift
+  for attempt in 1 2; do
+    t=$( { TIMEFORMAT='%3U %3S'
+           time ( ulimit -t "$cpu_limit"; timeout "$hang_limit" "$kvlab" "$@" </dev/null >"$tmp/out" 2>"$tmp/err" ); } 2>&1 )
+    rc=$?
+    u=${t% *} s=${t#* }
+    cpu_ms=$(( 10#${u/./} + 10#${s/./} ))
+    [ "$rc" = 124 ] || break
+    [ "$attempt" = 1 ] && echo "note: kvlab $*: no end after ${hang_limit} s of wall-clock; rerunning it once"
+  done
+}
+
+# Checks the outcome of run_timed for the command shown as SHOWN whose option is NAME (the error
+# must name it): a clean refusal within REJECT_MS of CPU, or a result within ACCEPT_MS of CPU.
+judge() {
+  local shown=$1 name=$2 reject_ms=$3 accept_ms=$4 lines
+  if grep -qE "AddressSanitizer|LeakSanitizer|runtime error:|UndefinedBehaviorSanitizer" "$tmp/err"; then
+    fail "$shown: sanitizer report: $(grep -m1 -E 'Sanitizer|runtime error' "$tmp/err")"; return
+  fi
+  case $rc in
+    2)
+      rejected=$((rejected + 1))
+      lines=$(wc -l < "$tmp/err")
+      if [ "$cpu_ms" -gt "$reject_ms" ]; then
+        fail "$shown: refused after ${cpu_ms} ms of CPU (limit ${reject_ms} ms): work before the check"
+      elif [ "$lines" != 1 ] || [ -s "$tmp/out" ]; then
+        fail "$shown: exit 2 wants one stderr line and no stdout; got $lines lines: $(head -c 300 "$tmp/err")"
+      elif ! grep -q -- "$name" "$tmp/err"; then
+        fail "$shown: the error does not name '$name': $(cat "$tmp/err")"
+      fi ;;
+    0 | 1)
+      accepted=$((accepted + 1))
+      [ -n "${KVLAB_SWEEP_VERBOSE:-}" ] && echo "accepted: $shown -> exit $rc (${cpu_ms} ms of CPU)"
+      if [ "$cpu_ms" -gt "$accept_ms" ]; then
+        fail "$shown: ${cpu_ms} ms of CPU, over the ${accept_ms} ms budget"
+      elif ! [ -s "$tmp/out" ]; then
+        fail "$shown: accepted (exit $rc) but printed no result"
+      elif grep -qiwE "nan|-?inf" "$tmp/out"; then
+        fail "$shown: accepted (exit $rc) but the result contains nan/inf: $(grep -m1 -iwE 'nan|-?inf' "$tmp/out")"
+      fi ;;
+    124) fail "$shown: no end after ${hang_limit} s of wall-clock, twice (a hang)" ;;
+    152 | 137) fail "$shown: killed past ${accept_ms} ms of CPU (exit $rc): over the work budget" ;;
+    *) fail "$shown: exit $rc: $(head -c 300 "$tmp/err")" ;;
+  esac
+}
+
+if [ "$mode" = max ]; then
+  # ---- the work-budget sweep -----------------------------------------------------------------
+  # Each run: at most the budget of CPU (60 s; × KVLAB_SWEEP_SECONDS for a slower build), or a
+  # refusal within 1 s of CPU; memory capped at 8 GiB of address space (the budget is 4 GiB of
+  # data, core/work_budget.hpp), so that a run over it fails here instead of swapping the machine.
+  accept_ms=$((budget * limit * 1000))
+  report=${KVLAB_SWEEP_REPORT:-$tmp/report.tsv}
+  : > "$report"
+  ulimit -v $((8 * 1024 * 1024))
+  # largest_value CMD... OPTION TYPE: the upper end of the range the option's error names
+  # ("... in [1, 4096] ..."), from one run with a value far above any range; empty when none.
+  largest_value() {
+    local type=${*: -1} option=${*: -2:1} probe=99999999999999999999
+    case $type in FLOAT*) probe=1e300 ;; esac
+    "$kvlab" "${@:1:$#-2}" "$option" "$probe" 2>&1 >/dev/null | head -1 |
+      sed -nE 's/.*in \[[^],]+, ?([-+0-9.e]+)\].*/\1/p'
+  }
+  measure() {  # measure ARGS...: one run (a benchmark's too: no --quick), judged and recorded
+    runs=$((runs + 1))
+    run_timed $((budget * limit * 3 / 2)) "$@"
+    # A refusal may name another option than the one at its largest (--threshold 100 is refused
+    # for the --outlier-magnitude it implies): any one-line "kvlab: ..." refusal is clean here.
+    judge "$*" "kvlab" $((limit * 1000)) "$accept_ms"
+    local verdict=ran
+    [ "$rc" = 2 ] && verdict="refused: $(head -c 160 "$tmp/err")"
+    printf '%d.%03d\t%s\t%s\n' $((cpu_ms / 1000)) $((cpu_ms % 1000)) "kvlab $*" "exit $rc, $verdict" >> "$report"
+  }
+  # The commands besides the checks, with their numeric options from --help (CLI11 prints
+  # "--name INT" or "--name FLOAT ..."); each needs the arguments it cannot run without.
+  declare -A needs=(
+    [machine]="machine" [bench-decode]="bench decode" [bench-kernels]="bench kernels"
+    [perplexity]="perplexity --weights $here/../data/weights/target.safetensors"
+    [train]="train --out $tmp/model.safetensors" [model-init]="model init --out $tmp/init.safetensors"
+    [quiz]="quiz --answers" [cheatsheet]="cheatsheet")
+  declare -A max_args=()
+  while IFS=$'\t' read -r check option type; do
+    read -r -a cmd <<< "$check"
+    if [ "$type" = FLAG ]; then  # a check's switch (--long): alone, and with the largest values
+      case $option in --quick) continue ;; esac  # the smoke-test switch only shrinks the work
+      measure "${cmd[@]}" "$option"
+      max_args[$check]+=" $option"
+      continue
+    fi
+    case $type in INT* | FLOAT*) ;; *) continue ;; esac
+    case $option in --seed) continue ;; esac  # any seed is one draw: no work of its own
+    value=$(largest_value "${cmd[@]}" "$option" "$type")
+    [ -z "$value" ] && { echo "note: $check $option: no range in its error; skipped"; continue; }
+    measure "${cmd[@]}" "$option" "$value"
+    max_args[$check]+=" $option $value"
+  done < <("$kvlab" list --options
+           for key in "${!needs[@]}"; do
+             read -r -a cmd <<< "${needs[$key]}"
+             help=("${cmd[0]}")
+             case ${cmd[0]} in bench | model) help+=("${cmd[1]}") ;; esac
+             "$kvlab" "${help[@]}" --help 2>/dev/null | sed -nE 's/^ +(-[a-z],)?(--[a-z0-9-]+)[^ ]* +(INT|FLOAT|UINT)\b.*/\2\t\3/p' |
+               while IFS=$'\t' read -r option type; do printf '%s\t%s\t%s\n' "${needs[$key]}" "$option" "$type"; done
+           done)
+  # Every check and command with all its numeric options at their largest at once.
+  for check in "${!max_args[@]}"; do
+    read -r -a cmd <<< "$check"
+    read -r -a opts <<< "${max_args[$check]}"
+    measure "${cmd[@]}" "${opts[@]}"
+  done
+  echo "the slowest runs (CPU seconds, command, outcome):"
+  sort -t$'\t' -k1,1 -g -r "$report" | head -20
+  echo "sweep --max: $runs runs, $rejected refused (exit 2), $accepted within the budget, $failures failures"
+  [ "$runs" -gt 0 ] && [ "$failures" -eq 0 ]
+  exit
+fi
 
 # The front end's options (main.cpp adds them to every check, or every model check) take one path
 # whatever the check; the quick sweep tries each on its first check only.
@@ -82,42 +217,12 @@ while IFS=$'\t' read -r check option type; do
   name=${option#--}
   for value in "${values[@]}"; do
     runs=$((runs + 1))
-    start=$(date +%s%N)
     extra=()
     case $bench_checks in *" $check "*) extra=(--quick) ;; esac
-    timeout "$kill_after" "$kvlab" "$check" "${extra[@]}" "$option" "$value" >"$tmp/out" 2>"$tmp/err"
-    rc=$?
-    elapsed_ms=$(( ($(date +%s%N) - start) / 1000000 ))
-    shown="$check $option '${value:0:40}'"
-    if grep -qE "AddressSanitizer|LeakSanitizer|runtime error:|UndefinedBehaviorSanitizer" "$tmp/err"; then
-      fail "$shown: sanitizer report: $(grep -m1 -E 'Sanitizer|runtime error' "$tmp/err")"; continue
-    fi
-    # A rejection must come within the limit; a legal value (e.g. --seed 0) runs the whole check,
-    # which may take longer on a loaded machine, so it only has to finish within 10 × the limit.
-    budget=$limit
-    case $rc in 0 | 1) budget=$((limit * 10)) ;; esac
-    if [ "$elapsed_ms" -gt $((budget * 1000)) ]; then
-      fail "$shown: took ${elapsed_ms} ms (limit ${budget} s)"; continue
-    fi
-    case $rc in
-      2)
-        rejected=$((rejected + 1))
-        lines=$(wc -l < "$tmp/err")
-        if [ "$lines" != 1 ] || [ -s "$tmp/out" ]; then
-          fail "$shown: exit 2 wants one stderr line and no stdout; got $lines lines: $(head -c 300 "$tmp/err")"
-        elif ! grep -q -- "$name" "$tmp/err"; then
-          fail "$shown: the error does not name '$name': $(cat "$tmp/err")"
-        fi ;;
-      0 | 1)
-        accepted=$((accepted + 1))
-        [ -n "${KVLAB_SWEEP_VERBOSE:-}" ] && echo "accepted: $shown -> exit $rc"
-        if ! [ -s "$tmp/out" ]; then
-          fail "$shown: accepted (exit $rc) but printed no result"
-        elif grep -qiwE "nan|-?inf" "$tmp/out"; then
-          fail "$shown: accepted (exit $rc) but the result contains nan/inf: $(grep -m1 -iwE 'nan|-?inf' "$tmp/out")"
-        fi ;;
-      *) fail "$shown: exit $rc: $(head -c 300 "$tmp/err")" ;;
-    esac
+    # A rejection must come before any work (KVLAB_SWEEP_SECONDS of CPU); a legal value (e.g.
+    # --seed 0) runs the whole check, within the work budget (× the build's slowdown).
+    run_timed $((budget * limit + 1)) "$check" "${extra[@]}" "$option" "$value"
+    judge "$check $option '${value:0:40}'" "$name" $((limit * 1000)) $((budget * limit * 1000))
   done
 done < <("$kvlab" list --options)
 

@@ -82,7 +82,7 @@ TEST_CASE("quiz: asked one by one, scored; a skipped line and the end of input a
   f.seed = 5;
   f.count = 3;
   const auto quiz = make_quiz(5, 3);
-  std::istringstream in(std::to_string(quiz[0].answer) + " units\nnot a number\n");
+  std::istringstream in(std::to_string(quiz[0].answer) + " units\n\nnot a number\n");
   std::ostringstream out;
   CHECK(app::run_quiz(f, in, out) == 0);
   const std::string text = out.str();
@@ -90,6 +90,66 @@ TEST_CASE("quiz: asked one by one, scored; a skipped line and the end of input a
   CHECK(text.find("skipped") != std::string::npos);
   CHECK(text.find("no more input") != std::string::npos);
   CHECK(text.find("score: 1 of 2 answered correctly (3 questions)") != std::string::npos);
+}
+
+TEST_CASE("quiz: an answer line is one finite decimal number, a blank, or asked again") {
+  using K = QuizAnswer::Kind;
+  auto number = [](const std::string& line) {
+    const QuizAnswer a = parse_quiz_answer(line);
+    CAPTURE(line);
+    REQUIRE(a.kind == K::number);
+    return a.value;
+  };
+  CHECK(number("16") == 16.0);
+  CHECK(number(" 16.2 GiB") == 16.2);
+  CHECK(number("1e3") == 1000.0);
+  CHECK(number(".5") == 0.5);
+  CHECK(number("+2.5x") == 2.5);
+  CHECK(number("-3 tokens/s") == -3.0);
+  CHECK(number("40 tokens/s\r") == 40.0);
+  CHECK(parse_quiz_answer("").kind == K::skip);
+  CHECK(parse_quiz_answer("   \r").kind == K::skip);
+  // A comma is refused, never read as the digits before it ("1,5" was 1).
+  for (const char* line : {"1,5", "1,024", "16,2 GiB", "0,5"}) {
+    CAPTURE(line);
+    const QuizAnswer a = parse_quiz_answer(line);
+    CHECK(a.kind == K::invalid);
+    CHECK(a.why.find("comma") != std::string::npos);
+    CHECK(a.why.find('\n') == std::string::npos);
+  }
+  for (const char* line : {"nan", "NaN", "inf", "-inf", "1e999", "abc", "GiB 16", "1.5.3", "1/2", "1 5", "0x10", ".",
+                           "-", "e5"}) {
+    CAPTURE(line);
+    const QuizAnswer a = parse_quiz_answer(line);
+    CHECK(a.kind == K::invalid);
+    CHECK_FALSE(a.why.empty());
+  }
+}
+
+TEST_CASE("quiz: a line that is not a number is asked again; no nan or inf reaches the score") {
+  app::QuizFlags f;
+  f.seed = 5;
+  f.count = 2;
+  const auto quiz = make_quiz(5, 2);
+  // Q1: "1,5", "nan", "inf" and "1e999" are each explained and Q1 asked again; then the right answer.
+  // Q2: a wrong finite answer, off by a finite percentage.
+  std::ostringstream answer;
+  answer.precision(17);
+  answer << quiz[0].answer;
+  std::istringstream in("1,5\nnan\ninf\n1e999\n" + answer.str() + "\n" + std::to_string(quiz[1].answer * 3) + "\n");
+  std::ostringstream out;
+  CHECK(app::run_quiz(f, in, out) == 0);
+  const std::string text = out.str();
+  CAPTURE(text);
+  CHECK(text.find("comma") != std::string::npos);
+  CHECK(text.find("✓ accepted") != std::string::npos);
+  CHECK(text.find("off by +200.0%") != std::string::npos);
+  CHECK(text.find("score: 1 of 2 answered correctly (2 questions)") != std::string::npos);
+  for (const char* word : {"nan%", "inf%", "+nan", "+inf"}) CHECK(text.find(word) == std::string::npos);
+  // Five prompts for Q1 (four asked again), one for Q2.
+  std::size_t prompts = 0;
+  for (std::size_t at = text.find("your answer"); at != std::string::npos; at = text.find("your answer", at + 1)) ++prompts;
+  CHECK(prompts == 6);
 }
 
 }  // namespace

@@ -20,6 +20,7 @@
 #include "bench/machine.hpp"
 #include "core/build_info.hpp"
 #include "core/error.hpp"
+#include "core/work_budget.hpp"
 #include "io/safe_write.hpp"
 #include "model/fast_gpt.hpp"
 #include "report/writers.hpp"
@@ -79,6 +80,52 @@ std::string run_capture(const std::string& cmd, int& status) {
 std::string spread_text(const std::vector<double>& v) {
   const auto [lo, hi] = std::minmax_element(v.begin(), v.end());
   return fmt::format("{:.4g}–{:.4g}", *lo, *hi);
+}
+
+/// The work of `bench decode` on the reference machine (core/work_budget.hpp): for each d_model,
+/// drawing the model and filling the cache, then (repeats x steps + 1) decode steps per batch at
+/// the rates of the reference machine (decode_step_cost's bytes and FLOPs), twice with --vs-torch;
+/// seconds with the margin. Memory: the model twice (reference and fast copies) and the cache of
+/// the largest batch.
+struct DecodeWork {
+  double seconds = 0.0, peak_bytes = 0.0;
+};
+DecodeWork decode_work(const BenchFlags& f, int batch_max) {
+  DecodeWork w;
+  for (int d : f.d_models) {
+    const ModelConfig c = bench_config(f, d);
+    const double params = static_cast<double>(streamed_parameters(c)) + (c.vocab_size + c.block_size) * d;
+    const double cache = 2.0 * c.n_layer * c.kv_width() * static_cast<double>(batch_max) * c.block_size;
+    w.peak_bytes = std::max(w.peak_bytes, 4.0 * (2.0 * params + cache));
+    double s = (params + cache) / kRefRandomFloatsPerSecond;
+    for (int B : f.batches) {
+      const StepCost step = decode_step_cost(c, B, f.ctx + f.steps);
+      s += (static_cast<double>(f.repeats) * f.steps + 1.0) *
+           (step.bytes / kRefStreamBytesPerSecond + step.flops / kRefGemmFlopsPerSecond);
+    }
+    w.seconds += (f.vs_torch ? 2.0 : 1.0) * s;
+  }
+  w.seconds *= kBudgetMargin;
+  return w;
+}
+
+/// Throws InputError naming the options when decode_work is over the memory or work budget.
+void require_decode_budget(const BenchFlags& f, int batch_max) {
+  const DecodeWork w = decode_work(f, batch_max);
+  const int d_max = *std::max_element(f.d_models.begin(), f.d_models.end());
+  const std::string flags = fmt::format("--d-model {}{} x --batch {} x --layers {} x --ctx {} x --steps {} x --repeats {}",
+                                        d_max, f.d_models.size() > 1 ? " (and the others)" : "", batch_max, f.layers,
+                                        f.ctx, f.steps, f.repeats);
+  require_memory_budget(w.peak_bytes, flags, "a smaller --d-model, --layers, --batch or --ctx");
+  if (within_work_budget(w.seconds)) return;
+  const auto most = largest_fitting(1, f.repeats, [&](std::int64_t r) {
+    BenchFlags t = f;
+    t.repeats = static_cast<int>(r);
+    return within_work_budget(decode_work(t, batch_max).seconds);
+  });
+  require_work_budget(w.seconds, flags,
+                      most >= 1 ? fmt::format("at most --repeats {} with these sizes", most)
+                                : std::string("fewer or smaller --d-model, --batch, --steps or --ctx"));
 }
 
 }  // namespace
@@ -156,6 +203,7 @@ int run_bench(const BenchFlags& f, std::ostream& out) {
     if (!std::filesystem::exists(script)) throw InputError("--script: " + script + " does not exist");
   }
   const int batch_max = *std::max_element(f.batches.begin(), f.batches.end());
+  require_decode_budget(f, batch_max);
   double load[1] = {-1};
   getloadavg(load, 1);
   Table t{fmt::format("decode tokens/s, {} layers, ctx {}, {} steps x {} repeats, {} threads", f.layers, f.ctx,

@@ -11,6 +11,7 @@
 
 #include "bench/machine.hpp"
 #include "core/error.hpp"
+#include "core/work_budget.hpp"
 #include "io/catalogue.hpp"
 #include "io/safe_write.hpp"
 #include "report/writers.hpp"
@@ -47,6 +48,29 @@ int run_machine(const MachineFlags& f, std::ostream& out) {
   o.repeats = f.repeats;
   o.gemm_n = f.gemm_n;
   o.curve = f.curve;
+  // The work budget (core/work_budget.hpp), before any work: the largest sizes and 100 repeats
+  // would stream terabytes and take an hour.
+  const std::string flags = fmt::format("--size-mib {} x --repeats {} x --gemm-n {}{}", f.size_mib, f.repeats, f.gemm_n,
+                                        f.curve ? " x --curve" : "");
+  const MachineWork work = machine_work(o);
+  require_memory_budget(work.peak_bytes, flags,
+                        fmt::format("at most --size-mib {} (three arrays)",
+                                    static_cast<std::int64_t>(kMemoryBudgetBytes / 3 / (1 << 20))));
+  const double seconds = machine_work_seconds(o);
+  if (!within_work_budget(seconds)) {
+    MachineOptions one = o;
+    one.repeats = 1;
+    std::string hint = "smaller --size-mib or --gemm-n: one repeat alone is over it";
+    if (within_work_budget(machine_work_seconds(one))) {
+      const auto most = largest_fitting(1, f.repeats, [&](std::int64_t r) {
+        MachineOptions t = o;
+        t.repeats = static_cast<int>(r);
+        return within_work_budget(machine_work_seconds(t));
+      });
+      hint = fmt::format("at most --repeats {} at these sizes", most);
+    }
+    require_work_budget(seconds, flags, hint);
+  }
   // --save's target is checked before the measurement (which takes a while) and written at the
   // end through a temporary renamed into place: the old entry stays until the new one is complete.
   std::string save_path;

@@ -1,6 +1,7 @@
 #include "model_command.hpp"
 #include "model_flags.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -14,11 +15,13 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.hpp"
+#include "core/work_budget.hpp"
 #include "io/safe_write.hpp"
 #include "io/safetensors.hpp"
-#include "report/writers.hpp"
 #include "model/gpt.hpp"
 #include "model/weights_budget.hpp"
+#include "model/work.hpp"
+#include "report/writers.hpp"
 #include "model/weights_io.hpp"
 #include "support/options.hpp"
 #include "train/corpus.hpp"
@@ -77,38 +80,7 @@ std::vector<int> read_bytes_as_tokens(const std::string& path) {
   return tokens;
 }
 
-/// The windows perplexity_impl evaluates: every one, or max_windows of them.
-std::size_t perplexity_windows(const ModelConfig& c, std::size_t n_tokens, int max_windows) {
-  const std::size_t L = static_cast<std::size_t>(c.block_size);
-  const std::size_t total = n_tokens < L + 1 ? 0 : (n_tokens - 1) / L;
-  return max_windows > 0 ? std::min<std::size_t>(total, static_cast<std::size_t>(max_windows)) : total;
-}
-
-/// Refuses a run whose forward passes exceed kPerplexityBudgetFlops, naming what to change.
-void require_perplexity_budget(const ModelConfig& c, std::size_t n_tokens, int max_windows,
-                               const std::string& path) {
-  const double window = perplexity_window_flops(c);
-  const std::size_t n = perplexity_windows(c, n_tokens, max_windows);
-  if (static_cast<double>(n) * window <= kPerplexityBudgetFlops) return;
-  const auto fit = static_cast<std::uint64_t>(kPerplexityBudgetFlops / window);
-  if (fit == 0)
-    throw InputError(fmt::format("--weights {}: one window of block_size {} takes {:.3g} GFLOP, more than "
-                                 "perplexity's budget of {:.0f} GFLOP (about 37 s of one core in float64)",
-                                 printable(path), c.block_size, window / 1e9, kPerplexityBudgetFlops / 1e9));
-  throw InputError(fmt::format("--max-windows: {} windows of block_size {} take {:.3g} GFLOP, more than perplexity's "
-                               "budget of {:.0f} GFLOP (about 37 s of one core in float64); use --max-windows {} or fewer",
-                               n, c.block_size, static_cast<double>(n) * window / 1e9,
-                               kPerplexityBudgetFlops / 1e9, fit));
-}
-
 }  // namespace
-
-double perplexity_window_flops(const ModelConfig& c) {
-  double params = 0;
-  for (const auto& t : gpt_tensor_layout(c)) params += static_cast<double>(t.numel());
-  const double L = c.block_size;
-  return 2.0 * L * params + 4.0 * c.n_layer * L * L * c.n_head * c.head_dim;
-}
 
 /// run_perplexity's body; its InputErrors get the option's name.
 int perplexity(const PerplexityFlags& f, std::ostream& out);
@@ -179,6 +151,16 @@ int run_model_init(const ModelInitFlags& f, std::ostream& out) {
                                  "kvlab reads from a weights file; use a smaller --d-model, --n-layer or --vocab-size",
                                  params, kMaxSafetensorsElements));
   require_weights_budget(c, "model init");
+  // The work and memory budgets (core/work_budget.hpp): the model is drawn in float64, then
+  // converted to the stored dtype.
+  const std::string shape = fmt::format("--layers {} x --d-model {} x --vocab {} x --block-size {}", c.n_layer,
+                                        c.d_model, c.vocab_size, c.block_size);
+  const double n = static_cast<double>(params);
+  require_memory_budget(kModelInitBytesPerParam * n, fmt::format("{} ({} parameters)", shape, params),
+                        fmt::format("at most {:.0f} million parameters (drawn in float64, then converted)",
+                                    kMemoryBudgetBytes / kModelInitBytesPerParam / 1e6));
+  require_work_budget(kBudgetMargin * n / kRefModelInitParamsPerSecond, fmt::format("{} ({} parameters)", shape, params),
+                      fmt::format("at most {:.0f} million parameters", kWorkBudgetSeconds * kRefModelInitParamsPerSecond / 1e6));
   check_output_target(f.out, "--out");  // before the model is drawn; nothing is created yet
   const MiniGPT<double> model(c, static_cast<std::uint64_t>(f.seed));
   try {  // through a temporary renamed into place (io/safe_write.hpp)
@@ -225,7 +207,25 @@ int perplexity(const PerplexityFlags& f, std::ostream& out) {
   if (c.vocab_size != train::kByteVocab)
     throw InputError(fmt::format("--weights: vocab_size = {}; the text is bytes, so perplexity needs a byte-level "
                                  "model (vocab_size 256)", c.vocab_size));
-  require_perplexity_budget(c, tokens.size(), f.max_windows, f.weights);
+  {
+    // The work budget (core/work_budget.hpp), before the weights are read: windows × one forward
+    // of block_size tokens (float64: twice the time).
+    const double all = tokens.size() > 1 ? static_cast<double>((tokens.size() - 1) / static_cast<std::size_t>(c.block_size)) : 0.0;
+    const double per_window = forward_flops(c, c.block_size) * (f.dtype == "f64" ? 2.0 : 1.0);
+    auto seconds = [&](std::int64_t max_windows) {
+      return model_seconds(per_window * (max_windows == 0 ? all : std::min(all, static_cast<double>(max_windows))));
+    };
+    if (!within_work_budget(seconds(f.max_windows))) {
+      const std::int64_t most = largest_fitting(1, f.max_windows == 0 ? 1'000'000 : f.max_windows,
+                                                [&](std::int64_t w) { return within_work_budget(seconds(w)); });
+      require_work_budget(seconds(f.max_windows),
+                          fmt::format("--max-windows {}{} x the model of --weights ({} layers, d_model {}, block_size {})",
+                                      f.max_windows, f.max_windows == 0 ? fmt::format(" (all {:.0f} windows of the text)", all) : "",
+                                      c.n_layer, c.d_model, c.block_size),
+                          most >= 1 ? fmt::format("at most --max-windows {} with this model", most)
+                                    : std::string("a smaller model: one window alone is over it"));
+    }
+  }
   double loss = 0;
   std::size_t predicted = 0, windows = 0;
   if (f.dtype == "f64")

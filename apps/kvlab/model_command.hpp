@@ -38,20 +38,6 @@ struct PerplexityFlags {
   std::string format = "text";
 };
 
-/// The work budget of one `perplexity` run, in floating-point operations of its forward passes
-/// (perplexity_window_flops times the windows): 2e11. The forward runs on one core at about 5.4
-/// GFLOP/s in float64 and 8.7 in float32 on this project's development machine, so a run within
-/// the budget takes at most about 37 s of CPU (docs/reliability.md has the measurement). A run
-/// above it is refused before the model is built, naming --max-windows and the largest count that
-/// fits. The committed draft's full validation run is 91 GFLOP; the target's, 529, needs
-/// --max-windows 776 or fewer.
-inline constexpr double kPerplexityBudgetFlops = 2e11;
-
-/// Operations of one perplexity window of `config`'s block_size L tokens: 2·L per parameter (every
-/// weight multiplied and added once per position; the embeddings counted too, an upper bound) plus
-/// 4·n_layer·L²·n_head·head_dim for the scores and the weighted values of full L×L attention.
-double perplexity_window_flops(const ModelConfig& config);
-
 /// Adds `model` (with its `init` subcommand) to `app`; returns `model init`'s App.
 CLI::App* add_model_command(CLI::App& app, ModelInitFlags& flags);
 /// Adds `perplexity`.
@@ -68,7 +54,7 @@ int run_model_init(const ModelInitFlags& flags, std::ostream& out);
 /// exp(loss). Text as bytes (needs vocab_size 256) — a file given by --text, or the fortunes
 /// validation split (lib/train/corpus.hpp); when that is absent, prints the skip line and
 /// returns 0. Throws InputError on a bad file, a model outside require_weights_budget, a text
-/// shorter than block_size + 1, or a run above kPerplexityBudgetFlops.
+/// shorter than block_size + 1, or a run over the work budget (core/work_budget.hpp).
 int run_perplexity(const PerplexityFlags& flags, std::ostream& out);
 
 }  // namespace kvlab::app

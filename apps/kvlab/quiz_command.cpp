@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
+#include <cmath>
 #include <cstdlib>
 #include <iostream>
 #include <limits>
@@ -13,12 +14,10 @@
 namespace kvlab::app {
 namespace {
 
-/// The number at the start of a student's line ("16", " 16.2 GiB", "1e3"); false when none.
-bool parse_answer(const std::string& line, double& value) {
-  const char* begin = line.c_str();
-  char* end = nullptr;
-  value = std::strtod(begin, &end);
-  return end != begin;
+/// "off by +12.3%" for a finite `given`; "NUMBER" when `answer` is 0 (no relative error).
+std::string off_by(double given, double answer) {
+  if (answer == 0.0 || !std::isfinite((given - answer) / answer)) return fmt::format("{:.4g}", given);
+  return fmt::format("off by {:+.1f}%", (given - answer) / answer * 100.0);
 }
 
 std::string tolerance_text(const QuizQuestion& q) {
@@ -64,22 +63,35 @@ int run_quiz(const QuizFlags& f, std::istream& in, std::ostream& out) {
       out << fmt::format("{}worked: {}\n", md ? "- " : "  ", q.worked);
       continue;
     }
-    out << fmt::format("  your answer ({}): ", q.unit) << std::flush;
-    std::string line;
-    if (!std::getline(in, line)) {
+    // Asked again until the line is a number or blank (parse_quiz_answer: "1,5" and "nan" are
+    // neither), or the input ends.
+    QuizAnswer answer;
+    bool ended = false;
+    for (;;) {
+      out << fmt::format("  your answer ({}): ", q.unit) << std::flush;
+      std::string line;
+      if (!std::getline(in, line)) {
+        ended = true;
+        break;
+      }
+      answer = parse_quiz_answer(line);
+      if (answer.kind != QuizAnswer::Kind::invalid) break;
+      out << fmt::format("  {}\n", answer.why);
+    }
+    if (ended) {
       out << "\n  (no more input: the quiz ends here)\n";
       break;
     }
     ++asked;
-    double given = 0.0;
-    if (!parse_answer(line, given)) {
+    if (answer.kind == QuizAnswer::Kind::skip) {
       out << "  skipped.\n";
-    } else if (answer_accepted(q, given)) {
+    } else if (answer_accepted(q, answer.value)) {
       ++right;
       out << fmt::format("  ✓ accepted: {:.4g} {} ({})\n", q.answer, q.unit, tolerance_text(q));
     } else {
-      out << fmt::format("  ✗ not within tolerance: the answer is {:.4g} {} ({}), yours is off by {:+.1f}%\n",
-                         q.answer, q.unit, tolerance_text(q), (given - q.answer) / q.answer * 100.0);
+      // answer.value is finite and every answer is positive, so the error is a finite percentage.
+      out << fmt::format("  ✗ not within tolerance: the answer is {:.4g} {} ({}), yours is {}\n", q.answer, q.unit,
+                         tolerance_text(q), off_by(answer.value, q.answer));
     }
     out << fmt::format("  worked: {}\n", q.worked);
   }

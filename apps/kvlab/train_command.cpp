@@ -3,6 +3,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <limits>
@@ -12,13 +13,16 @@
 #include <vector>
 #include <cstdio>
 #include <ostream>
+#include <string>
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
 #include "core/error.hpp"
+#include "core/work_budget.hpp"
 #include "io/safe_write.hpp"
 #include "model/gpt.hpp"
+#include "model/work.hpp"
 #include "support/options.hpp"
 #include "train/backprop.hpp"
 #include "train/checkpoint.hpp"
@@ -69,6 +73,18 @@ CLI::App* add_train_command(CLI::App& app, TrainFlags& f) {
       ->check(kvlab::checks::PathGiven());
   return t;
 }
+
+namespace {
+
+/// "40 s", "12 min", "3.5 h", "2.1 days".
+std::string duration_text(double seconds) {
+  if (seconds < 120) return fmt::format("{:.0f} s", std::max(seconds, 1.0));
+  if (seconds < 2 * 3600) return fmt::format("{:.0f} min", seconds / 60);
+  if (seconds < 2 * 86400) return fmt::format("{:.1f} h", seconds / 3600);
+  return fmt::format("{:.1f} days", seconds / 86400);
+}
+
+}  // namespace
 
 int run_train(const TrainFlags& f, std::ostream& out) {
   ModelConfig c;
@@ -132,6 +148,18 @@ int run_train(const TrainFlags& f, std::ostream& out) {
   if (cfg.stop_after > 0 && cfg.stop_after < cfg.steps)
     out << fmt::format("stopping after step {} of the {}-step schedule (--stop-after)\n", cfg.stop_after, cfg.steps);
   out.flush();
+  // Training is long by design (the committed pair: about 35 minutes), so it is not held to the
+  // 60 s work budget of the other commands (core/work_budget.hpp); it says up front how long the
+  // run should take, so that a mistyped --steps is seen, and stopped, at once.
+  {
+    const double steps = cfg.stop_after > 0 ? std::min(cfg.stop_after, cfg.steps) : cfg.steps;
+    const double work = 3.0 * steps * cfg.batch * forward_flops(c, c.block_size);  // forward + backward
+    const double seconds = work / (kRefModelFlopsPerSecond * std::min(cfg.threads, 2));
+    std::fprintf(stderr, "train: about %s of work on the reference machine (2 cores): %.0f steps x %d sequences x %d tokens%s\n",
+                 duration_text(seconds).c_str(), steps, cfg.batch, c.block_size,
+                 within_work_budget(seconds) ? "" : "; Ctrl-C stops it");
+    std::fflush(stderr);
+  }
 
   std::string loss_lines;  // --loss-log lines not yet written (64 KiB at a time)
   const bool tty = isatty(STDERR_FILENO);

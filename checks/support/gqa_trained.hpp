@@ -4,7 +4,9 @@
 // original steps, with the MHA itself trained as long as the control.
 #pragma once
 
+#include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <functional>
 #include <map>
 #include <optional>
@@ -14,7 +16,9 @@
 #include <fmt/format.h>
 
 #include "core/finite.hpp"
+#include "core/work_budget.hpp"
 #include "model/gqa_convert.hpp"
+#include "model/work.hpp"
 #include "report/result.hpp"
 #include "support/trained_pair.hpp"
 #include "train/backprop.hpp"
@@ -66,6 +70,34 @@ inline double paired_se(const std::vector<double>& a, const std::vector<double>&
   return std::sqrt(ss / static_cast<double>(n - 1) / static_cast<double>(n));
 }
 
+/// Conversions run_gqa_trained makes of a model with `n_kv_head` K/V heads: G = n_kv_head, /2, .. 1
+/// (dividing it), each evaluated beside the MHA model.
+inline int gqa_trained_models(int n_kv_head) {
+  int models = 1;  // the MHA model itself
+  for (int G = n_kv_head; G >= 1; G /= 2)
+    if (n_kv_head % G == 0) ++models;
+  return models;
+}
+
+/// The work budget of the trained mode's evaluation (core/work_budget.hpp): --windows windows of
+/// block_size tokens (at most the text's), through the MHA model and each conversion. Throws
+/// InputError naming --windows and the model when over it.
+inline void require_gqa_trained_budget(const GqaTrainedOptions& o, const ModelConfig& c, std::size_t text_tokens) {
+  const double per_window = gqa_trained_models(c.n_kv_head) * forward_flops(c, c.block_size);
+  const auto available = static_cast<std::int64_t>((text_tokens - 1) / static_cast<std::size_t>(c.block_size));
+  auto seconds = [&](std::int64_t windows) {
+    return model_seconds(per_window * (static_cast<double>(std::min<std::int64_t>(windows, available)) + 1.0));
+  };
+  if (within_work_budget(seconds(o.windows))) return;
+  const std::int64_t most = largest_fitting(1, o.windows, [&](std::int64_t w) { return within_work_budget(seconds(w)); });
+  require_work_budget(seconds(o.windows),
+                      fmt::format("--windows {} x the model of --trained-weights ({} layers, d_model {}, block_size {}, "
+                                  "vocab {})",
+                                  o.windows, c.n_layer, c.d_model, c.block_size, c.vocab_size),
+                      most >= 1 ? fmt::format("at most --windows {} with this model", most)
+                                : std::string("a smaller model: one window alone is over it"));
+}
+
 /// Adds the trained-mode tables, metrics, notes and its one judged row to `r`; when the
 /// checkpoint or the text is absent, a note "trained mode skipped: <why>" only. `random_rel`
 /// maps G to the random-weights relative layer-1 error measured by the random mode (ε = 1).
@@ -83,6 +115,26 @@ inline void run_gqa_trained(const GqaTrainedOptions& o, const PoolerF32& pool, c
   }
   const MiniGPT<float>& mha = *loaded;
   const ModelConfig& c = mha.config();
+  require_gqa_trained_budget(o, c, text->size());
+  // --long: the uptraining's budget, before any work; the checkpoint's own steps and batch set it
+  // (a file may declare any).
+  int steps = 1000, batch = 16;
+  double lr = 2e-3;
+  train::TrainConfig cfg;
+  if (o.uptrain) {
+    std::map<std::string, std::string> meta;
+    (void)train::load_checkpoint(o.weights.empty() ? trained_weights_path("target") : o.weights, &meta);
+    if (auto it = meta.find("kvlab.train"); it != meta.end())
+      std::sscanf(it->second.c_str(), "steps=%d batch=%d lr=%lf", &steps, &batch, &lr);
+    cfg.steps = std::max(1, static_cast<int>(std::lround(o.uptrain_share * std::clamp(steps, 1, 10'000'000))));
+    cfg.batch = std::clamp(batch, 1, 4096);
+    const double models = gqa_trained_models(c.n_kv_head);  // the conversions (G < n_kv_head) and the control
+    require_work_budget(model_seconds(3.0 * models * cfg.steps * cfg.batch * forward_flops(c, c.block_size)),
+                        fmt::format("--long x the training of --trained-weights ({} steps of batch {}: {} uptraining "
+                                    "steps, {} layers, d_model {})",
+                                    steps, batch, cfg.steps, c.n_layer, c.d_model),
+                        "run without --long, or on a checkpoint trained for fewer steps");
+  }
   const std::vector<double> base = window_losses(mha, *text, o.windows);
   const double base_loss = mean_of(base);
   const int L = c.block_size;
@@ -135,16 +187,7 @@ inline void run_gqa_trained(const GqaTrainedOptions& o, const PoolerF32& pool, c
     return;
   }
   // The original run's steps and batch, from the checkpoint's metadata.
-  std::map<std::string, std::string> meta;
-  (void)train::load_checkpoint(o.weights.empty() ? trained_weights_path("target") : o.weights, &meta);
-  int steps = 1000, batch = 16;
-  double lr = 2e-3;
-  if (auto it = meta.find("kvlab.train"); it != meta.end())
-    std::sscanf(it->second.c_str(), "steps=%d batch=%d lr=%lf", &steps, &batch, &lr);
   auto corpus = train::load_fortunes(o.fortunes.empty() ? train::kFortunesDir : o.fortunes);
-  train::TrainConfig cfg;
-  cfg.steps = std::max(1, static_cast<int>(std::lround(o.uptrain_share * steps)));
-  cfg.batch = batch;
   cfg.lr = lr * 0.1;  // the original run's final learning rate (cosine to lr/10), held: no warm-up
   cfg.min_lr_ratio = 1.0;
   cfg.warmup = 0;

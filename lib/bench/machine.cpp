@@ -1,5 +1,7 @@
 #include "bench/machine.hpp"
 
+#include "core/work_budget.hpp"
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -101,6 +103,34 @@ std::string cpu_model_name() {
 }
 
 }  // namespace
+
+namespace {
+
+/// Bytes one stream_bandwidth call moves: the first touch of 3 arrays, then repeats + 1 passes.
+double stream_call_bytes(StreamKernel kernel, double bytes_per_array, int repeats) {
+  return 3.0 * bytes_per_array + (repeats + 1) * (kernel == StreamKernel::copy ? 2.0 : 3.0) * bytes_per_array;
+}
+
+}  // namespace
+
+MachineWork machine_work(const MachineOptions& o) {
+  MachineWork w;
+  const double b = static_cast<double>(o.stream_bytes_per_array), n = o.gemm_n;
+  w.stream_bytes = o.repeats * (stream_call_bytes(StreamKernel::copy, b, 3) + stream_call_bytes(StreamKernel::triad, b, 3));
+  w.gemm_flops = o.repeats * 3.0 * 2.0 * n * n * n;  // gemm_rate(n, 2): 3 calls
+  w.peak_bytes = std::max(3.0 * b, 3.0 * n * n * sizeof(float));
+  if (o.curve)
+    for (std::uint64_t total = 256ull << 10; total <= 2 * o.stream_bytes_per_array; total *= 2) {
+      const int passes = static_cast<int>(std::clamp<std::uint64_t>((1ull << 31) / total, 3, 200));
+      w.stream_bytes += stream_call_bytes(StreamKernel::copy, static_cast<double>(total / 2), passes);
+    }
+  return w;
+}
+
+double machine_work_seconds(const MachineOptions& o) {
+  const MachineWork w = machine_work(o);
+  return kBudgetMargin * (w.stream_bytes / kRefStreamBytesPerSecond + w.gemm_flops / kRefGemmFlopsPerSecond);
+}
 
 MachineMeasurement measure_machine(const MachineOptions& o) {
   if (o.repeats < 1 || o.repeats > 1000) throw std::invalid_argument("measure_machine: repeats in [1, 1000]");

@@ -76,6 +76,21 @@ struct MachineOptions {
 /// Runs the measurements. Throws std::invalid_argument for sizes out of range (see above).
 MachineMeasurement measure_machine(const MachineOptions& o);
 
+/// What measure_machine(o) does, counted: bytes written and read by the STREAM kernels (first touch
+/// of the three arrays included, every pass, the curve's points), float32 GEMM FLOPs (2n³ per
+/// call), and the largest amount of memory held at once (three STREAM arrays or three n x n
+/// matrices). For the work budget (core/work_budget.hpp).
+struct MachineWork {
+  double stream_bytes = 0.0;
+  double gemm_flops = 0.0;
+  double peak_bytes = 0.0;
+};
+MachineWork machine_work(const MachineOptions& o);
+
+/// Seconds measure_machine(o) takes on the reference machine, margin included
+/// (core/work_budget.hpp: kRefStreamBytesPerSecond, kRefGemmFlopsPerSecond, kBudgetMargin).
+double machine_work_seconds(const MachineOptions& o);
+
 /// The hardware entry (data/hardware/ schema: name, description, memory_type, memory_bytes,
 /// bandwidth_bytes_per_s, bf16_flops_per_s, fp32_flops_per_s, source) named "local": the
 /// bandwidth is the measured copy figure, both FLOP rates the measured float32 GEMM rate (a CPU
