@@ -8,6 +8,9 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include "core/error.hpp"
+#include "io/units.hpp"
+
 namespace kvlab::checks {
 
 namespace {
@@ -48,6 +51,20 @@ Validator IntRange(std::int64_t lo, std::int64_t hi) {
         return {};
       },
       fmt::format("INT in [{}, {}]", lo, hi)));
+}
+
+Validator TokenCount(std::int64_t hi) {
+  return wrap(CLI::Validator(
+      [hi](std::string& input) -> std::string {
+        try {
+          input = std::to_string(parse_token_count("", input, static_cast<std::uint64_t>(hi)));
+          return {};
+        } catch (const InputError& e) {
+          std::string msg = e.what();  // ": must be a token count ..."; CLI11 names the option
+          return msg.substr(msg.find("must"));
+        }
+      },
+      fmt::format("TOKENS in [1, {}] (4k, 128k, 1M)", hi)));
 }
 
 Validator IsMember(std::vector<std::string> allowed) { return wrap(CLI::IsMember(std::move(allowed))); }

@@ -13,6 +13,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <deque>
 #include <memory>
 #include <optional>
@@ -46,6 +47,11 @@ Validator FiniteRange(double lo, double hi);
 
 /// Accepts a base-10 integer in [lo, hi]; rejects anything else, naming the allowed range.
 Validator IntRange(std::int64_t lo, std::int64_t hi);
+
+/// Accepts a token count in [1, hi]: digits, or digits with k (× 1,024) or M (× 1,048,576), e.g.
+/// "4096", "4k", "128k", "1M" (io/units.hpp parse_token_count); the value reaches the integer
+/// option as its digits.
+Validator TokenCount(std::int64_t hi = std::numeric_limits<std::int64_t>::max());
 
 /// Accepts exactly one of `allowed` (case-sensitive).
 Validator IsMember(std::vector<std::string> allowed);
