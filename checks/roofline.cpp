@@ -176,8 +176,7 @@ struct Recomputed {
 /// when the reference scaled to B·ctx overflows 64 bits.
 Recomputed recompute(const ModelSpec& m, const GpuSpec& g, const DecodeQuery& q) {
   Recomputed c;
-  const double b = static_cast<double>(q.kv.batch), ctx = static_cast<double>(q.kv.ctx);
-  const double layers = static_cast<double>(m.n_layer), heads = static_cast<double>(m.n_head);
+  const double b = static_cast<double>(q.kv.batch), heads = static_cast<double>(m.n_head);
 
   // Weights: dense N; MoE N_active per token, N_read as above.
   c.params_used = q.moe ? q.moe->active_params : q.n_params;
@@ -204,13 +203,22 @@ Recomputed recompute(const ModelSpec& m, const GpuSpec& g, const DecodeQuery& q)
   }
 
   // FLOPs: 2·N_used·B + 4·B·ctx·L·H·head_dim, or MLA's absorbed 2·(d_c + d_r) + 2·d_c per position.
+  // Positions the layers attend to, layer by layer from the config's list (windows and chunks
+  // hold min(ctx, span), attention-free layers none); ctx · L when every layer attends fully.
+  double positions = 0.0;
+  for (std::uint64_t i = 0; i < m.n_layer; ++i) {
+    const LayerSpec l = i < m.layers.size() ? m.layers[i] : LayerSpec{};
+    if (l.attention == LayerAttention::none) continue;
+    const bool windowed = !m.is_mla() && l.attention != LayerAttention::full;
+    positions += static_cast<double>(windowed ? std::min(q.kv.ctx, l.span) : q.kv.ctx);
+  }
   double attention = 0.0;
   if (m.is_mla()) {
-    const double base = b * ctx * layers * heads;
+    const double base = b * positions * heads;
     attention = 2.0 * base * static_cast<double>(*m.kv_lora_rank + *m.qk_rope_head_dim) +
                 2.0 * base * static_cast<double>(*m.kv_lora_rank);
   } else {
-    attention = 4.0 * b * ctx * layers * heads * static_cast<double>(m.head_dim);
+    attention = 4.0 * b * positions * heads * static_cast<double>(m.head_dim);
   }
   c.flops = 2.0 * c.params_used * b + attention;
   c.flops_tol = gamma_n(kFlopRounds) * c.flops;
@@ -225,10 +233,29 @@ Recomputed recompute(const ModelSpec& m, const GpuSpec& g, const DecodeQuery& q)
     const std::string what = "KV bits per token (num_hidden_layers × K/V width × bits)";
     const std::uint64_t width = m.is_mla() ? *m.kv_lora_rank + *m.qk_rope_head_dim
                                            : checked_mul(2 * m.n_kv_head, m.head_dim, what);
-    bits_per_token = checked_mul(checked_mul(m.n_layer, width, what), bits, what);
+    std::uint64_t attention = 0;
+    for (std::uint64_t i = 0; i < m.n_layer; ++i)
+      attention += i >= m.layers.size() || m.layers[i].attention != LayerAttention::none;
+    bits_per_token = checked_mul(checked_mul(attention, width, what), bits, what);
   }
+  // Positions the layers hold at ctx, counted layer by layer from the config's layer list: a
+  // sliding window or a chunk keeps min(ctx, span), an attention-free layer nothing (docs/design.md,
+  // layer groups). Each attention layer caches bits_per_token / (attention layers) per position.
+  std::uint64_t attention_layers = 0, held = 0;
+  for (std::uint64_t i = 0; i < m.n_layer; ++i) {
+    const LayerSpec l = i < m.layers.size() ? m.layers[i] : LayerSpec{};
+    if (l.attention == LayerAttention::none) continue;
+    ++attention_layers;
+    const bool windowed = !m.is_mla() && l.attention != LayerAttention::full;
+    held = checked_add(held, windowed ? std::min(q.kv.ctx, l.span) : q.kv.ctx, "positions held");
+  }
+  if (attention_layers > 0 && bits_per_token % attention_layers != 0)
+    throw InputError(fmt::format("model {}: the KV reference ({} bits per token) does not divide "
+                                 "evenly over its {} attention layers", m.name, bits_per_token,
+                                 attention_layers));
+  const std::uint64_t bits_per_layer = attention_layers ? bits_per_token / attention_layers : 0;
   const std::uint64_t total_bits = checked_mul(
-      checked_mul(q.kv.batch, q.kv.ctx, "--batch × --ctx"), bits_per_token,
+      checked_mul(q.kv.batch, held, "--batch × positions held"), bits_per_layer,
       "--batch × --ctx × kv_bytes_per_token_16bit");
   c.kv_bytes = total_bits / 8 + (total_bits % 8 != 0 ? 1 : 0);
 

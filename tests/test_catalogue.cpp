@@ -237,8 +237,12 @@ TEST_CASE("config.json: Falcon's multi_query / num_kv_heads rule") {
   j["new_decoder_architecture"] = true;
   j["num_kv_heads"] = 8;
   CHECK(kvlab::parse_model_spec(j, "c", "c").n_kv_head == 8);
-  j["new_decoder_architecture"] = false;  // multi_query with 8 K/V heads: contradictory
-  CHECK(spec_error(j).find("multi_query") != std::string::npos);
+  // multi_query without the new decoder architecture: one K/V head whatever num_kv_heads says,
+  // as transformers' FalconAttention reads a re-saved Falcon-7B config (num_kv_heads = 71).
+  j["new_decoder_architecture"] = false;
+  CHECK(kvlab::parse_model_spec(j, "c", "c").n_kv_head == 1);
+  j["num_kv_heads"] = 0;  // still a size: validated
+  CHECK(spec_error(j).find("num_kv_heads: must be an integer in [1,") != std::string::npos);
   json rw = base_config();
   rw.erase("num_key_value_heads");
   rw["n_head_kv"] = 4;

@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <nlohmann/json.hpp>
@@ -173,9 +174,11 @@ void check_model(const ModelSpec& m, std::string_view bytes) {
   check_text(m.source, "source", false);
   check_size(m.n_layer, "n_layer", kMaxConfigLayers);
   check_size(m.d_model, "d_model");
-  check_size(m.n_head, "n_head");
-  check_size(m.n_kv_head, "n_kv_head");
-  check_size(m.head_dim, "head_dim");
+  if (m.n_head != 0) {  // 0 only for an attention-free model (checked below)
+    check_size(m.n_head, "n_head");
+    check_size(m.n_kv_head, "n_kv_head");
+    check_size(m.head_dim, "head_dim");
+  }
   check_size(m.vocab_size, "vocab_size");
   check_size(m.max_position_embeddings, "max_position_embeddings");
   check_size(m.intermediate_size, "intermediate_size");
@@ -204,11 +207,33 @@ void check_model(const ModelSpec& m, std::string_view bytes) {
                   static_cast<u128>(*m.num_parameters) * *m.num_experts_per_tok,
               "num_parameters_active < num_parameters * k / E");
   }
+  // The layer list: one entry per layer; a window or chunk is a size; an attention-free model
+  // (every layer none) has no heads at all.
+  require(m.layers.size() == m.n_layer, "layers.size() != n_layer");
+  bool any_attention = false;
+  for (const auto& l : m.layers) {
+    any_attention |= l.attention != LayerAttention::none;
+    if (l.attention == LayerAttention::sliding || l.attention == LayerAttention::chunked)
+      check_size(std::optional<std::uint64_t>(l.span), "layer window/chunk");
+    else
+      require(l.span == 0, "a span on a layer without a window or chunk");
+  }
+  if (m.n_head == 0) {
+    require(!any_attention && m.n_kv_head == 0 && m.head_dim == 0,
+            "n_head = 0 on a model with attention layers");
+    return;
+  }
   require(m.n_head % m.n_kv_head == 0,
           fmt::format("n_kv_head = {} does not divide n_head = {}", m.n_kv_head, m.n_head));
   require(m.kv_lora_rank.has_value() == m.qk_rope_head_dim.has_value(), "half of the MLA pair");
-  // head_dim may differ from hidden_size / n_head only when the config says so (Gemma 2).
-  const nlohmann::json j = nlohmann::json::parse(bytes);  // the reader accepted it: it parses
+  // head_dim may differ from hidden_size / n_head only when the config says so (Gemma 2), names
+  // it attention_head_dim (Nemotron-H), nests its text model, or takes a model_type default (Gemma 3).
+  // A config holding Python's Infinity / NaN literals is not strict JSON: skip the comparison.
+  const nlohmann::json j = nlohmann::json::parse(bytes, nullptr, false);
+  if (j.is_discarded() || !j.is_object() || j.contains("text_config") ||
+      (j.contains("attention_head_dim") && !j["attention_head_dim"].is_null()) ||
+      (j.contains("model_type") && j["model_type"].is_string()))
+    return;
   const auto hd = j.find("head_dim");
   if (hd == j.end() || hd->is_null())
     require(static_cast<u128>(m.head_dim) * m.n_head == m.d_model,
@@ -218,15 +243,29 @@ void check_model(const ModelSpec& m, std::string_view bytes) {
 }
 
 void check_model_costs(const ModelSpec& m) {
-  // Elements one token leaves in the cache, all layers (kv_cache.hpp).
-  const u128 elements = m.is_mla()
-                            ? (static_cast<u128>(*m.kv_lora_rank) + *m.qk_rope_head_dim) * m.n_layer
-                            : static_cast<u128>(2) * m.n_kv_head * m.head_dim * m.n_layer;
+  // Elements one token leaves in one attention layer, and in all of them (kv_cache.hpp); what
+  // the layers hold at ctx, counted layer by layer from m.layers (cost/layers.hpp: a window or
+  // chunk keeps min(ctx, span) positions, an attention-free layer none).
+  const u128 per_layer = m.n_head == 0 ? 0
+                         : m.is_mla()  ? static_cast<u128>(*m.kv_lora_rank) + *m.qk_rope_head_dim
+                                       : static_cast<u128>(2) * m.n_kv_head * m.head_dim;
+  u128 attention_layers = 0;
+  const auto held_positions = [&](std::uint64_t ctx) {
+    u128 sum = 0;
+    for (const auto& l : m.layers) {
+      if (l.attention == LayerAttention::none) continue;
+      const bool windowed = !m.is_mla() && l.attention != LayerAttention::full;
+      sum += windowed ? std::min(ctx, l.span) : ctx;
+    }
+    return sum;
+  };
+  for (const auto& l : m.layers) attention_layers += l.attention != LayerAttention::none;
+  const u128 elements = per_layer * attention_layers;
   for (CacheDtype d : all_cache_dtypes()) {
     const u128 bits = elements * cache_dtype_bits(d);
     // batch x ctx: one token, and the course's 32 x 8192 (004 §1.4).
     for (const KvQuery q : {KvQuery{1, 1, d, std::nullopt}, KvQuery{32, 8192, d, std::nullopt}}) {
-      const u128 total_bits = bits * q.batch * q.ctx;
+      const u128 total_bits = per_layer * cache_dtype_bits(d) * q.batch * held_positions(q.ctx);
       check_exact(total_bits, "kv_cache_size total_bits", [&] {
         const KvCacheSize s = kv_cache_size(m, q);
         require(s.elements_per_token == static_cast<std::uint64_t>(elements),
@@ -249,7 +288,7 @@ void check_model_costs(const ModelSpec& m) {
                             ? 2 * (static_cast<u128>(*m.kv_lora_rank) + *m.qk_rope_head_dim) +
                                   2 * static_cast<u128>(*m.kv_lora_rank)
                             : 4 * static_cast<u128>(m.head_dim);
-  check_exact(per_head * m.n_layer * m.n_head * 8192, "attention_flops_per_sequence",
+  check_exact(per_head * held_positions(8192) * m.n_head, "attention_flops_per_sequence",
               [&] { return attention_flops_per_sequence(m, 8192); });
   const double n_params = m.num_parameters ? static_cast<double>(*m.num_parameters) : 7e9;
   check_decode(m, a100(), n_params, 1, 4096);

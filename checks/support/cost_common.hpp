@@ -50,6 +50,7 @@ inline ModelSpec resolve_model(const std::optional<std::string>& model,
 /// "MHA (32 K/V heads = 32 query heads)", "GQA (8 K/V heads for 64 query heads)",
 /// "MQA (1 K/V head for 71 query heads)" or "MLA (latent 512 + RoPE key 64 per layer)".
 inline std::string attention_kind(const ModelSpec& m, const KvLayout& l) {
+  if (l.elements_per_layer == 0) return "no attention layer (nothing cached per token)";
   if (l.mla) return fmt::format("MLA (latent {} + RoPE key {} per layer)", l.latent_dim, l.rope_dim);
   if (l.kv_heads == m.n_head) return fmt::format("MHA ({} K/V heads = query heads)", l.kv_heads);
   if (l.kv_heads == 1) return fmt::format("MQA (1 K/V head for {} query heads)", m.n_head);

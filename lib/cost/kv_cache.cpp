@@ -1,10 +1,12 @@
 #include "cost/kv_cache.hpp"
 
+#include <algorithm>
 #include <cmath>
 
 #include <fmt/format.h>
 
 #include "core/error.hpp"
+#include "cost/layers.hpp"
 
 namespace kvlab {
 
@@ -60,6 +62,12 @@ KvLayout kv_layout(const ModelSpec& m, std::optional<std::uint64_t> kv_heads) {
     l.elements_per_layer = checked_add(l.latent_dim, l.rope_dim, "MLA elements per layer");
     return l;
   }
+  if (m.n_head == 0 || !m.has_attention()) {  // Mamba and kin: nothing cached per token
+    if (kv_heads)
+      throw InputError(fmt::format("kv-heads: {} has no attention layer, so there is no K/V head "
+                                   "count to override", m.name));
+    return l;
+  }
   l.kv_heads = kv_heads.value_or(m.n_kv_head);
   if (l.kv_heads == 0 || m.n_head % l.kv_heads != 0)
     throw InputError(fmt::format("kv-heads: must divide num_attention_heads = {} of {} (got {})",
@@ -76,15 +84,21 @@ KvCacheSize kv_cache_size(const ModelSpec& m, const KvQuery& q) {
   if (q.ctx == 0) throw InputError("ctx: must be >= 1 cached position (got 0)");
   KvCacheSize s;
   s.layout = kv_layout(m, q.kv_heads);
-  s.elements_per_token = checked_mul(s.layout.n_layer, s.layout.elements_per_layer,
-                                     "KV elements per token (num_hidden_layers × 2·K/V heads·head_dim, or × (kv_lora_rank + qk_rope_head_dim) for MLA)");
+  std::uint64_t attention_layers = 0;
+  for (std::uint64_t i = 0; i < m.n_layer; ++i)
+    attention_layers += i >= m.layers.size() || m.layers[i].attention != LayerAttention::none;
+  s.elements_per_token = checked_mul(attention_layers, s.layout.elements_per_layer,
+                                     "KV elements per token (attention layers × 2·K/V heads·head_dim, or × (kv_lora_rank + qk_rope_head_dim) for MLA)");
   s.bits_per_token = checked_mul(s.elements_per_token, cache_dtype_bits(q.dtype), "KV bits per token");
   s.bytes_per_token = static_cast<double>(s.bits_per_token) / 8.0;
   s.tokens = checked_mul(q.batch, q.ctx, "batch x ctx (cached tokens)");
-  s.total_bits = checked_mul(s.tokens, s.bits_per_token,
+  s.total_bits_if_all_full = checked_mul(s.tokens, s.bits_per_token,
                              fmt::format("KV-cache size in bits (batch {} x ctx {} x {} bits per token)",
                                          q.batch, q.ctx, s.bits_per_token));
-  s.total_bytes = s.total_bits / 8 + (s.total_bits % 8 != 0 ? 1 : 0);
+  s.total_bytes_if_all_full = s.total_bits_if_all_full / 8 + (s.total_bits_if_all_full % 8 != 0 ? 1 : 0);
+  const KvHeld held = kv_held(m, q);
+  s.total_bits = held.total_bits;
+  s.total_bytes = held.total_bytes;
   return s;
 }
 
@@ -101,12 +115,17 @@ std::vector<KvTensor> kv_cache_tensors(const ModelSpec& m, const KvQuery& q) {
   std::vector<KvTensor> out;
   out.reserve(2 * l.n_layer);
   for (std::uint64_t layer = 0; layer < l.n_layer; ++layer) {
+    // This layer's own entry: a window or chunk bounds what a rolling cache keeps.
+    const LayerSpec spec = layer < m.layers.size() ? m.layers[layer] : LayerSpec{};
+    if (spec.attention == LayerAttention::none) continue;
+    const std::uint64_t ctx = spec.attention == LayerAttention::full || l.mla
+                                  ? q.ctx : std::min(q.ctx, spec.span);
     if (l.mla) {
-      out.push_back({layer, "c_kv", {q.batch, q.ctx, l.latent_dim}});
-      out.push_back({layer, "k_rope", {q.batch, q.ctx, l.rope_dim}});
+      out.push_back({layer, "c_kv", {q.batch, ctx, l.latent_dim}});
+      out.push_back({layer, "k_rope", {q.batch, ctx, l.rope_dim}});
     } else {
-      out.push_back({layer, "K", {q.batch, l.kv_heads, q.ctx, l.head_dim}});
-      out.push_back({layer, "V", {q.batch, l.kv_heads, q.ctx, l.head_dim}});
+      out.push_back({layer, "K", {q.batch, l.kv_heads, ctx, l.head_dim}});
+      out.push_back({layer, "V", {q.batch, l.kv_heads, ctx, l.head_dim}});
     }
   }
   return out;

@@ -46,7 +46,7 @@ struct KvLayout {
   std::uint64_t elements_per_layer = 0;  ///< 2·kv_heads·head_dim, or d_c + d_r for MLA
 };
 
-/// The layout of `m`'s cache; `kv_heads` overrides the model's K/V head count (e.g. 64 for
+/// The layout of `m`'s cache (an attention-free model: no heads, 0 elements); `kv_heads` overrides the model's K/V head count (e.g. 64 for
 /// the MHA variant of a GQA model). Throws InputError naming "kv-heads" when the override does not
 /// divide num_attention_heads, is 0, or is given for an MLA model (which has no K/V heads).
 KvLayout kv_layout(const ModelSpec& m, std::optional<std::uint64_t> kv_heads = std::nullopt);
@@ -59,19 +59,25 @@ struct KvQuery {
   std::optional<std::uint64_t> kv_heads;  ///< override of the model's K/V heads (not for MLA)
 };
 
-/// The size of a KV cache, exact.
+/// The size of a KV cache, exact. Per-token figures count every attention layer caching every
+/// position; the totals apply each layer's window or chunk (cost/layers.hpp): for a model whose
+/// layers all attend fully, total_bits = tokens · bits_per_token as before.
 struct KvCacheSize {
   KvLayout layout;
-  std::uint64_t elements_per_token = 0;  ///< all layers: L · elements_per_layer
+  std::uint64_t elements_per_token = 0;  ///< all attention layers: L_attn · elements_per_layer
   std::uint64_t bits_per_token = 0;      ///< elements_per_token · dtype bits
   double bytes_per_token = 0.0;          ///< bits_per_token / 8 (ends in .5 only for int4 and an odd count)
   std::uint64_t tokens = 0;              ///< batch · ctx
-  std::uint64_t total_bits = 0;          ///< tokens · bits_per_token
+  std::uint64_t total_bits = 0;          ///< what the layers hold: Σ_groups bits/token · batch · positions held
   std::uint64_t total_bytes = 0;         ///< ceil(total_bits / 8): a partial byte still occupies one
+  std::uint64_t total_bits_if_all_full = 0;   ///< tokens · bits_per_token (no window applied)
+  std::uint64_t total_bytes_if_all_full = 0;  ///< ceil(total_bits_if_all_full / 8)
 };
 
-/// The closed-form size of `m`'s cache for `q` (formulas at the top of this file).
-/// Throws InputError for batch or ctx of 0, a bad kv-heads override, or a size over 64 bits.
+/// The size of `m`'s cache for `q`: per token by the closed form at the top of this file, in
+/// total over the layer groups of cost/layers.hpp (windows, chunks and attention-free layers
+/// applied). Throws InputError for batch or ctx of 0, a bad kv-heads override, or a size over 64
+/// bits.
 KvCacheSize kv_cache_size(const ModelSpec& m, const KvQuery& q);
 
 /// K+V bytes per token over all layers at 16 bits, the model's own K/V heads: the quantity the
@@ -86,7 +92,8 @@ struct KvTensor {
 };
 
 /// The tensors a preallocated cache for `m` and `q` holds, layer by layer (layout at the top of
-/// this file). Summing their element counts is a second route to kv_cache_size's total that does
+/// this file), read from m.layers one layer at a time: a sliding or chunked layer's ctx is
+/// min(ctx, W or C), an attention-free layer has no tensor. Summing their element counts is a second route to kv_cache_size's total that does
 /// not use the closed form; checks compare the two. Same errors as kv_layout.
 std::vector<KvTensor> kv_cache_tensors(const ModelSpec& m, const KvQuery& q);
 

@@ -1,5 +1,7 @@
 #include "cost/roofline.hpp"
 
+#include "cost/layers.hpp"
+
 #include <algorithm>
 #include <cmath>
 
@@ -130,8 +132,12 @@ std::uint64_t attention_flops_per_sequence(const ModelSpec& m, std::uint64_t ctx
     }
     return checked_mul(4, m.head_dim, what);  // QKᵀ and AV: 2·head_dim each
   }();
-  return checked_mul(checked_mul(checked_mul(ctx, m.n_layer, what), m.n_head, what),
-                     per_pos_layer_head, what);
+  // Each layer attends to the positions it holds (cost/layers.hpp): ctx, min(ctx, W) in a window,
+  // min(ctx, C) in a chunk (the longest a chunk gets), none in an attention-free layer.
+  std::uint64_t positions = 0;
+  for (const LayerGroup& g : layer_groups(m))
+    positions = checked_add(positions, checked_mul(g.count, positions_held(g, ctx), what), what);
+  return checked_mul(checked_mul(positions, m.n_head, what), per_pos_layer_head, what);
 }
 
 DecodeStep decode_step(const ModelSpec& m, const GpuSpec& g, const DecodeQuery& q) {

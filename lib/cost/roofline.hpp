@@ -109,8 +109,10 @@ struct DecodeStep {
   Bound bound = Bound::memory;
 };
 
-/// The attention FLOPs of one sequence at context `ctx` (one new query against ctx keys),
-/// exact: 4·ctx·L·H·head_dim, or the MLA form. Throws InputError when it overflows 64 bits; the
+/// The attention FLOPs of one sequence at context `ctx` (one new query against the positions each
+/// layer holds: ctx, or min(ctx, W) / min(ctx, C) in a window or chunk, none in an attention-free
+/// layer; cost/layers.hpp), exact: 4·Σ positions·H·head_dim (4·ctx·L·H·head_dim when every layer
+/// attends fully), or the MLA form. Throws InputError when it overflows 64 bits; the
 /// message starts "attention FLOPs per sequence".
 std::uint64_t attention_flops_per_sequence(const ModelSpec& m, std::uint64_t ctx);
 

@@ -233,19 +233,391 @@ std::string joined(const std::vector<std::string>& names) {
   return out;
 }
 
+
+// ---- the layer layout, read the way transformers reads it ----------------------------------
+
+/// Python's json module writes float('inf') and float('nan') as the bare words Infinity,
+/// -Infinity and NaN, and reads them back; nlohmann (strict RFC 8259) refuses them. Outside
+/// strings they become the strings "Infinity", "-Infinity", "NaN": a field kvlab does not size
+/// with (Nemotron-H's time_step_limit) then reads as it does in Python, and a field kvlab sizes
+/// with is refused by name ("... (got "Infinity" (a string))"), never read as a number.
+std::string quote_python_literals(const std::string& text) {
+  if (text.find("Infinity") == std::string::npos && text.find("NaN") == std::string::npos)
+    return text;
+  std::string out;
+  out.reserve(text.size() + 16);
+  bool in_string = false;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (in_string) {
+      out += c;
+      if (c == '\\' && i + 1 < text.size()) out += text[++i];
+      else if (c == '"') in_string = false;
+      continue;
+    }
+    if (c == '"') {
+      in_string = true;
+      out += c;
+      continue;
+    }
+    bool replaced = false;
+    for (const char* word : {"-Infinity", "Infinity", "NaN"}) {
+      const std::size_t n = std::strlen(word);
+      if (text.compare(i, n, word) == 0) {
+        out += '"';
+        out += word;
+        out += '"';
+        i += n - 1;
+        replaced = true;
+        break;
+      }
+    }
+    if (!replaced) out += c;
+  }
+  return out;
+}
+
+/// transformers' defaults for the fields a config of this model_type may leave out, where kvlab
+/// sizes with them (each from the __init__ signature of the config class named). A minimal
+/// Gemma 3 text_config gives only hidden_size, intermediate_size and num_hidden_layers.
+json model_type_defaults(const std::string& model_type) {
+  if (model_type == "gemma3_text")  // Gemma3TextConfig
+    return {{"vocab_size", 262208}, {"num_attention_heads", 8}, {"num_key_value_heads", 4},
+            {"head_dim", 256}, {"max_position_embeddings", 131072}, {"sliding_window", 4096},
+            {"hidden_size", 2304}, {"num_hidden_layers", 26}};
+  if (model_type == "gemma2")  // Gemma2Config
+    return {{"vocab_size", 256000}, {"num_attention_heads", 8}, {"num_key_value_heads", 4},
+            {"head_dim", 256}, {"max_position_embeddings", 8192}, {"sliding_window", 4096},
+            {"hidden_size", 2304}, {"num_hidden_layers", 26}};
+  if (model_type == "llama4_text")  // Llama4TextConfig
+    return {{"vocab_size", 202048}, {"num_attention_heads", 40}, {"num_key_value_heads", 8},
+            {"head_dim", 128}, {"hidden_size", 5120}, {"num_hidden_layers", 48},
+            {"attention_chunk_size", 8192}, {"no_rope_layer_interval", 4}};
+  if (model_type == "gpt_bigcode")  // GPTBigCodeConfig: multi_query=True
+    return {{"multi_query", true}};
+  if (model_type == "mistral")  // MistralConfig: sliding_window=4096
+    return {{"sliding_window", 4096}};
+  if (model_type == "gpt_oss")  // GptOssConfig
+    return {{"sliding_window", 128}, {"head_dim", 64}, {"num_key_value_heads", 8}};
+  if (model_type == "mamba")  // MambaConfig
+    return {{"vocab_size", 50280}, {"hidden_size", 768}, {"num_hidden_layers", 32},
+            {"state_size", 16}, {"conv_kernel", 4}, {"expand", 2}};
+  if (model_type == "jamba")  // JambaConfig
+    return {{"attn_layer_period", 8}, {"attn_layer_offset", 4}, {"mamba_d_state", 16},
+            {"mamba_d_conv", 4}, {"mamba_expand", 2}, {"num_key_value_heads", 8}};
+  if (model_type == "qwen3_next")  // Qwen3NextConfig
+    return {{"full_attention_interval", 4}};
+  return json::object();
+}
+
+/// model_types whose every layer is attention-free (no per-token cache): their config classes
+/// have no attention heads at all.
+bool attention_free_type(const std::string& t) {
+  return t == "mamba" || t == "mamba2" || t == "falcon_mamba" || t == "rwkv" || t == "xlstm";
+}
+
+/// model_types kvlab reads: plain decoders (every layer full attention, or one window on every
+/// layer), and the layouts interpreted below. Another model_type is named in a warning.
+bool known_model_type(const std::string& t) {
+  static const char* const known[] = {
+      "llama", "llama4", "llama4_text", "mistral", "mixtral", "ministral", "qwen2", "qwen2_moe",
+      "qwen3", "qwen3_moe", "qwen3_next", "gemma", "gemma2", "gemma3", "gemma3_text", "gpt_oss",
+      "jamba", "nemotron_h", "mamba", "mamba2", "falcon_mamba", "falcon", "RefinedWeb",
+      "RefinedWebModel", "gpt_bigcode", "gpt2", "gptj", "gpt_neox", "opt", "bloom", "phi", "phi3",
+      "starcoder2", "deepseek_v2", "deepseek_v3", "olmo", "olmo2", "internlm2", "baichuan",
+      "chatglm", "yi", "stablelm", "cohere", "cohere2", "granite", "exaone", "smollm3", "rwkv", "xlstm"};
+  for (const char* k : known)
+    if (t == k) return true;
+  return false;
+}
+
+/// Fields that name an attention layout kvlab does not interpret (per-layer windows, head counts
+/// or K/V sharing it does not read): named in a warning, so that no total built without them is
+/// reported as PASS.
+constexpr const char* kUninterpretedLayoutFields[] = {
+    "attention_types",      // GPT-Neo: [[["global", "local"], 12]] with window_size
+    "attention_layers",     // GPT-Neo, expanded
+    "window_size",          // GPT-Neo's local window
+    "attention_window",     // Longformer-style per-layer windows
+    "block_configs",        // DeciLM / Nemotron-NAS: per-layer attention replaced or shared
+    "num_kv_shared_layers", // Gemma 3n: the last layers reuse earlier layers' K/V
+    "global_attn_every_n_layers",  // ModernBERT-style alternation
+    "attn_type_list",       // MiniMax: linear / softmax attention per layer
+    "layer_group_size",
+    "num_key_value_heads_per_layer",
+    "swa_layers",
+    "local_attention",
+};
+
+/// The text model's object: `text_config` when the config nests one (Gemma3Config, Llama4Config),
+/// else the config itself. The nested object takes the top level's fields it lacks only for
+/// model_type, so that a multimodal config's vision fields never reach the text model.
+json text_model_of(const json& j, const std::string& origin) {
+  auto it = j.find("text_config");
+  if (it == j.end() || it->is_null()) return j;
+  if (!it->is_object())
+    throw InputError(fmt::format("{}: text_config: must be a JSON object {{...}} (got {})", origin,
+                                 describe(*it)));
+  json t = *it;
+  if (!t.contains("model_type") && j.contains("model_type") && j["model_type"].is_string()) {
+    // Gemma3Config's text_config is a Gemma3TextConfig, Llama4Config's a Llama4TextConfig.
+    const std::string top = j["model_type"].get<std::string>();
+    t["model_type"] = top == "gemma3" ? "gemma3_text" : top == "llama4" ? "llama4_text" : top;
+  }
+  return t;
+}
+
+/// A layer-count-long list field: an array of exactly n_layer entries.
+const json& layer_list_field(const json& j, const char* field, std::uint64_t n_layer,
+                             const std::string& origin) {
+  const json& v = j.at(field);
+  if (!v.is_array() || v.size() != n_layer)
+    throw InputError(fmt::format("{}: {}: must be a list of num_hidden_layers = {} entries (got {})",
+                                 origin, field, n_layer,
+                                 v.is_array() ? fmt::format("{} entries", v.size()) : describe(v)));
+  return v;
+}
+
+/// The window of a sliding layer: sliding_window, required once a layer slides.
+std::uint64_t window_of(const json& j, const std::string& origin, const char* because) {
+  auto w = optional_size(j, origin, {"sliding_window"});
+  if (!w)
+    throw InputError(fmt::format("{}: sliding_window: missing, but {} names sliding layers (a "
+                                 "positive integer is required)", origin, because));
+  return *w;
+}
+
+/// Fills m.layers (and m.warnings for layout kvlab does not read). Rules, first that applies:
+///  1. hybrid_override_pattern (NemotronHConfig): one character per layer, '*' attention,
+///     'M' Mamba-2, '-' MLP, 'E' mixture-of-experts MLP.
+///  2. layer_types (the list transformers' config classes build and save, e.g. GptOssConfig,
+///     Qwen2Config, Gemma2/3Config, Llama4TextConfig, Qwen3NextConfig): "full_attention",
+///     "sliding_attention" (window sliding_window), "chunked_attention" (attention_chunk_size),
+///     "linear_attention" / "mamba" / "conv" (no per-token cache).
+///  3. By model_type, as the config classes build layer_types when the config has none:
+///     gemma2 (Gemma2Config): sliding when (i + 1) % 2 != 0;
+///     gemma3 / gemma3_text (Gemma3TextConfig), and any config with sliding_window_pattern or
+///       _sliding_window_pattern P (Cohere2Config): sliding when (i + 1) % P != 0 (Gemma 3: P = 6);
+///     llama4_text (Llama4TextConfig): no_rope_layers[i] = 1 (RoPE) -> chunked
+///       (attention_chunk_size), 0 (NoPE) -> full; without the list, NoPE every
+///       no_rope_layer_interval-th layer ((i + 1) % 4 == 0);
+///     jamba (JambaConfig): attention when i % attn_layer_period == attn_layer_offset, else Mamba;
+///     qwen3_next (Qwen3NextConfig): full when (i + 1) % full_attention_interval == 0, else linear
+///       attention (Gated DeltaNet);
+///     use_sliding_window present (Qwen2Config, Qwen3Config, Qwen2MoeConfig): sliding when
+///       use_sliding_window and i >= max_window_layers, else full;
+///     attention-free model_types (MambaConfig, Mamba2Config, ...): every layer none.
+///  4. Otherwise sliding_window (MistralConfig, Starcoder2Config, Phi3Config, MixtralConfig): the
+///     window on every layer; no sliding_window: every layer full.
+void read_layer_layout(const json& j, const std::string& origin, ModelSpec& m) {
+  const std::uint64_t n = m.n_layer;
+  const std::string& type = m.model_type;
+  m.layers.assign(n, LayerSpec{});
+  const auto none = [](const char* mixer) { return LayerSpec{LayerAttention::none, 0, mixer}; };
+
+  if (auto it = j.find("hybrid_override_pattern"); it != j.end() && !it->is_null()) {
+    if (!it->is_string() || it->get<std::string>().size() != n)
+      throw InputError(fmt::format("{}: hybrid_override_pattern: must be a string of "
+                                   "num_hidden_layers = {} characters from *, M, -, E (got {})",
+                                   origin, n, describe(*it)));
+    const std::string p = it->get<std::string>();
+    for (std::uint64_t i = 0; i < n; ++i) {
+      switch (p[i]) {
+        case '*': m.layers[i] = LayerSpec{}; break;
+        case 'M': m.layers[i] = none("mamba"); break;
+        case '-': m.layers[i] = none("mlp"); break;
+        case 'E': m.layers[i] = none("moe"); break;
+        default:
+          throw InputError(fmt::format("{}: hybrid_override_pattern: character {} is '{}'; "
+                                       "allowed: * (attention), M (Mamba), - (MLP), E (MoE)",
+                                       origin, i, printable(std::string(1, p[i]))));
+      }
+    }
+    return;
+  }
+
+  // NemotronHConfig (transformers >= 5) names the same list layers_block_type.
+  if (auto it = j.find("layers_block_type"); it != j.end() && !it->is_null()) {
+    const json& types = layer_list_field(j, "layers_block_type", n, origin);
+    for (std::uint64_t i = 0; i < n; ++i) {
+      const std::string s = types[i].is_string() ? types[i].get<std::string>() : std::string();
+      if (s == "attention") {
+        m.layers[i] = LayerSpec{};
+      } else if (s == "mamba" || s == "mlp" || s == "moe") {
+        m.layers[i] = LayerSpec{LayerAttention::none, 0, s};
+      } else {
+        m.layers[i] = LayerSpec{};
+        m.warnings.push_back(fmt::format(
+            "layers_block_type[{}] = {}: a block kind kvlab does not interpret; counted as full "
+            "attention", i, printable(types[i].dump(), 40)));
+      }
+    }
+    return;
+  }
+
+  if (auto it = j.find("layer_types"); it != j.end() && !it->is_null()) {
+    const json& types = layer_list_field(j, "layer_types", n, origin);
+    for (std::uint64_t i = 0; i < n; ++i) {
+      const json& t = types[i];
+      const std::string s = t.is_string() ? t.get<std::string>() : std::string();
+      if (s == "full_attention" || s == "attention") {
+        m.layers[i] = LayerSpec{};
+      } else if (s == "sliding_attention") {
+        m.layers[i] = {LayerAttention::sliding, window_of(j, origin, "layer_types"), "attention"};
+      } else if (s == "chunked_attention") {
+        auto c = optional_size(j, origin, {"attention_chunk_size"});
+        if (!c)
+          throw InputError(fmt::format("{}: attention_chunk_size: missing, but layer_types names "
+                                       "chunked layers (a positive integer is required)", origin));
+        m.layers[i] = {LayerAttention::chunked, *c, "attention"};
+      } else if (s == "linear_attention" || s == "mamba" || s == "conv" || s == "mlp") {
+        m.layers[i] = LayerSpec{LayerAttention::none, 0, s};
+      } else {
+        m.layers[i] = LayerSpec{};
+        m.warnings.push_back(fmt::format(
+            "layer_types[{}] = {}: a layer kind kvlab does not interpret; counted as full attention",
+            i, printable(t.dump(), 40)));
+      }
+    }
+    return;
+  }
+
+  std::optional<std::uint64_t> pattern =
+      optional_size(j, origin, {"sliding_window_pattern", "_sliding_window_pattern"});
+  if (!pattern && (type == "gemma3" || type == "gemma3_text")) pattern = 6;  // Gemma3TextConfig
+  if (type == "gemma2" && !pattern) pattern = 2;                               // Gemma2Config
+  if (pattern) {
+    const auto w = optional_size(j, origin, {"sliding_window"});
+    for (std::uint64_t i = 0; i < n; ++i)
+      if (w && (i + 1) % *pattern != 0) m.layers[i] = {LayerAttention::sliding, *w, "attention"};
+    return;
+  }
+  if (type == "llama4_text" || type == "llama4") {
+    const auto chunk = optional_size(j, origin, {"attention_chunk_size"});
+    std::vector<bool> rope(n);
+    if (auto it = j.find("no_rope_layers"); it != j.end() && !it->is_null() &&
+                                            !(it->is_array() && it->empty())) {
+      const json& list = layer_list_field(j, "no_rope_layers", n, origin);
+      for (std::uint64_t i = 0; i < n; ++i) rope[i] = list[i] == 1 || list[i] == true;
+    } else {
+      const std::uint64_t every = optional_size(j, origin, {"no_rope_layer_interval"}).value_or(4);
+      for (std::uint64_t i = 0; i < n; ++i) rope[i] = (i + 1) % every != 0;
+    }
+    for (std::uint64_t i = 0; i < n; ++i)
+      if (chunk && rope[i]) m.layers[i] = {LayerAttention::chunked, *chunk, "attention"};
+    return;
+  }
+  if (type == "jamba" || j.contains("attn_layer_period")) {
+    const std::uint64_t period = optional_size(j, origin, {"attn_layer_period"}).value_or(8);
+    std::uint64_t offset = 4;
+    if (auto it = j.find("attn_layer_offset"); it != j.end() && !it->is_null())
+      offset = as_integer(*it, origin, "attn_layer_offset", 0, period - 1);
+    for (std::uint64_t i = 0; i < n; ++i)
+      if (i % period != offset) m.layers[i] = none("mamba");
+    return;
+  }
+  if (type == "qwen3_next" || j.contains("full_attention_interval")) {
+    const std::uint64_t every = optional_size(j, origin, {"full_attention_interval"}).value_or(4);
+    for (std::uint64_t i = 0; i < n; ++i)
+      if ((i + 1) % every != 0) m.layers[i] = none("linear_attention");
+    return;
+  }
+  if (attention_free_type(type)) {
+    for (auto& l : m.layers) l = none("mamba");
+    return;
+  }
+  if (j.contains("use_sliding_window")) {  // Qwen2Config and its family
+    const bool use = optional_bool(j, origin, "use_sliding_window").value_or(false);
+    const auto w = optional_size(j, origin, {"sliding_window"});
+    if (use && w) {
+      std::uint64_t from = 28;  // Qwen2Config's default max_window_layers
+      if (auto it = j.find("max_window_layers"); it != j.end() && !it->is_null())
+        from = as_integer(*it, origin, "max_window_layers", 0, kMaxConfigLayers);
+      for (std::uint64_t i = from; i < n; ++i)
+        m.layers[i] = {LayerAttention::sliding, *w, "attention"};
+    }
+    return;
+  }
+  if (const auto w = optional_size(j, origin, {"sliding_window"}))
+    for (auto& l : m.layers) l = {LayerAttention::sliding, *w, "attention"};
+}
+
+/// Mamba's fixed per-sequence state per layer, from transformers' MambaCache: conv_states
+/// [intermediate, conv_kernel] and ssm_states [intermediate, state_size], intermediate =
+/// expand · hidden_size (MambaConfig; JambaConfig's mamba_expand, mamba_d_conv, mamba_d_state).
+void read_state_size(const json& j, const std::string& origin, ModelSpec& m) {
+  bool any_mamba = false;
+  for (const auto& l : m.layers) any_mamba |= l.mixer == "mamba";
+  bool any_free = false;
+  for (const auto& l : m.layers) any_free |= l.attention == LayerAttention::none && l.mixer != "mlp" && l.mixer != "moe";
+  if (!any_free) return;
+  const bool mamba1 = any_mamba && (m.model_type == "mamba" || m.model_type == "falcon_mamba" ||
+                                    m.model_type == "jamba");
+  if (mamba1) {
+    const bool jamba = m.model_type == "jamba";
+    const char* expand_f = jamba ? "mamba_expand" : "expand";
+    const auto expand = optional_size(j, origin, {expand_f});
+    // MambaConfig's names, and those of the original mamba_ssm checkpoints (d_conv, d_state, d_inner).
+    const auto conv = jamba ? optional_size(j, origin, {"mamba_d_conv"})
+                            : optional_size(j, origin, {"conv_kernel", "d_conv"});
+    const auto state = jamba ? optional_size(j, origin, {"mamba_d_state"})
+                             : optional_size(j, origin, {"state_size", "d_state"});
+    const auto inter = jamba ? std::nullopt : optional_size(j, origin, {"intermediate_size", "d_inner"});
+    if (conv && state && (expand || inter)) {
+      const std::uint64_t width =
+          inter ? *inter : checked_mul(*expand, m.d_model, "Mamba intermediate width");
+      m.state_elements_per_layer =
+          checked_mul(width, checked_add(*conv, *state, "conv_kernel + state_size"),
+                      "Mamba state elements per layer");
+      m.state_note = fmt::format("per Mamba layer and sequence: conv state {} × {} + SSM state {} "
+                                 "× {} elements (transformers' MambaCache)", width, *conv, width,
+                                 *state);
+      return;
+    }
+  }
+  m.state_note = "the attention-free layers keep a fixed per-sequence state whose size kvlab does "
+                 "not compute for this model_type (it is not part of the KV bytes)";
+}
 }  // namespace
 
-ModelSpec parse_model_spec(const json& j, const std::string& origin, const std::string& fallback_name) {
-  if (!j.is_object())
-    throw InputError(fmt::format("{}: must be a JSON object {{...}} (got {})", origin, describe(j)));
+ModelSpec parse_model_spec(const json& top, const std::string& origin, const std::string& fallback_name) {
+  if (!top.is_object())
+    throw InputError(fmt::format("{}: must be a JSON object {{...}} (got {})", origin, describe(top)));
   ModelSpec m;
-  m.name = optional_string(j, "name").value_or(optional_string(j, "_name_or_path").value_or(fallback_name));
-  m.source = optional_string(j, "source").value_or(origin);
+  m.name = optional_string(top, "name").value_or(optional_string(top, "_name_or_path").value_or(fallback_name));
+  m.source = optional_string(top, "source").value_or(origin);
+
+  // The text model: a multimodal config nests it in text_config (Gemma3Config, Llama4Config);
+  // fields it leaves out take its config class's defaults.
+  json j = text_model_of(top, origin);
+  if (auto it = j.find("model_type"); it != j.end() && !it->is_null()) {
+    if (!it->is_string())
+      throw InputError(fmt::format("{}: model_type: must be a string (got {})", origin, describe(*it)));
+    m.model_type = printable(it->get<std::string>(), 60);
+    if (!known_model_type(m.model_type))
+      m.warnings.push_back(fmt::format("model_type '{}' is not one kvlab knows: its layers are read "
+                                       "as a plain decoder's, which may not be what it runs",
+                                       m.model_type));
+  }
+  for (const auto& [key, value] : model_type_defaults(m.model_type).items())
+    if (!j.contains(key)) j[key] = value;
+  const bool attention_free = attention_free_type(m.model_type);
 
   std::string layer_field, width_field, head_field;
   m.n_layer = required_size(j, origin, {"num_hidden_layers", "n_layer"}, &layer_field,
                             kMaxConfigLayers);
   m.d_model = required_size(j, origin, {"hidden_size", "n_embd", "d_model"}, &width_field);
+  if (attention_free) {
+    // MambaConfig and its kin have no attention heads: no K/V, 0 bytes per token.
+    m.vocab_size = required_size(j, origin, {"vocab_size"}, &layer_field);
+    m.max_position_embeddings = optional_size(j, origin, {"max_position_embeddings", "n_positions"});
+    m.intermediate_size = optional_size(j, origin, {"intermediate_size", "n_inner"});
+    read_layer_layout(j, origin, m);
+    read_state_size(j, origin, m);
+    m.num_parameters = optional_size(j, origin, {"num_parameters"}, kMaxConfigCount);
+    m.kv_bytes_per_token_16bit = optional_size(j, origin, {"kv_bytes_per_token_16bit"}, kMaxConfigCount);
+    return m;
+  }
   m.n_head = required_size(j, origin, {"num_attention_heads", "n_head"}, &head_field);
   std::string vocab_field;
   m.vocab_size = required_size(j, origin, {"vocab_size"}, &vocab_field);
@@ -258,12 +630,28 @@ ModelSpec parse_model_spec(const json& j, const std::string& origin, const std::
   const json* kv = find_field(j, {"num_key_value_heads", "num_kv_heads", "n_head_kv"}, &kv_field);
   const bool multi_query = optional_bool(j, origin, "multi_query").value_or(false);
   const bool new_arch = optional_bool(j, origin, "new_decoder_architecture").value_or(false);
+  // SantaCoder (model_type gpt2 with remote code) names its head layout attention_head_type.
+  std::optional<std::string> head_type;
+  if (auto it = j.find("attention_head_type"); it != j.end() && !it->is_null()) {
+    const std::string t = it->is_string() ? it->get<std::string>() : std::string();
+    if (t != "multiquery" && t != "multihead")
+      throw InputError(fmt::format("{}: attention_head_type: must be \"multiquery\" or "
+                                   "\"multihead\" (got {})", origin, describe(*it)));
+    head_type = t;
+  }
   if (multi_query && !new_arch) {
-    if (kv && as_integer(*kv, origin, kv_field, 1, kMaxConfigSize) != 1)
-      throw InputError(fmt::format("{}: {}: multi_query = true means one K/V head, but {} = {}; "
-                                   "drop one of them", origin, kv_field, kv_field, kv->dump()));
+    // transformers' FalconAttention: num_kv_heads if new_decoder_architecture or not multi_query,
+    // else 1, whatever num_kv_heads says (a re-saved Falcon-7B config carries num_kv_heads = 71);
+    // GPTBigCodeAttention: multi_query -> one K/V head.
+    if (kv) as_integer(*kv, origin, kv_field, 1, kMaxConfigSize);  // still a valid size
     m.n_kv_head = 1;
     kv_field = "multi_query";
+  } else if (head_type == "multiquery") {
+    m.n_kv_head = 1;
+    kv_field = "attention_head_type";
+  } else if (head_type == "multihead") {
+    m.n_kv_head = m.n_head;
+    kv_field = "attention_head_type";
   } else if (kv) {
     m.n_kv_head = as_integer(*kv, origin, kv_field, 1, kMaxConfigSize);
   } else {
@@ -274,7 +662,7 @@ ModelSpec parse_model_spec(const json& j, const std::string& origin, const std::
     throw InputError(fmt::format("{}: {}: must divide {} = {} (got {})", origin, kv_field, head_field,
                                  m.n_head, m.n_kv_head));
 
-  if (auto hd = optional_size(j, origin, {"head_dim"})) {
+  if (auto hd = optional_size(j, origin, {"head_dim", "attention_head_dim"})) {
     m.head_dim = *hd;
   } else {
     if (m.d_model % m.n_head != 0)
@@ -286,6 +674,13 @@ ModelSpec parse_model_spec(const json& j, const std::string& origin, const std::
 
   m.sliding_window = optional_size(j, origin, {"sliding_window"});
   if (optional_bool(j, origin, "use_sliding_window") == false) m.sliding_window.reset();
+  read_layer_layout(j, origin, m);
+  read_state_size(j, origin, m);
+  for (const char* field : kUninterpretedLayoutFields)
+    if (auto it = j.find(field); it != j.end() && !it->is_null())
+      m.warnings.push_back(fmt::format("{} = {}: names an attention layout kvlab does not "
+                                       "interpret; the totals assume the layers listed", field,
+                                       printable(it->dump(), 60)));
 
   m.kv_lora_rank = optional_size(j, origin, {"kv_lora_rank"});
   m.qk_rope_head_dim = optional_size(j, origin, {"qk_rope_head_dim"});
@@ -338,7 +733,7 @@ ModelSpec parse_model_spec(const json& j, const std::string& origin, const std::
 
 ModelSpec parse_model_config(const std::string& text, const std::string& origin,
                              const std::string& fallback_name) {
-  return parse_model_spec(parse_object(text, origin), origin, fallback_name);
+  return parse_model_spec(parse_object(quote_python_literals(text), origin), origin, fallback_name);
 }
 
 ModelSpec read_model_config(const std::string& path) {

@@ -27,6 +27,20 @@ inline constexpr std::uint64_t kMaxConfigLayers = std::uint64_t{1} << 16;
 /// Largest count kvlab accepts for parameter and byte totals in a config: 2^53 (exact in a double).
 inline constexpr std::uint64_t kMaxConfigCount = std::uint64_t{1} << 53;
 
+/// How one layer mixes tokens, read from the config the way transformers does (lib/cost/layers.hpp
+/// groups them): full causal attention, a sliding window, chunked attention, or no per-token
+/// cache at all (Mamba, linear attention, an MLP-only block).
+enum class LayerAttention { full, sliding, chunked, none };
+
+/// One layer of a ModelSpec.
+struct LayerSpec {
+  LayerAttention attention = LayerAttention::full;
+  std::uint64_t span = 0;  ///< sliding: window W; chunked: chunk C; 0 otherwise
+  /// The config's word for what mixes tokens: "attention" for the three attention kinds, else
+  /// e.g. "mamba", "linear_attention", "mlp".
+  std::string mixer = "attention";
+};
+
 /// The shape of a decoder-only transformer as far as the cost model needs it, validated.
 ///
 /// Invariants (checked when read): n_layer is in [1, 2^16], every other size in [1, 2^31];
@@ -75,6 +89,29 @@ struct ModelSpec {
   /// reference for kvlab's formula (kvlab field; absent from real HF configs).
   std::optional<std::uint64_t> kv_bytes_per_token_16bit;
 
+  /// The config's model_type (of the text model when the config nests one in text_config);
+  /// empty when the config has none (kvlab's catalogue files).
+  std::string model_type;
+  /// One entry per layer (n_layer of them), in order: which layers attend fully, which through a
+  /// window or a chunk, which hold no per-token cache. A model whose every layer is `none` (Mamba)
+  /// has n_head = n_kv_head = head_dim = 0.
+  std::vector<LayerSpec> layers;
+  /// Elements of the fixed per-sequence state one attention-free layer keeps (Mamba's conv and SSM
+  /// states), when the config gives their sizes; never part of the KV bytes.
+  std::optional<std::uint64_t> state_elements_per_layer;
+  /// How state_elements_per_layer follows from the config, or why it is absent.
+  std::string state_note;
+  /// Fields that name attention layout which kvlab does not interpret, an unknown model_type:
+  /// one line each. A check reports no PASS on a total built on a config with warnings.
+  std::vector<std::string> warnings;
+
+  /// True when at least one layer attends (caches K/V or an MLA latent per token).
+  bool has_attention() const {
+    for (const auto& l : layers)
+      if (l.attention != LayerAttention::none) return true;
+    return layers.empty();
+  }
+
   /// True for multi-head latent attention (kv_lora_rank and qk_rope_head_dim present).
   bool is_mla() const { return kv_lora_rank.has_value(); }
   /// True for a mixture of experts whose token uses fewer parameters than the model holds: more
@@ -103,9 +140,16 @@ struct GpuSpec {
 /// "_name_or_path". Throws InputError naming the field: a missing required field, a wrong JSON
 /// type (a string, float or bool where an integer is expected), a size outside [1, 2^31] (the
 /// layer count: [1, 2^16]), n_head not divisible by the K/V head count, head_dim absent with
-/// hidden_size % n_head != 0, multi_query = true together with a K/V head count other than 1,
+/// hidden_size % n_head != 0, attention_head_type other than multiquery/multihead,
 /// half of the MLA pair, half of the expert pair or k > E, num_parameters_active above
-/// num_parameters or below k/E of it.
+/// num_parameters or below k/E of it; a layer list (layer_types, no_rope_layers,
+/// hybrid_override_pattern) whose length is not num_hidden_layers or that holds a character or
+/// kind it cannot size; a sliding or chunked layer without its sliding_window or
+/// attention_chunk_size. The text model of a config with text_config is read from it; fields a
+/// config leaves out take transformers' default for its model_type. The layer layout follows
+/// transformers' config classes (the rules are listed at read_layer_layout in catalogue.cpp and in
+/// docs/design.md); layout fields it does not interpret and an unknown model_type go to
+/// ModelSpec::warnings, never to an error.
 ModelSpec parse_model_spec(const nlohmann::json& config, const std::string& origin,
                            const std::string& fallback_name);
 

@@ -27,6 +27,9 @@ struct Table {
   std::string title;
   std::vector<std::string> columns;
   std::vector<std::vector<Cell>> rows;
+  /// Non-empty: the JSON writer also gives this table as a top-level key of the result object,
+  /// an array of {column: value} objects (e.g. kv-size's "layer_groups"); other formats as usual.
+  std::string key;
 };
 
 /// One line or point set of a plot: y against x (same length), drawn as `style`.
@@ -97,6 +100,10 @@ struct Result {
   /// (JSON status "skipped"), never PASS, and the exit status 0, so that `kvlab all` and ctest do
   /// not fail where the data is missing.
   std::string skipped;
+  /// Present for the checks that read a config's layout (kv-size): one line per thing kvlab was
+  /// not sure of (a layout field it does not interpret, an unknown model_type), written as a
+  /// top-level "warnings" array in JSON (empty when none) and as warning lines in text.
+  std::optional<std::vector<std::string>> warnings;
 
   /// Every expectation holds (and there is at least one); also true when skipped (exit 0).
   bool passed() const;

@@ -159,6 +159,10 @@ void write_text(std::ostream& out, const Result& r) {
     out << "document errata (the document's figure, checked against kvlab's arithmetic):\n";
     for (const auto& e : errata) out << "  - ERRATUM " << e << '\n';
   }
+  if (r.warnings && !r.warnings->empty()) {
+    out << "warnings (kvlab is not sure of the totals above):\n";
+    for (const auto& w : *r.warnings) out << "  - warning: " << w << '\n';
+  }
   const auto held = std::count_if(r.expectations.begin(), r.expectations.end(),
                                   [](const Expectation& e) { return e.holds(); });
   if (!r.skipped.empty()) {
@@ -239,8 +243,19 @@ nlohmann::json to_json(const Result& r) {
     }
     j["tables"].push_back({{"title", t.title}, {"columns", t.columns}, {"rows", std::move(rows)}});
   }
+  for (const auto& t : r.tables) {
+    if (t.key.empty()) continue;
+    nlohmann::json rows = nlohmann::json::array();
+    for (const auto& row : t.rows) {
+      nlohmann::json jr = nlohmann::json::object();
+      for (std::size_t c = 0; c < row.size() && c < t.columns.size(); ++c) jr[t.columns[c]] = cell_json(row[c]);
+      rows.push_back(std::move(jr));
+    }
+    j[t.key] = std::move(rows);
+  }
   j["notes"] = r.notes;
   j["errata"] = r.errata();
+  if (r.warnings) j["warnings"] = *r.warnings;
   return j;
 }
 
@@ -270,12 +285,16 @@ void write_result(std::ostream& out, const Result& r, Format f) {
       out << "### " << r.check << " (" << r.source << ")\n\n" << r.claim << "\n\n";
       for (const auto& t : all_tables(r)) write_md_table(out, t);
       for (const auto& e : r.errata()) out << "- ERRATUM " << e << "\n";
+      if (r.warnings)
+        for (const auto& w : *r.warnings) out << "- warning: " << w << "\n";
       out << "\n**verdict: " << (!r.skipped.empty() ? "skipped (" + r.skipped + ")" : r.passed() ? "PASS" : "FAIL")
           << "**\n\n";
       break;
     case Format::csv:  // the tables; '#' lines name the check, each table and the verdict
       out << "# check: " << r.check << " (" << r.source << "), verdict: "
           << (!r.skipped.empty() ? "skipped" : r.passed() ? "PASS" : "FAIL") << "\n";
+      if (r.warnings)
+        for (const auto& w : *r.warnings) out << "# warning: " << w << "\n";
       for (const auto& t : all_tables(r)) write_csv_table(out, t);
       break;
   }
