@@ -939,7 +939,7 @@ class RooflineCheck final : public Check {
     const auto positive = PositiveCount();
     batch_opt_ = sub.add_option("--batch", batch_, "Sequences decoded together (default 1)")->check(positive);
     ctx_opt_ = sub.add_option("--ctx", ctx_, "Cached positions per sequence, e.g. 4096, 4k, 128k (default 4096)")
-                   ->check(TokenCount());
+                   ->transform(TokenCount());
     params_opt_ = sub.add_option("--params", params_,
                                  "All parameters N, every expert of an MoE, e.g. 7e9 (default num_parameters)")
                       ->check(FiniteRange(1.0, 1e15));

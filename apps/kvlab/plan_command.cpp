@@ -386,9 +386,13 @@ int run_plan(const PlanFlags& f, std::ostream& out) {
   notes.push_back("bounds, not predictions: activations, the CUDA graphs and the engine's own memory are not in the "
                   "budget, and a real step is slower than its roofline; decode is costed with ctx positions cached "
                   "(the last step of a sequence), prefill as every prompt at once.");
-  for (const auto& p : plans)
+  std::vector<std::string> warnings;
+  for (const auto& p : plans) {
     for (const auto& n : p.notes)
       if (std::find(notes.begin(), notes.end(), n) == notes.end()) notes.push_back(n);
+    for (const auto& w : p.warnings)
+      if (std::find(warnings.begin(), warnings.end(), w) == warnings.end()) warnings.push_back(w);
+  }
 
   const std::string head = fmt::format("plan: {} on {}, ctx {} × batch {}, KV cache {}, weights {}",
                                        single ? plans[0].model : fmt::format("{} model(s)", models.size()),
@@ -425,7 +429,7 @@ int run_plan(const PlanFlags& f, std::ostream& out) {
         j["tables"].push_back({{"title", t.title}, {"columns", t.columns}, {"rows", std::move(rows)}});
       }
       j["notes"] = notes;
-      j["warnings"] = nlohmann::json::array();
+      j["warnings"] = warnings;
       out << j.dump(2) << '\n';
       break;
     }
@@ -436,6 +440,9 @@ int run_plan(const PlanFlags& f, std::ostream& out) {
     case Format::md: {
       const bool md = format == Format::md;
       out << (md ? "## " : "") << head << "\n\n";
+      for (const auto& w : warnings)
+        out << (md ? "- **warning**: " : "warning: ") << w << " (the figures below may be wrong)\n";
+      if (!warnings.empty()) out << '\n';
       if (single)
         for (const auto& line : answer_lines(plans[0])) out << (md ? "- " : "  ") << line << '\n';
       if (single) out << '\n';

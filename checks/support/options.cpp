@@ -74,6 +74,11 @@ Option* Option::check(const Validator& v) {
   return this;
 }
 
+Option* Option::transform(const Validator& v) {
+  impl_->transform(static_cast<const CLI::Validator&>(v));
+  return this;
+}
+
 Option* Option::type_name(const std::string& name) {
   impl_->type_name(name);
   return this;

@@ -50,7 +50,7 @@ Validator IntRange(std::int64_t lo, std::int64_t hi);
 
 /// Accepts a token count in [1, hi]: digits, or digits with k (× 1,024) or M (× 1,048,576), e.g.
 /// "4096", "4k", "128k", "1M" (io/units.hpp parse_token_count); the value reaches the integer
-/// option as its digits.
+/// option as its digits, so bind it with Option::transform, not check.
 Validator TokenCount(std::int64_t hi = std::numeric_limits<std::int64_t>::max());
 
 /// Accepts exactly one of `allowed` (case-sensitive).
@@ -62,6 +62,9 @@ class Option {
   explicit Option(CLI::Option* impl) : impl_(impl) {}
   /// Adds a validator (applied to every value given); returns this option for chaining.
   Option* check(const Validator& v);
+  /// Adds a validator that may rewrite the value before it is converted (TokenCount: "4k" ->
+  /// "4096"); returns this option for chaining.
+  Option* transform(const Validator& v);
   /// The placeholder --help shows for the value (e.g. "FILE").
   Option* type_name(const std::string& name);
   /// Refuses this option and `other` on one command line (CLI11's "--a excludes --b").

@@ -1,23 +1,53 @@
 #include "cost/plan.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
 #include <fmt/format.h>
 
 #include "core/error.hpp"
+#include "cost/layers.hpp"
 
 namespace kvlab {
 namespace {
 
 constexpr double kMaxParams = 1e15;
 
-/// Attention FLOPs of one prompt of `ctx` tokens, causal: position i attends to the i positions up
-/// to itself, a1 FLOPs each (a1 = the decode step's attention FLOPs per cached position).
+/// Sum over the positions i = 1..n of a prompt of the keys position i attends to in a layer of
+/// `g`: i (full, MLA), min(i, W) (sliding window), ((i − 1) mod C) + 1 (chunked: causal inside
+/// its chunk), 0 (attention-free).
+double attended_pairs(const LayerGroup& g, std::uint64_t n) {
+  const auto tri = [](double k) { return k * (k + 1.0) / 2.0; };
+  const double nd = static_cast<double>(n), span = static_cast<double>(g.span);
+  switch (g.kind) {
+    case LayerKind::full:
+    case LayerKind::mla: return tri(nd);
+    case LayerKind::sliding: return n <= g.span ? tri(nd) : tri(span) + (nd - span) * span;
+    case LayerKind::chunked: {
+      if (g.span == 0) return tri(nd);
+      const double full_chunks = static_cast<double>(n / g.span), rest = static_cast<double>(n % g.span);
+      return full_chunks * tri(span) + tri(rest);
+    }
+    case LayerKind::none: return 0.0;
+  }
+  return 0.0;
+}
+
+/// Attention FLOPs of one prompt of `ctx` tokens, causal, layer group by layer group: each
+/// attended (query, key) pair costs what one cached position costs a decode step in one layer
+/// (attention_flops_per_sequence at ctx 1, over the attention layers).
 double prefill_attention_flops(const ModelSpec& m, std::uint64_t ctx) {
-  const double a1 = static_cast<double>(attention_flops_per_sequence(m, 1));
-  const double n = static_cast<double>(ctx);
-  return a1 * n * (n + 1.0) / 2.0;
+  const auto groups = layer_groups(m);
+  std::uint64_t attention_layers = 0;
+  for (const auto& g : groups)
+    if (g.kind != LayerKind::none) attention_layers += g.count;
+  if (attention_layers == 0) return 0.0;
+  const double per_pair = static_cast<double>(attention_flops_per_sequence(m, 1)) /
+                          static_cast<double>(attention_layers);
+  double pairs = 0.0;
+  for (const auto& g : groups) pairs += static_cast<double>(g.count) * attended_pairs(g, ctx);
+  return per_pair * pairs;
 }
 
 PrefillBound prefill_bound(const ModelSpec& m, const GpuSpec& g, double params_used, double n_params,
@@ -40,11 +70,23 @@ PrefillBound prefill_bound(const ModelSpec& m, const GpuSpec& g, double params_u
 
 std::vector<PlanKvKind> plan_kv_by_kind(const ModelSpec& m, std::uint64_t ctx, std::uint64_t batch,
                                         CacheDtype dtype) {
-  // Every layer of a ModelSpec caches the same thing here: one kind.
-  const KvCacheSize all = kv_cache_size(m, KvQuery{batch, ctx, dtype, std::nullopt});
-  const KvCacheSize one = kv_cache_size(m, KvQuery{1, ctx, dtype, std::nullopt});
-  return {PlanKvKind{m.is_mla() ? "mla" : "full", m.n_layer, all.total_bits, all.total_bytes, one.total_bits,
-                     one.total_bytes}};
+  const KvHeld all = kv_held(m, KvQuery{batch, ctx, dtype, std::nullopt});
+  const KvHeld one = kv_held(m, KvQuery{1, ctx, dtype, std::nullopt});
+  std::vector<PlanKvKind> out;
+  for (std::size_t i = 0; i < all.groups.size(); ++i) {
+    const LayerGroup& g = all.groups[i].group;
+    const std::string kind = layer_kind_name(g.kind);
+    auto it = std::find_if(out.begin(), out.end(), [&](const PlanKvKind& k) { return k.kind == kind; });
+    if (it == out.end()) it = out.insert(out.end(), PlanKvKind{kind, 0, 0, 0, 0, 0});
+    it->layers += g.count;
+    it->bits = checked_add(it->bits, all.groups[i].total_bits, "KV bits");
+    it->bits_per_sequence = checked_add(it->bits_per_sequence, one.groups[i].total_bits, "KV bits");
+  }
+  for (auto& k : out) {
+    k.bytes = k.bits / 8 + (k.bits % 8 != 0 ? 1 : 0);
+    k.bytes_per_sequence = k.bits_per_sequence / 8 + (k.bits_per_sequence % 8 != 0 ? 1 : 0);
+  }
+  return out;
 }
 
 Plan make_plan(const ModelSpec& m, const GpuSpec& g, const PlanQuery& q) {
@@ -138,9 +180,11 @@ Plan make_plan(const ModelSpec& m, const GpuSpec& g, const PlanQuery& q) {
   p.decode_at_batch = decode_at(q.batch);
   p.prefill_at_batch = prefill_bound(md, g, used_dev, n_dev, moe, p.bytes_per_param, q.batch, q.ctx, p.kv_bytes);
 
-  if (m.sliding_window && !m.is_mla())
-    p.notes.push_back(fmt::format("{} declares a sliding window of {}: counted here as full attention on "
-                                  "every layer, an upper bound on its KV bytes.", m.name, *m.sliding_window));
+  for (const auto& w : m.warnings) p.warnings.push_back(fmt::format("{}: {}", m.name, w));
+  if (!m.has_attention() || std::any_of(p.kv.begin(), p.kv.end(), [](const PlanKvKind& k) { return k.kind == "none"; }))
+    p.notes.push_back(fmt::format("{}: attention-free layers hold no per-token cache; their fixed per-sequence "
+                                  "state is not in these figures ({}).", m.name,
+                                  m.state_note.empty() ? "its size is not computed here" : m.state_note));
   if (moe)
     p.notes.push_back(fmt::format("mixture of experts: all {:.4g} parameters are resident; a token uses "
                                   "{:.4g}, and a step reads the experts its batch touches ({}).",

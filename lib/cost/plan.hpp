@@ -88,6 +88,9 @@ struct Plan {
   std::optional<DecodeStep> decode_at_batch;  ///< the requested batch (whether or not it fits)
   PrefillBound prefill_at_batch;
   std::vector<std::string> notes;
+  /// The model's layout warnings (ModelSpec::warnings): figures built on fields kvlab does not
+  /// interpret, named so that no answer is silently trusted.
+  std::vector<std::string> warnings;
 };
 
 /// Plans `m` on `g` (memory_bytes must be the device's, >= 1) for `q` (formulas at the top).

@@ -16,6 +16,7 @@ TensorParallelShare tensor_parallel_share(const ModelSpec& m, std::uint64_t devi
   s.query_heads = m.n_head / devices;
   s.weight_fraction = 1.0 / static_cast<double>(devices);
   s.per_device.n_head = s.query_heads;
+  if (!m.has_attention()) return s;  // attention-free (Mamba): no heads to split, no K/V
   if (m.is_mla()) {
     s.kv_heads = 0;
     s.kv_replicas = devices;  // the latent and the RoPE key are cached whole on every device
