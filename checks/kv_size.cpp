@@ -391,7 +391,7 @@ Result calculator(const KvSizeOptions& o, const KvSizeParts& parts) {
                            cache_dtype_name(q.dtype)),
                {"layers", "count", "kind", "mixer", "window/chunk", "per layer per token",
                 "bytes per token", "positions held", "bytes held"},
-               {}, "layer_groups"};
+               {}};
   for (const GroupKv& g : held.groups) {
     const LayerGroup& lg = g.group;
     std::string width = "—";
@@ -406,6 +406,7 @@ Result calculator(const KvSizeOptions& o, const KvSizeParts& parts) {
                            static_cast<std::int64_t>(g.positions),
                            static_cast<double>(g.total_bits) / 8.0});
   }
+  r.table_keys.push_back({"layer_groups", r.tables.size()});
   r.tables.push_back(std::move(groups));
 
   Table dtypes{"the same cache in each dtype", {"dtype", "bits", "bytes/token", "total bytes", "GiB"}, {}};

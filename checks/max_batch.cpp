@@ -70,8 +70,16 @@ Result run_max_batch(const MaxBatchOptions& o, const RunContext& /*ctx*/, const 
   const double weights = n_params * bpp;
   const double memory = static_cast<double>(gpus) * static_cast<double>(g.memory_bytes);
   const double left = memory - weights;
-  const std::uint64_t ref_per_seq_bits = checked_mul(checked_mul(*m.kv_bytes_per_token_16bit, ctx, "reference bytes"),
-                                                     cache_dtype_bits(dtype), "reference bits") / 2;
+  // The reference is every attention layer's bytes per token; a window or chunk holds fewer
+  // positions (docs/design.md, layer groups): ref / layers × Σ positions held, counted layer by layer.
+  const HeldByLayer held = held_by_layer(m, ctx);
+  if (held.attention_layers == 0 || *m.kv_bytes_per_token_16bit % held.attention_layers != 0)
+    throw InputError(fmt::format("--model {}: kv_bytes_per_token_16bit = {} does not divide over its {} "
+                                 "attention layers", m.name, *m.kv_bytes_per_token_16bit, held.attention_layers));
+  const std::uint64_t ref_per_seq_bits =
+      checked_mul(checked_mul(*m.kv_bytes_per_token_16bit / held.attention_layers, held.positions,
+                              "reference bytes"),
+                  cache_dtype_bits(dtype), "reference bits") / 2;
   const std::uint64_t ref_per_seq = (ref_per_seq_bits + 7) / 8;
   const double budget_bytes = budget.value_or(left);
   const double max_batch = std::floor(budget_bytes / static_cast<double>(ref_per_seq));
@@ -139,6 +147,7 @@ Result run_max_batch(const MaxBatchOptions& o, const RunContext& /*ctx*/, const 
                     o.kv_budget_gb ? "--kv-budget-gb"
                     : document    ? "the document's premise (after activations and framework overhead)"
                                   : "assumed: all memory left (no activations, no framework overhead)"});
+  t.rows.push_back({"layer groups", layer_groups_text(m, ctx), "layers × kind (positions held at ctx)"});
   t.rows.push_back({"KV per sequence", static_cast<double>(cap.kv_bytes_per_sequence) / kGB, "GB",
                     fmt::format("{} ({})", attention_kind(m, kv_layout(m)), cache_dtype_name(dtype))});
   t.rows.push_back({"max batch", static_cast<std::int64_t>(cap.max_batch), "sequences", "floor(budget / per sequence)"});

@@ -205,13 +205,7 @@ Recomputed recompute(const ModelSpec& m, const GpuSpec& g, const DecodeQuery& q)
   // FLOPs: 2·N_used·B + 4·B·ctx·L·H·head_dim, or MLA's absorbed 2·(d_c + d_r) + 2·d_c per position.
   // Positions the layers attend to, layer by layer from the config's list (windows and chunks
   // hold min(ctx, span), attention-free layers none); ctx · L when every layer attends fully.
-  double positions = 0.0;
-  for (std::uint64_t i = 0; i < m.n_layer; ++i) {
-    const LayerSpec l = i < m.layers.size() ? m.layers[i] : LayerSpec{};
-    if (l.attention == LayerAttention::none) continue;
-    const bool windowed = !m.is_mla() && l.attention != LayerAttention::full;
-    positions += static_cast<double>(windowed ? std::min(q.kv.ctx, l.span) : q.kv.ctx);
-  }
+  const double positions = static_cast<double>(held_by_layer(m, q.kv.ctx).positions);
   double attention = 0.0;
   if (m.is_mla()) {
     const double base = b * positions * heads;
@@ -233,22 +227,13 @@ Recomputed recompute(const ModelSpec& m, const GpuSpec& g, const DecodeQuery& q)
     const std::string what = "KV bits per token (num_hidden_layers × K/V width × bits)";
     const std::uint64_t width = m.is_mla() ? *m.kv_lora_rank + *m.qk_rope_head_dim
                                            : checked_mul(2 * m.n_kv_head, m.head_dim, what);
-    std::uint64_t attention = 0;
-    for (std::uint64_t i = 0; i < m.n_layer; ++i)
-      attention += i >= m.layers.size() || m.layers[i].attention != LayerAttention::none;
-    bits_per_token = checked_mul(checked_mul(attention, width, what), bits, what);
+    bits_per_token = checked_mul(checked_mul(held_by_layer(m, 1).attention_layers, width, what), bits, what);
   }
   // Positions the layers hold at ctx, counted layer by layer from the config's layer list: a
   // sliding window or a chunk keeps min(ctx, span), an attention-free layer nothing (docs/design.md,
   // layer groups). Each attention layer caches bits_per_token / (attention layers) per position.
-  std::uint64_t attention_layers = 0, held = 0;
-  for (std::uint64_t i = 0; i < m.n_layer; ++i) {
-    const LayerSpec l = i < m.layers.size() ? m.layers[i] : LayerSpec{};
-    if (l.attention == LayerAttention::none) continue;
-    ++attention_layers;
-    const bool windowed = !m.is_mla() && l.attention != LayerAttention::full;
-    held = checked_add(held, windowed ? std::min(q.kv.ctx, l.span) : q.kv.ctx, "positions held");
-  }
+  const HeldByLayer by_layer = held_by_layer(m, q.kv.ctx);
+  const std::uint64_t attention_layers = by_layer.attention_layers, held = by_layer.positions;
   if (attention_layers > 0 && bits_per_token % attention_layers != 0)
     throw InputError(fmt::format("model {}: the KV reference ({} bits per token) does not divide "
                                  "evenly over its {} attention layers", m.name, bits_per_token,
@@ -676,8 +661,8 @@ Result calculator(const RooflineOptions& o, const RooflineParts& parts) {
                         c.kv_reference ? "the catalogue's reference" : "the check's own count"),
             c.kv_reference ? "004 §1.4; facts.md" : "004 §1.4", "B", static_cast<double>(c.kv_bytes),
             0.0, "integer byte counts: exact", static_cast<double>(s.kv_bytes), std::nullopt,
-            c.kv_reference ? "kv_bytes_per_token_16bit × bits/16 × B × ctx"
-                           : "2·L·n_kv·head_dim (MLA: L·(d_c + d_r)) × bits/8 × B × ctx"});
+            c.kv_reference ? "kv_bytes_per_token_16bit / layers × bits/16 × B × positions held (ctx per full layer)"
+                           : "2·n_kv·head_dim (MLA: d_c + d_r) × bits/8 × B × positions held (ctx per full layer)"});
   r.expect({fmt::format("weight bytes read per step, {} ({}): library vs the check's own arithmetic",
                         at, q.moe && q.kv.batch == 1 ? "MoE, batch 1: N_active"
                                                      : weight_model_name(s.weights.model)),
@@ -751,6 +736,7 @@ Result calculator(const RooflineOptions& o, const RooflineParts& parts) {
   t.rows.push_back({"bytes per parameter", q.bytes_per_param, "B"});
   t.rows.push_back({"batch B", static_cast<std::int64_t>(q.kv.batch), "sequences"});
   t.rows.push_back({"ctx", static_cast<std::int64_t>(q.kv.ctx), "positions"});
+  t.rows.push_back({"layer groups", layer_groups_text(m, q.kv.ctx), "layers × kind (positions held at ctx)"});
   t.rows.push_back({"KV cache dtype", cache_dtype_name(q.kv.dtype), ""});
   t.rows.push_back({"weight bytes", s.weight_bytes, q.moe ? "B (N_read × bytes/param)" : "B"});
   t.rows.push_back({"KV bytes", count_cell(s.kv_bytes), "B"});

@@ -272,6 +272,11 @@ TEST_CASE("config rules: each layout field is interpreted as transformers does")
   CHECK(kinds(mamba) == "--");
   CHECK(total(mamba, 4096) == 0);
   CHECK(mamba.state_elements_per_layer == u64{128 * (4 + 16)});
+  // mamba_ssm's own names (d_model, n_layer, d_conv, d_state, d_inner): no default shadows them.
+  const ModelSpec qb = read_model_config(fixture("real_mamba_130m_qbert.json"));
+  CHECK(qb.n_layer == 24);
+  CHECK(qb.d_model == 768);
+  CHECK(qb.state_elements_per_layer == u64{1536 * (4 + 16)});
   // MLA: every attention layer holds the latent and the RoPE key.
   const ModelSpec ds = read_model_config(fixture("hf_deepseek_v2.json"));
   CHECK(kinds(ds) == std::string(60, 'M'));

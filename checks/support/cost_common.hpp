@@ -16,6 +16,7 @@
 
 #include "core/error.hpp"
 #include "cost/kv_cache.hpp"
+#include "cost/layers.hpp"
 #include "io/catalogue.hpp"
 #include "report/result.hpp"
 
@@ -55,6 +56,38 @@ inline std::string attention_kind(const ModelSpec& m, const KvLayout& l) {
   if (l.kv_heads == m.n_head) return fmt::format("MHA ({} K/V heads = query heads)", l.kv_heads);
   if (l.kv_heads == 1) return fmt::format("MQA (1 K/V head for {} query heads)", m.n_head);
   return fmt::format("GQA ({} K/V heads for {} query heads)", l.kv_heads, m.n_head);
+}
+
+/// Positions a sequence's cache holds at `ctx`, counted layer by layer from the config's layer
+/// list, independently of cost/layers.hpp's groups: a sliding window or a chunk keeps
+/// min(ctx, span), an attention-free layer nothing, every other attention layer ctx.
+struct HeldByLayer {
+  std::uint64_t attention_layers = 0;  ///< layers that cache something per token
+  std::uint64_t positions = 0;         ///< Σ over those layers of the positions held
+};
+inline HeldByLayer held_by_layer(const ModelSpec& m, std::uint64_t ctx) {
+  HeldByLayer h;
+  for (std::uint64_t i = 0; i < m.n_layer; ++i) {
+    const LayerSpec l = i < m.layers.size() ? m.layers[i] : LayerSpec{};
+    if (l.attention == LayerAttention::none) continue;
+    ++h.attention_layers;
+    const bool windowed = !m.is_mla() && l.attention != LayerAttention::full;
+    h.positions = checked_add(h.positions, windowed ? std::min(ctx, l.span) : ctx, "positions held");
+  }
+  return h;
+}
+
+/// "12 × sliding 128 (128 held), 12 × full (4096 held)": the layer groups of cost/layers.hpp
+/// and the positions each holds at `ctx`, for the step tables of roofline and max-batch.
+inline std::string layer_groups_text(const ModelSpec& m, std::uint64_t ctx) {
+  std::string out;
+  for (const LayerGroup& g : layer_groups(m)) {
+    std::string kind = layer_kind_name(g.kind);
+    if (g.kind == LayerKind::sliding || g.kind == LayerKind::chunked) kind += fmt::format(" {}", g.span);
+    if (g.kind == LayerKind::none) kind += " (" + g.mixer + ")";
+    out += fmt::format("{}{} × {} ({} held)", out.empty() ? "" : ", ", g.count, kind, positions_held(g, ctx));
+  }
+  return out;
 }
 
 /// An exact count as a table cell: an integer cell when it fits in int64, else its digits.

@@ -279,20 +279,19 @@ std::string quote_python_literals(const std::string& text) {
 
 /// transformers' defaults for the fields a config of this model_type may leave out, where kvlab
 /// sizes with them (each from the __init__ signature of the config class named). A minimal
-/// Gemma 3 text_config gives only hidden_size, intermediate_size and num_hidden_layers.
+/// Gemma 3 text_config gives only hidden_size, intermediate_size and num_hidden_layers. Fields
+/// that have aliases (hidden_size | d_model, num_hidden_layers | n_layer, Mamba's state_size |
+/// d_state) are left out: a default must never shadow the config's own value under another name.
 json model_type_defaults(const std::string& model_type) {
   if (model_type == "gemma3_text")  // Gemma3TextConfig
     return {{"vocab_size", 262208}, {"num_attention_heads", 8}, {"num_key_value_heads", 4},
-            {"head_dim", 256}, {"max_position_embeddings", 131072}, {"sliding_window", 4096},
-            {"hidden_size", 2304}, {"num_hidden_layers", 26}};
+            {"head_dim", 256}, {"max_position_embeddings", 131072}, {"sliding_window", 4096}};
   if (model_type == "gemma2")  // Gemma2Config
     return {{"vocab_size", 256000}, {"num_attention_heads", 8}, {"num_key_value_heads", 4},
-            {"head_dim", 256}, {"max_position_embeddings", 8192}, {"sliding_window", 4096},
-            {"hidden_size", 2304}, {"num_hidden_layers", 26}};
+            {"head_dim", 256}, {"max_position_embeddings", 8192}, {"sliding_window", 4096}};
   if (model_type == "llama4_text")  // Llama4TextConfig
     return {{"vocab_size", 202048}, {"num_attention_heads", 40}, {"num_key_value_heads", 8},
-            {"head_dim", 128}, {"hidden_size", 5120}, {"num_hidden_layers", 48},
-            {"attention_chunk_size", 8192}, {"no_rope_layer_interval", 4}};
+            {"head_dim", 128}, {"attention_chunk_size", 8192}, {"no_rope_layer_interval", 4}};
   if (model_type == "gpt_bigcode")  // GPTBigCodeConfig: multi_query=True
     return {{"multi_query", true}};
   if (model_type == "mistral")  // MistralConfig: sliding_window=4096
@@ -300,8 +299,7 @@ json model_type_defaults(const std::string& model_type) {
   if (model_type == "gpt_oss")  // GptOssConfig
     return {{"sliding_window", 128}, {"head_dim", 64}, {"num_key_value_heads", 8}};
   if (model_type == "mamba")  // MambaConfig
-    return {{"vocab_size", 50280}, {"hidden_size", 768}, {"num_hidden_layers", 32},
-            {"state_size", 16}, {"conv_kernel", 4}, {"expand", 2}};
+    return {{"vocab_size", 50280}};
   if (model_type == "jamba")  // JambaConfig
     return {{"attn_layer_period", 8}, {"attn_layer_offset", 4}, {"mamba_d_state", 16},
             {"mamba_d_conv", 4}, {"mamba_expand", 2}, {"num_key_value_heads", 8}};
@@ -441,9 +439,9 @@ void read_layer_layout(const json& j, const std::string& origin, ModelSpec& m) {
     const json& types = layer_list_field(j, "layers_block_type", n, origin);
     for (std::uint64_t i = 0; i < n; ++i) {
       const std::string s = types[i].is_string() ? types[i].get<std::string>() : std::string();
-      if (s == "attention") {
+      if (s == "attention" || s == "full_attention") {
         m.layers[i] = LayerSpec{};
-      } else if (s == "mamba" || s == "mlp" || s == "moe") {
+      } else if (s == "mamba" || s == "mlp" || s == "moe" || s == "linear_attention") {
         m.layers[i] = LayerSpec{LayerAttention::none, 0, s};
       } else {
         m.layers[i] = LayerSpec{};
@@ -470,7 +468,8 @@ void read_layer_layout(const json& j, const std::string& origin, ModelSpec& m) {
           throw InputError(fmt::format("{}: attention_chunk_size: missing, but layer_types names "
                                        "chunked layers (a positive integer is required)", origin));
         m.layers[i] = {LayerAttention::chunked, *c, "attention"};
-      } else if (s == "linear_attention" || s == "mamba" || s == "conv" || s == "mlp") {
+      } else if (s == "linear_attention" || s == "mamba" || s == "conv" || s == "mlp" ||
+                 s == "moe") {
         m.layers[i] = LayerSpec{LayerAttention::none, 0, s};
       } else {
         m.layers[i] = LayerSpec{};
@@ -599,8 +598,9 @@ ModelSpec parse_model_spec(const json& top, const std::string& origin, const std
                                        "as a plain decoder's, which may not be what it runs",
                                        m.model_type));
   }
-  for (const auto& [key, value] : model_type_defaults(m.model_type).items())
-    if (!j.contains(key)) j[key] = value;
+  const json defaults = model_type_defaults(m.model_type);
+  for (auto it = defaults.begin(); it != defaults.end(); ++it)
+    if (!j.contains(it.key())) j[it.key()] = it.value();
   const bool attention_free = attention_free_type(m.model_type);
 
   std::string layer_field, width_field, head_field;

@@ -7,6 +7,7 @@
 #include "core/error.hpp"
 #include "core/rng.hpp"
 #include "cost/kv_cache.hpp"
+#include "cost/layers.hpp"
 #include "cost/roofline.hpp"
 #include "io/catalogue.hpp"
 #include "spec/expected_tokens.hpp"
@@ -70,6 +71,26 @@ QuizQuestion kv_cache_question(Rng& rng) {
       size.layout.n_layer, size.layout.kv_heads, size.layout.head_dim, bytes_per_element,
       grouped(static_cast<std::uint64_t>(size.bytes_per_token)), q.batch, q.ctx, grouped(size.tokens),
       grouped(size.total_bytes), q.answer);
+  if (size.total_bytes != size.total_bytes_if_all_full) {
+    // Windows (cost/layers.hpp): a sliding layer keeps at most W positions, so the sum runs over
+    // the layer groups.
+    std::string layout, sum;
+    for (const GroupKv& g : kv_held(m, kq).groups) {
+      const std::string what = g.group.kind == LayerKind::sliding
+                                   ? fmt::format("{} with a {}-token sliding window", g.group.count, g.group.span)
+                                   : fmt::format("{} full", g.group.count);
+      layout += (layout.empty() ? "" : ", ") + what;
+      sum += fmt::format("{}{} · {} B · {} · {}", sum.empty() ? "" : " + ", g.group.count,
+                         grouped(g.bits_per_token / g.group.count / 8), q.batch, g.positions);
+    }
+    q.text += fmt::format(" Its layers: {}; a sliding layer keeps at most its window of positions.",
+                          layout);
+    q.worked = fmt::format(
+        "every layer caching every position: {} B per token · {} tokens = {} B; with the windows, "
+        "layers × bytes per token and layer × batch × positions held: {} = {} B = {:.4g} GiB",
+        grouped(static_cast<std::uint64_t>(size.bytes_per_token)), grouped(size.tokens),
+        grouped(size.total_bytes_if_all_full), sum, grouped(size.total_bytes), q.answer);
+  }
   return q;
 }
 

@@ -27,9 +27,6 @@ struct Table {
   std::string title;
   std::vector<std::string> columns;
   std::vector<std::vector<Cell>> rows;
-  /// Non-empty: the JSON writer also gives this table as a top-level key of the result object,
-  /// an array of {column: value} objects (e.g. kv-size's "layer_groups"); other formats as usual.
-  std::string key;
 };
 
 /// One line or point set of a plot: y against x (same length), drawn as `style`.
@@ -104,6 +101,9 @@ struct Result {
   /// not sure of (a layout field it does not interpret, an unknown model_type), written as a
   /// top-level "warnings" array in JSON (empty when none) and as warning lines in text.
   std::optional<std::vector<std::string>> warnings;
+  /// Tables the JSON writer also gives as a top-level key of the result object, an array of
+  /// {column: value} objects (kv-size's "layer_groups"): the key and the index in `tables`.
+  std::vector<std::pair<std::string, std::size_t>> table_keys;
 
   /// Every expectation holds (and there is at least one); also true when skipped (exit 0).
   bool passed() const;

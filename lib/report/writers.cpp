@@ -243,15 +243,16 @@ nlohmann::json to_json(const Result& r) {
     }
     j["tables"].push_back({{"title", t.title}, {"columns", t.columns}, {"rows", std::move(rows)}});
   }
-  for (const auto& t : r.tables) {
-    if (t.key.empty()) continue;
+  for (const auto& [key, index] : r.table_keys) {
+    if (index >= r.tables.size()) continue;
+    const Table& t = r.tables[index];
     nlohmann::json rows = nlohmann::json::array();
     for (const auto& row : t.rows) {
       nlohmann::json jr = nlohmann::json::object();
       for (std::size_t c = 0; c < row.size() && c < t.columns.size(); ++c) jr[t.columns[c]] = cell_json(row[c]);
       rows.push_back(std::move(jr));
     }
-    j[t.key] = std::move(rows);
+    j[key] = std::move(rows);
   }
   j["notes"] = r.notes;
   j["errata"] = r.errata();
