@@ -20,6 +20,9 @@
 //   kvlab roofline --model mixtral-8x7b --batch 16 --ctx 1024
 //   kvlab roofline --model deepseek-v3 --batch 8 --experts 256 --experts-per-token 8
 //   kvlab roofline --config path/to/config.json --gpu h100-sxm --batch 64 --kv-dtype fp8
+//   kvlab roofline --gpu my-gpu.json                   the course's 7B on your own GPU (004 §B.2 (c))
+//   kvlab roofline --bandwidth 936GB/s --peak-flops 71TFLOPS
+//   kvlab roofline --model llama-3-70b --gpu h100-sxm --tp 4 --batch 16
 #include "roofline_check.hpp"
 
 #include <cmath>
@@ -28,6 +31,8 @@
 #include <fmt/format.h>
 
 #include "cost/kv_cache.hpp"
+#include "cost/tensor_parallel.hpp"
+#include "io/hardware.hpp"
 #include "report/writers.hpp"
 #include "support/cost_common.hpp"
 #include "support/options.hpp"
@@ -436,6 +441,74 @@ Result course_table(const RooflineParts& parts) {
   return r;
 }
 
+// ---- with only a device: the course's 7B on it (004 §B.2 (c)) -------------------------------
+
+/// The library's tokens/s against the recomputation's.
+Expectation tokens_expectation(const std::string& at, const DecodeStep& s, const Recomputed& c) {
+  return Expectation{
+      fmt::format("tokens/s bound, {}: library vs the check's own arithmetic", at), "004 §1.5",
+      "tok/s", c.tokens_per_s, c.tokens_tol,
+      fmt::format("rounding only: the step-time bound, relative, + γ_{} for B / time on both paths",
+                  kRateRounds),
+      s.tokens_per_s, std::nullopt, ""};
+}
+
+/// 004 §B.2 (c) "the throughput ceiling of a 7B model at batch 1 on your own GPU": the course's
+/// assumptions (N = 7e9 at 2 B, llama-2-7b's MHA cache, ctx 1024) at batch 1 and 8 on `dev`.
+Result own_device_table(const DeviceSpec& dev, const RooflineParts& parts) {
+  const GpuSpec& g = dev.spec;
+  const ModelSpec m7 = parts.load_model("llama-2-7b");
+  const auto query = [](std::uint64_t b) {
+    return DecodeQuery{kCourseParams, kDefaultWeightBytes, KvQuery{b, 1024, CacheDtype::bf16, {}}};
+  };
+  const DecodeQuery q1 = query(1), q8 = query(8);
+  const DecodeStep s1 = parts.decode_step(m7, g, q1), s8 = parts.decode_step(m7, g, q8);
+  Result r{kName, kSource,
+           fmt::format("The course's 7B (N = 7e9 at 2 B, llama-2-7b's cache, ctx 1024) on {}: batch 1 "
+                       "is {}-bound at {:.4g} tokens/s (intensity {:.3g} against a ridge of {:.4g} "
+                       "FLOP/B); batch 8 reaches {:.4g} tokens/s.",
+                       g.name, bound_name(s1.bound), s1.tokens_per_s, s1.intensity, s1.ridge,
+                       s8.tokens_per_s),
+           {}, {}, {}, {}};
+  Table t{fmt::format("004 §1.5 group 5 on {}: llama-2-7b's cache, N = 7e9, bf16 weights and cache", g.name),
+          {"N params", "batch", "ctx", "weights GiB", "KV GiB", "GFLOP", "GB read", "FLOP/B", "bound",
+           "step ms", "tok/s"},
+          {}};
+  for (const auto& [q, s] : {std::pair{&q1, &s1}, std::pair{&q8, &s8}}) {
+    const std::string at = fmt::format("7B on {}, batch {} × ctx 1024", g.name, q->kv.batch);
+    const Recomputed c = recompute(m7, g, *q);
+    r.expect(intensity_expectation(at, "004 §B.2 (c)", *s, c));
+    r.expect(time_expectation(at, "004 §B.2 (c)", *s, c));
+    r.expect(tokens_expectation(at, *s, c));
+    t.rows.push_back({q->n_params, static_cast<std::int64_t>(q->kv.batch), static_cast<std::int64_t>(q->kv.ctx),
+                      s->weight_bytes / kGiB, static_cast<double>(s->kv_bytes) / kGiB, s->flops / 1e9,
+                      s->bytes / 1e9, s->intensity, bound_name(s->bound), s->time_s * 1e3, s->tokens_per_s});
+  }
+  r.tables.push_back(std::move(t));
+  Table hw{"the device", {"quantity", "value", "unit"}, {}};
+  hw.rows.push_back({"bandwidth", g.bandwidth_bytes_per_s / 1e12, "TB/s"});
+  hw.rows.push_back({"peak (dense bf16 tensor rate)", g.bf16_flops_per_s / 1e12, "TFLOP/s"});
+  hw.rows.push_back({"ridge = peak / bandwidth", s1.ridge, "FLOP/B"});
+  if (dev.memory_known) hw.rows.push_back({"memory", static_cast<double>(g.memory_bytes) / kGB, "GB"});
+  r.tables.push_back(std::move(hw));
+  r.notes.push_back("device: " + dev.provenance + (g.source.empty() ? "" : "; source: " + g.source) + ".");
+  r.notes.push_back(fmt::format(
+      "004 §B.2 (c) asks for this figure on your own GPU: at batch 1 every weight is read once per "
+      "token, so the bound is about bandwidth / (2 B × 7e9) = {:.4g} tokens/s before the KV cache's "
+      "{:.3g} GB; step time = max(bytes / bandwidth, FLOPs / peak).",
+      g.bandwidth_bytes_per_s / (kDefaultWeightBytes * kCourseParams), static_cast<double>(s1.kv_bytes) / kGB));
+  r.notes.push_back("metrics tokens_per_s, time_s, bytes, intensity, kv_bytes and weight_bytes are the "
+                    "batch-1 row; `kvlab roofline --model NAME --gpu ...` costs any model.");
+  r.plots.push_back(roofline_plot(g, {{"7B, batch 1, ctx 1024", s1}, {"7B, batch 8, ctx 1024", s8}}));
+  add_step_metrics(r, s1);
+  r.metric("flops", s1.flops);
+  r.metric("bytes", s1.bytes);
+  r.metric("time_s", s1.time_s);
+  r.metric("tokens_per_s_batch8", s8.tokens_per_s);
+  r.metric("time_s_batch8", s8.time_s);
+  return r;
+}
+
 // ---- with --model or --config: a calculator ------------------------------------------------
 
 /// The parameter figures of the calculator and where each came from (an option or a file field).
@@ -540,12 +613,23 @@ void require_step_fits(const ModelSpec& m, const KvQuery& kv, const std::string&
   require_cache_fits(m, kv, where);
 }
 
+HardwareFlags hardware_flags(const RooflineOptions& o) {
+  return HardwareFlags{o.gpu, o.bandwidth, o.peak_flops, o.memory};
+}
+
 Result calculator(const RooflineOptions& o, const RooflineParts& parts) {
-  const ModelSpec m = resolve_model(o.model, o.config, parts.load_model, parts.read_config);
+  const ModelSpec full = resolve_model(o.model, o.config, parts.load_model, parts.read_config);
   const std::string where = model_origin(o.model, o.config);
-  const GpuSpec g = with_option("--gpu", [&] { return parts.load_gpu(o.gpu.value_or(kDefaultGpu)); });
+  const DeviceSpec dev = resolve_device_flags(hardware_flags(o), kDefaultGpu, parts.load_gpu);
+  const GpuSpec& g = dev.spec;
+  // Tensor parallelism: the step of one device, holding 1/T of the weights and its K/V heads.
+  const std::uint64_t tp = o.tp ? positive_count("--tp", *o.tp) : 1;
+  const TensorParallelShare share = tensor_parallel_share(full, tp);
+  const ModelSpec& m = share.per_device;
   ParamFigures figures = param_figures(o, m, where);
   DecodeQuery& q = figures.query;
+  q.n_params /= static_cast<double>(tp);
+  if (q.moe) q.moe->active_params /= static_cast<double>(tp);
   if (o.weight_bytes) require_finite_range("--weight-bytes", *o.weight_bytes, 1.0 / 64, 64.0);
   q.bytes_per_param = o.weight_bytes.value_or(kDefaultWeightBytes);
   q.kv.batch = o.batch ? positive_count("--batch", *o.batch) : kDefaultBatch;
@@ -557,8 +641,9 @@ Result calculator(const RooflineOptions& o, const RooflineParts& parts) {
   const DecodeStep s = parts.decode_step(m, g, q);
   const Recomputed c = recompute(m, g, q);
   Result r{kName, kSource,
-           fmt::format("One decode step of {} on {} at batch {} × ctx {}: {} / {} = {:.4g} FLOP/B "
+           fmt::format("One decode step of {} on {}{} at batch {} × ctx {}: {} / {} = {:.4g} FLOP/B "
                        "against a ridge of {:.4g}: {}-bound, {:.4g} tokens/s", m.name, g.name,
+                       tp > 1 ? fmt::format(" (one of {} tensor-parallel devices)", tp) : "",
                        q.kv.batch, q.kv.ctx, fmt::format("{:.4g} FLOP", s.flops),
                        fmt::format("{:.4g} B", s.bytes), s.intensity, s.ridge, bound_name(s.bound),
                        s.tokens_per_s),
@@ -611,9 +696,24 @@ Result calculator(const RooflineOptions& o, const RooflineParts& parts) {
         "reads them as.");
 
   const WeightRead& w = s.weights;
-  Table t{fmt::format("decode step: {} on {} ({})", m.name, g.name, g.description),
+  Table t{fmt::format("decode step{}: {} on {} ({})", tp > 1 ? ", per device" : "", m.name, g.name,
+                      g.description),
           {"quantity", "value", "unit / from"}, {}};
-  t.rows.push_back({"parameters N (total)", q.n_params, figures.total_from});
+  if (tp > 1) {
+    t.rows.push_back({"tensor-parallel devices T", static_cast<std::int64_t>(tp), "--tp"});
+    t.rows.push_back({"query heads per device", static_cast<std::int64_t>(share.query_heads),
+                      fmt::format("H / T = {} / {}", full.n_head, tp)});
+    if (m.is_mla())
+      t.rows.push_back({"latent cache per device", "whole", fmt::format("replicated on all {} devices", tp)});
+    else
+      t.rows.push_back({"K/V heads per device", static_cast<std::int64_t>(share.kv_heads),
+                        share.kv_replicas > 1
+                            ? fmt::format("{} K/V heads < T: each replicated on {} devices", full.n_kv_head,
+                                          share.kv_replicas)
+                            : fmt::format("n_kv / T = {} / {}", full.n_kv_head, tp)});
+  }
+  t.rows.push_back({tp > 1 ? "parameters N per device (N / T)" : "parameters N (total)", q.n_params,
+                    figures.total_from});
   if (q.moe) {
     t.rows.push_back({"active parameters per token N_active", q.moe->active_params, figures.active_from});
     if (q.moe->experts) {
@@ -694,15 +794,28 @@ Result calculator(const RooflineOptions& o, const RooflineParts& parts) {
   }
   const ComputeBoundBatch cb = compute_bound_batch(m, g, q);
   r.notes.push_back("compute-bound at this ctx: " + compute_bound_text(cb, s.ridge) + ".");
+  if (tp > 1)
+    r.notes.push_back(fmt::format(
+        "tensor parallelism over {} devices (vLLM's sharding): each holds 1/{} of the weights, {} of "
+        "the {} query heads and {}; every figure above is one device's, and its tokens/s is the "
+        "group's, since the devices decode the same batch together. The all-reduces between them are "
+        "not costed: a bound.",
+        tp, tp, share.query_heads, full.n_head,
+        m.is_mla() ? "the whole latent cache (MLA has no K/V heads to split)"
+        : share.kv_replicas > 1 ? fmt::format("one K/V head ({} heads < {} devices: each is replicated on {})",
+                                              full.n_kv_head, tp, share.kv_replicas)
+                                : fmt::format("{} of the {} K/V heads", share.kv_heads, full.n_kv_head)));
+  if (dev.provenance != g.name + " (catalogue)")
+    r.notes.push_back("device: " + dev.provenance + ".");
   const double footprint = q.n_params * q.bytes_per_param + static_cast<double>(s.kv_bytes);
-  if (footprint > static_cast<double>(g.memory_bytes))
+  if (dev.memory_known && footprint > static_cast<double>(g.memory_bytes))
     r.notes.push_back(fmt::format("all weights + KV = {:.4g} GB exceed the {:.4g} GB of one {}: the "
                                   "figures are a bound for the arithmetic, not a deployable setup.",
                                   footprint / kGB, static_cast<double>(g.memory_bytes) / kGB, g.name));
-  if (o.params && m.num_parameters && static_cast<double>(*m.num_parameters) != q.n_params &&
+  if (o.params && m.num_parameters && static_cast<double>(*m.num_parameters) != *o.params &&
       static_cast<double>(*m.num_parameters) <= 1e15) {
     DecodeQuery qt = q;
-    qt.n_params = static_cast<double>(*m.num_parameters);
+    qt.n_params = static_cast<double>(*m.num_parameters) / static_cast<double>(tp);
     if (qt.moe && qt.moe->active_params > qt.n_params) qt.moe.reset();
     try {
       const DecodeStep st = parts.decode_step(m, g, qt);
@@ -733,13 +846,16 @@ Result calculator(const RooflineOptions& o, const RooflineParts& parts) {
 
 Result run_roofline(const RooflineOptions& opts, const RunContext& /*ctx*/, const RooflineParts& parts) {
   if (!opts.model && !opts.config) {
-    const char* given = opts.gpu ? "--gpu" : opts.batch ? "--batch" : opts.ctx ? "--ctx"
+    const char* given = opts.tp ? "--tp" : opts.batch ? "--batch" : opts.ctx ? "--ctx"
                         : opts.params ? "--params" : opts.active_params ? "--active-params"
                         : opts.experts ? "--experts" : opts.experts_per_token ? "--experts-per-token"
                         : opts.weight_bytes ? "--weight-bytes" : opts.kv_dtype ? "--kv-dtype" : nullptr;
     if (given)
       throw InputError(fmt::format("{}: needs --model or --config (without either, roofline shows "
-                                   "the course's table)", given));
+                                   "the course's table, or with --gpu alone the course's 7B on that GPU)",
+                                   given));
+    const HardwareFlags hw = hardware_flags(opts);
+    if (hw.any()) return own_device_table(resolve_device_flags(hw, "", parts.load_gpu), parts);
     return course_table(parts);
   }
   return calculator(opts, parts);
@@ -778,7 +894,11 @@ class RooflineCheck final : public Check {
            "FLOPs; the bytes count the experts the batch touches, from N_active at batch 1 towards "
            "N, expected under uniform top-k routing when E and k are known (--experts, "
            "--experts-per-token; default num_local_experts, num_experts_per_tok), else the worst "
-           "case min(N, B·N_active). The model is at the top of lib/cost/roofline.hpp.";
+           "case min(N, B·N_active). The model is at the top of lib/cost/roofline.hpp.\n"
+           "Your own GPU: --gpu FILE.json (data/hardware's schema), or --bandwidth and --peak-flops "
+           "(units: 3.35TB/s, 989.5TFLOPS, 80GiB; bare numbers are bytes/s, FLOP/s, bytes), which "
+           "also override a --gpu's figures. With only a device, the course's 7B at batch 1 and 8 "
+           "on it (004 §B.2 (c)). --tp N: one of N tensor-parallel devices (vLLM's sharding).";
   }
   void bind(OptionSet& sub) override {
     model_opt_ = sub.add_option("--model", model_, "Catalogue model, e.g. llama-2-7b (data/models)");
@@ -786,10 +906,28 @@ class RooflineCheck final : public Check {
                       ->type_name("FILE")
                       ->check(PathGiven());
     model_opt_->excludes(config_opt_);
-    gpu_opt_ = sub.add_option("--gpu", gpu_, "Catalogue GPU (data/hardware; default a100-80gb)");
+    gpu_opt_ = sub.add_option("--gpu", gpu_,
+                              "Catalogue GPU (data/hardware; default a100-80gb) or your own FILE.json in "
+                              "its schema; alone: the course's 7B at batch 1 and 8 on it")
+                   ->type_name("NAME|FILE");
+    bandwidth_opt_ = sub.add_option("--bandwidth", bandwidth_,
+                                    "Memory bandwidth, e.g. 3.35TB/s or 900GiB/s (bare number: bytes/s); "
+                                    "overrides --gpu's, or with --peak-flops defines the device")
+                         ->type_name("RATE");
+    peak_opt_ = sub.add_option("--peak-flops", peak_flops_,
+                               "Dense bf16 peak, e.g. 989.5TFLOPS (bare number: FLOP/s); overrides "
+                               "--gpu's, or with --bandwidth defines the device")
+                    ->type_name("RATE");
+    memory_opt_ = sub.add_option("--memory", memory_,
+                                 "Device memory, e.g. 80GiB or 141GB (bare number: bytes)")
+                      ->type_name("SIZE");
+    tp_opt_ = sub.add_option("--tp", tp_, "Tensor-parallel devices: weights and K/V heads split over N "
+                                          "(K/V heads replicated when N exceeds them), per device")
+                  ->check(IntRange(1, 1024));
     const auto positive = PositiveCount();
     batch_opt_ = sub.add_option("--batch", batch_, "Sequences decoded together (default 1)")->check(positive);
-    ctx_opt_ = sub.add_option("--ctx", ctx_, "Cached positions per sequence (default 4096)")->check(positive);
+    ctx_opt_ = sub.add_option("--ctx", ctx_, "Cached positions per sequence, e.g. 4096, 4k, 128k (default 4096)")
+                   ->transform(TokenCount());
     params_opt_ = sub.add_option("--params", params_,
                                  "All parameters N, every expert of an MoE, e.g. 7e9 (default num_parameters)")
                       ->check(FiniteRange(1.0, 1e15));
@@ -812,6 +950,10 @@ class RooflineCheck final : public Check {
     if (model_opt_ && model_opt_->given()) o.model = model_;
     if (config_opt_ && config_opt_->given()) o.config = config_;
     if (gpu_opt_ && gpu_opt_->given()) o.gpu = gpu_;
+    if (bandwidth_opt_ && bandwidth_opt_->given()) o.bandwidth = bandwidth_;
+    if (peak_opt_ && peak_opt_->given()) o.peak_flops = peak_flops_;
+    if (memory_opt_ && memory_opt_->given()) o.memory = memory_;
+    if (tp_opt_ && tp_opt_->given()) o.tp = tp_;
     if (batch_opt_ && batch_opt_->given()) o.batch = batch_;
     if (ctx_opt_ && ctx_opt_->given()) o.ctx = ctx_;
     if (params_opt_ && params_opt_->given()) o.params = params_;
@@ -824,13 +966,14 @@ class RooflineCheck final : public Check {
   }
 
  private:
-  std::string model_, config_, gpu_, kv_dtype_;
-  std::int64_t batch_ = 1, ctx_ = 4096, experts_ = 1, experts_per_token_ = 1;
+  std::string model_, config_, gpu_, kv_dtype_, bandwidth_, peak_flops_, memory_;
+  std::int64_t batch_ = 1, ctx_ = 4096, experts_ = 1, experts_per_token_ = 1, tp_ = 1;
   double params_ = 0.0, active_params_ = 0.0, weight_bytes_ = 2.0;
   Option *model_opt_ = nullptr, *config_opt_ = nullptr, *gpu_opt_ = nullptr, *batch_opt_ = nullptr,
               *ctx_opt_ = nullptr, *params_opt_ = nullptr, *active_opt_ = nullptr,
               *experts_opt_ = nullptr, *per_token_opt_ = nullptr, *wbytes_opt_ = nullptr,
-              *dtype_opt_ = nullptr;
+              *dtype_opt_ = nullptr, *bandwidth_opt_ = nullptr, *peak_opt_ = nullptr,
+              *memory_opt_ = nullptr, *tp_opt_ = nullptr;
 };
 
 KVLAB_REGISTER_CHECK(50, RooflineCheck);

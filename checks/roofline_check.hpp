@@ -15,11 +15,17 @@
 namespace kvlab::checks {
 
 /// The flags of `kvlab roofline`. With neither model nor config the check reproduces the course's
-/// decode table (004 §1.5 group 5), and the other fields must be empty.
+/// decode table (004 §1.5 group 5); with only a device (--gpu and/or --bandwidth, --peak-flops,
+/// --memory) the course's 7B at batch 1 and 8 on that device (004 §B.2 (c)); other fields need a
+/// model.
 struct RooflineOptions {
   std::optional<std::string> model;         ///< --model NAME (catalogue)
   std::optional<std::string> config;        ///< --config PATH (a Hugging Face config.json)
-  std::optional<std::string> gpu;           ///< --gpu NAME, default a100-80gb
+  std::optional<std::string> gpu;           ///< --gpu NAME or FILE.json, default a100-80gb
+  std::optional<std::string> bandwidth;     ///< --bandwidth, e.g. "3.35TB/s" (io/units.hpp)
+  std::optional<std::string> peak_flops;    ///< --peak-flops, e.g. "989.5TFLOPS"
+  std::optional<std::string> memory;        ///< --memory, e.g. "80GiB"
+  std::optional<std::int64_t> tp;           ///< --tp: tensor-parallel devices, default 1
   std::optional<std::int64_t> batch;        ///< --batch, default 1
   std::optional<std::int64_t> ctx;          ///< --ctx, default 4096
   std::optional<double> params;             ///< --params: all parameters N (every expert of an

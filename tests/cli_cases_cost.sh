@@ -61,7 +61,7 @@ expect_usage_error --params roofline --config "$configs/hf_llama_2_7b.json"
 expect_usage_error --weight-bytes roofline --model llama-2-7b --weight-bytes 0
 expect_usage_error --gpu roofline --model llama-2-7b --gpu nosuch
 expect_usage_error a100-80gb roofline --model llama-2-7b --gpu nosuch
-expect_usage_error --gpu roofline --gpu h200
+expect_usage_error --gpu roofline --gpu nosuch
 expect_usage_error --batch roofline --model llama-2-7b --batch 0
 expect_usage_error "overflows 64 bits" roofline --model llama-3.1-405b --batch 4000000000 --ctx 4000000000
 expect_usage_error "--batch × --ctx" roofline --model llama-3.1-405b --batch 4000000000 --ctx 4000000000

@@ -245,7 +245,9 @@ TEST_CASE("roofline calculator: done-when, and it fails with a wrong step") {
 TEST_CASE("roofline: option errors name the option") {
   RooflineOptions o;
   o.gpu = "h100-sxm";
-  CHECK(input_error([&] { run_roofline(o, RunContext{}); }).find("--gpu: needs --model") != std::string::npos);
+  o.batch = 8;  // --gpu alone runs the course's 7B on it; --batch still needs a model
+  CHECK(input_error([&] { run_roofline(o, RunContext{}); }).find("--batch: needs --model") != std::string::npos);
+  o.batch.reset();
   o.model = "llama-2-7b";
   o.gpu = "nosuch";
   const std::string gpu = input_error([&] { run_roofline(o, RunContext{}); });

@@ -11,6 +11,7 @@
 //   kvlab explain <check>          the derivation behind a check's claim, with its source
 //   kvlab quiz [--answers]         the course's estimation drills, asked or as a worksheet
 //   kvlab cheatsheet [TABLE...]    the course's numeric tables, computed by the library
+//   kvlab plan --model M --gpu G --ctx N [--batch B] [--tp T]   does it fit, max batch, bounds
 //   kvlab train --out F            train a byte-level mini-GPT on the fortunes text
 //   kvlab model init --out F       a seeded random mini-GPT as safetensors (docs/weights.md)
 //   kvlab perplexity --weights F   validation loss and perplexity of a weights file
@@ -43,6 +44,7 @@
 #include "machine_command.hpp"
 #include "model_command.hpp"
 #include "parity_command.hpp"
+#include "plan_command.hpp"
 #include "quiz_command.hpp"
 #include "train_command.hpp"
 #include "support/check.hpp"
@@ -269,6 +271,8 @@ int run_cli(int argc, char** argv) {
 
   kvlab::app::CheatsheetFlags cheatsheet_flags;
   auto* cheatsheet = kvlab::app::add_cheatsheet_command(app, cheatsheet_flags);
+  kvlab::app::PlanFlags plan_flags;
+  auto* plan = kvlab::app::add_plan_command(app, plan_flags);
   kvlab::app::ModelInitFlags model_init_flags;
   auto* model_init = kvlab::app::add_model_command(app, model_init_flags);
   kvlab::app::PerplexityFlags perplexity_flags;
@@ -351,6 +355,7 @@ int run_cli(int argc, char** argv) {
     if (explain->parsed()) return explain_check(checks, explain_name);
     if (quiz->parsed()) return kvlab::app::run_quiz(quiz_flags, std::cin, std::cout);
     if (cheatsheet->parsed()) return kvlab::app::run_cheatsheet(cheatsheet_flags, std::cout);
+    if (plan->parsed()) return kvlab::app::run_plan(plan_flags, std::cout);
     if (machine->parsed()) return kvlab::app::run_machine(machine_flags, std::cout);
     if (bench->parsed()) return kvlab::app::run_bench(bench_flags, std::cout);
     if (parity->parsed()) return kvlab::app::run_parity_command(parity_flags, std::cout);

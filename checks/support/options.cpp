@@ -9,6 +9,9 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include "core/error.hpp"
+#include "io/units.hpp"
+
 namespace kvlab::checks {
 
 namespace {
@@ -51,6 +54,20 @@ Validator IntRange(std::int64_t lo, std::int64_t hi) {
       fmt::format("INT in [{}, {}]", lo, hi)));
 }
 
+Validator TokenCount(std::int64_t hi) {
+  return wrap(CLI::Validator(
+      [hi](std::string& input) -> std::string {
+        try {
+          input = std::to_string(parse_token_count("", input, static_cast<std::uint64_t>(hi)));
+          return {};
+        } catch (const InputError& e) {
+          std::string msg = e.what();  // ": must be a token count ..."; CLI11 names the option
+          return msg.substr(msg.find("must"));
+        }
+      },
+      fmt::format("TOKENS in [1, {}] (4k, 128k, 1M)", hi)));
+}
+
 Validator IsMember(std::vector<std::string> allowed) { return wrap(CLI::IsMember(std::move(allowed))); }
 
 Validator PathGiven() {
@@ -63,6 +80,11 @@ Validator PathGiven() {
 
 Option* Option::check(const Validator& v) {
   impl_->check(static_cast<const CLI::Validator&>(v));
+  return this;
+}
+
+Option* Option::transform(const Validator& v) {
+  impl_->transform(static_cast<const CLI::Validator&>(v));
   return this;
 }
 

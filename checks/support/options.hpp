@@ -13,6 +13,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <deque>
 #include <memory>
 #include <optional>
@@ -47,6 +48,11 @@ Validator FiniteRange(double lo, double hi);
 /// Accepts a base-10 integer in [lo, hi]; rejects anything else, naming the allowed range.
 Validator IntRange(std::int64_t lo, std::int64_t hi);
 
+/// Accepts a token count in [1, hi]: digits, or digits with k (× 1,024) or M (× 1,048,576), e.g.
+/// "4096", "4k", "128k", "1M" (io/units.hpp parse_token_count); the value reaches the integer
+/// option as its digits, so bind it with Option::transform, not check.
+Validator TokenCount(std::int64_t hi = std::numeric_limits<std::int64_t>::max());
+
 /// Accepts exactly one of `allowed` (case-sensitive).
 Validator IsMember(std::vector<std::string> allowed);
 
@@ -56,6 +62,9 @@ class Option {
   explicit Option(CLI::Option* impl) : impl_(impl) {}
   /// Adds a validator (applied to every value given); returns this option for chaining.
   Option* check(const Validator& v);
+  /// Adds a validator that may rewrite the value before it is converted (TokenCount: "4k" ->
+  /// "4096"); returns this option for chaining.
+  Option* transform(const Validator& v);
   /// The placeholder --help shows for the value (e.g. "FILE").
   Option* type_name(const std::string& name);
   /// Refuses this option and `other` on one command line (CLI11's "--a excludes --b").

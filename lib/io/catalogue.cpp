@@ -794,7 +794,14 @@ std::string local_hardware_path() {
   return "kvlab-local.json";
 }
 
+GpuSpec read_gpu_config(const std::string& path) {
+  const std::string origin = printable(path);
+  return parse_gpu_config(read_text_file(path), origin, origin);
+}
+
 GpuSpec load_gpu(const std::string& name) {
+  const bool is_path = name.find('/') != std::string::npos || (name.size() > 5 && name.ends_with(".json"));
+  if (is_path) return read_gpu_config(name);
   if (name == "local") {
     const std::string path = local_hardware_path();
     std::error_code ec;

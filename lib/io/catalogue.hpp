@@ -192,7 +192,13 @@ GpuSpec parse_gpu_config(const std::string& text, const std::string& origin,
 /// The catalogue's GPU names (data_dir()/hardware/*.json stems), sorted; InputError as model_names.
 std::vector<std::string> gpu_names();
 
-/// A catalogue GPU by name ("a100-80gb"). Throws InputError "unknown GPU 'x' (known: ...)" for an
+/// Reads and validates a hardware file at `path` in the data/hardware schema (a student's own GPU).
+/// Throws InputError, one line, naming the path: what read_model_config refuses of a file, and
+/// everything parse_gpu_spec rejects.
+GpuSpec read_gpu_config(const std::string& path);
+
+/// A catalogue GPU by name ("a100-80gb"), or a hardware file when the argument contains '/' or
+/// ends in ".json" (read_gpu_config). Throws InputError "unknown GPU 'x' (known: ...)" for an
 /// unknown name, and a one-line error for a malformed catalogue file.
 /// The name "local" is this machine as `kvlab machine --save` measured it, read from
 /// local_hardware_path() (not from the catalogue, which holds datasheet figures only); InputError
