@@ -56,3 +56,11 @@ rm -rf "$budget_tmp"
 # (an internal error after minutes of building); gqa-meanpool --long refused its uptraining only
 # after the evaluation's seconds of work.
 expect_usage_error --max-cached-tokens cpu-roofline --batch 256
+
+# KVLAB_WORK_BUDGET: the refusal says how to raise the budget on purpose; a value that is not
+# seconds from 1 to 86400 is one line naming the variable.
+expect_usage_error "KVLAB_WORK_BUDGET=SECONDS" machine --gemm-n 8192 --repeats 100
+KVLAB_WORK_BUDGET=abc expect_usage_error KVLAB_WORK_BUDGET machine --gemm-n 8192 --repeats 100
+KVLAB_WORK_BUDGET=0 expect_usage_error KVLAB_WORK_BUDGET machine --gemm-n 8192 --repeats 100
+KVLAB_WORK_BUDGET=nan expect_usage_error KVLAB_WORK_BUDGET machine --gemm-n 8192 --repeats 100
+KVLAB_WORK_BUDGET="$(printf '9\033[2J')" expect_usage_error KVLAB_WORK_BUDGET machine --gemm-n 8192 --repeats 100

@@ -22,7 +22,7 @@ bool mentions(const std::string& text, const std::string& word) { return text.fi
 TEST_CASE("work budget: the refusal is one line naming the flags, the estimate and the budget") {
   CHECK_NOTHROW(require_work_budget(59.0, "--x 1", "at most --x 2"));
   const std::string e = test::input_error([] { require_work_budget(95.4, "--windows 4096 x --tokens 8", "at most --windows 10"); });
-  CHECK(e == "--windows 4096 x --tokens 8: about 95 s of work, over the 60 s budget; at most --windows 10");
+  CHECK(e == "--windows 4096 x --tokens 8: about 95 s of work, over the 60 s budget; at most --windows 10 (KVLAB_WORK_BUDGET=SECONDS raises it)");
   CHECK(mentions(test::input_error([] { require_work_budget(NAN, "--x 1", "h"); }), "far more"));
   CHECK(mentions(test::input_error([] { require_work_budget(1e300, "--x 1", "h"); }), "far more"));
   const std::string m = test::input_error([] { require_memory_budget(38e9, "--d-model 4096", "smaller"); });

@@ -160,7 +160,7 @@ int run_model_init(const ModelInitFlags& f, std::ostream& out) {
                         fmt::format("at most {:.0f} million parameters (drawn in float64, then converted)",
                                     kMemoryBudgetBytes / kModelInitBytesPerParam / 1e6));
   require_work_budget(kBudgetMargin * n / kRefModelInitParamsPerSecond, fmt::format("{} ({} parameters)", shape, params),
-                      fmt::format("at most {:.0f} million parameters", kWorkBudgetSeconds * kRefModelInitParamsPerSecond / 1e6));
+                      fmt::format("at most {:.0f} million parameters", work_budget_seconds() * kRefModelInitParamsPerSecond / 1e6));
   check_output_target(f.out, "--out");  // before the model is drawn; nothing is created yet
   const MiniGPT<double> model(c, static_cast<std::uint64_t>(f.seed));
   try {  // through a temporary renamed into place (io/safe_write.hpp)

@@ -18,8 +18,13 @@
 
 namespace kvlab {
 
-/// Seconds of CPU (user + sys) that one run may take on the reference machine.
+/// Seconds of CPU (user + sys) that one run may take on the reference machine, by default.
 inline constexpr double kWorkBudgetSeconds = 60.0;
+/// The budget in force: kWorkBudgetSeconds, or the environment variable KVLAB_WORK_BUDGET (seconds,
+/// 1 to 86400) for a user who wants a long run on purpose (e.g. `KVLAB_WORK_BUDGET=900 kvlab
+/// gqa-meanpool --long`, the uptraining of 004 §B.4). Read once. Throws InputError naming
+/// KVLAB_WORK_BUDGET when it is set to anything else.
+double work_budget_seconds();
 /// Estimates multiply the work by this before dividing by a rate. 1: the rates themselves were
 /// measured under load (see above); an estimate that is an upper bound by construction (spec-real's
 /// generation) adds its own factor where it is made.
@@ -50,7 +55,8 @@ inline constexpr double kRefModelInitParamsPerSecond = 3e6;
 inline constexpr double kModelInitBytesPerParam = 24.0;
 
 /// Throws InputError when `seconds` (an estimate already including kBudgetMargin) is over
-/// kWorkBudgetSeconds: "FLAGS: about N s of work, over the 60 s budget; HINT". `flags` names the
+/// work_budget_seconds(): "FLAGS: about N s of work, over the 60 s budget; HINT (KVLAB_WORK_BUDGET=...
+/// raises it)". `flags` names the
 /// options as the user typed them with their values ("--windows 4096 x --weights F"); `hint` says
 /// what fits ("at most --windows 1200 with this model"). Non-finite `seconds` counts as over.
 void require_work_budget(double seconds, const std::string& flags, const std::string& hint);
@@ -63,7 +69,7 @@ void require_memory_budget(double bytes, const std::string& flags, const std::st
 /// lo - 1 when not even lo fits. Bisection: O(log(hi - lo)) calls. For the "at most" hints.
 std::int64_t largest_fitting(std::int64_t lo, std::int64_t hi, const std::function<bool(std::int64_t)>& fits);
 
-/// Whether `seconds` (an estimate) is within kWorkBudgetSeconds.
-inline bool within_work_budget(double seconds) { return seconds <= kWorkBudgetSeconds; }
+/// Whether `seconds` (an estimate) is within work_budget_seconds().
+inline bool within_work_budget(double seconds) { return seconds <= work_budget_seconds(); }
 
 }  // namespace kvlab
