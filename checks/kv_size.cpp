@@ -566,7 +566,8 @@ class KvSizeCheck final : public Check {
     model_opt_->excludes(config_opt_);
     const auto positive = PositiveCount();
     batch_opt_ = sub.add_option("--batch", batch_, "Sequences in the batch (default 1)")->check(positive);
-    ctx_opt_ = sub.add_option("--ctx", ctx_, "Cached positions per sequence (default 4096)")->check(positive);
+    ctx_opt_ = sub.add_option("--ctx", ctx_, "Cached positions per sequence, e.g. 4096, 4k, 128k (default 4096)")
+                   ->transform(TokenCount());
     dtype_opt_ = sub.add_option("--kv-dtype", kv_dtype_, "Cache element type (default bf16)")
                      ->check(IsMember({"fp32", "fp16", "bf16", "fp8", "int8", "int4"}));
     heads_opt_ = sub.add_option("--kv-heads", kv_heads_,

@@ -201,7 +201,8 @@ class MaxBatch final : public Check {
     model_ = sub.add_option("--model", model_v_, "Catalogue model (default llama-3-70b)");
     gpu_ = sub.add_option("--gpu", gpu_v_, "Catalogue GPU (default a100-80gb)");
     gpus_ = sub.add_option("--gpus", gpus_v_, "GPUs the weights are sharded across (default 8)")->check(IntRange(1, 4096));
-    ctx_ = sub.add_option("--ctx", ctx_v_, "Tokens per sequence (default 4096)")->check(IntRange(1, std::int64_t{1} << 32));
+    ctx_ = sub.add_option("--ctx", ctx_v_, "Tokens per sequence, e.g. 4096, 4k, 128k (default 4096)")
+               ->transform(TokenCount(std::int64_t{1} << 32));
     dtype_ = sub.add_option("--kv-dtype", dtype_v_, "Cache element type (default fp16)")
                  ->check(IsMember({"fp32", "fp16", "bf16", "fp8", "int8", "int4"}));
     params_ = sub.add_option("--params", params_v_, "Parameters N (default the model's num_parameters)")

@@ -88,4 +88,14 @@ expect_usage_error --params plan --config "$(dirname "$0")/data/configs/hf_qwen2
 expect_usage_error --tp plan --model llama-3-70b --gpu h100-sxm --tp 3 --ctx 4k
 expect_usage_error --model plan --model nosuch --gpu h100-sxm --ctx 4k
 expect_usage_error --model plan --gpu h100-sxm --ctx 4k
+# Size suffixes wherever a token count is: 4k = 4,096 in kv-size, max-batch, roofline and the
+# cheatsheet, the same output as the digits.
+for cmd in "kv-size --model llama-3-8b" "max-batch" "roofline --model llama-2-7b --params 7e9" "cheatsheet 000-9.1"; do
+  # shellcheck disable=SC2086
+  a=$("$kvlab" $cmd --ctx 32k --format json 2>&1); b=$("$kvlab" $cmd --ctx 32768 --format json 2>&1)
+  if [ "$a" = "$b" ] && [ -n "$a" ]; then echo "ok: $cmd --ctx 32k = --ctx 32768"
+  else echo "FAIL: $cmd --ctx 32k differs from --ctx 32768"; failures=$((failures + 1)); fi
+done
+expect_usage_error --ctx kv-size --ctx 1.5k
+expect_usage_error --ctx max-batch --ctx 0k
 rm -rf "$hw_tmp"

@@ -31,8 +31,8 @@ CLI::App* add_cheatsheet_command(CLI::App& app, CheatsheetFlags& f) {
   sub->add_flag("--list", f.list, "List the tables with their sources");
   sub->add_option("--format", f.format, "Output: text (default), md, csv or json")
       ->check(CLI::IsMember({"text", "md", "csv", "json"}));
-  sub->add_option("--ctx", f.ctx, fmt::format("Cached tokens per sequence, 1 to {}", kMaxCheatsheetCtx))
-      ->check(kvlab::checks::IntRange(1, static_cast<std::int64_t>(kMaxCheatsheetCtx)));
+  sub->add_option("--ctx", f.ctx, fmt::format("Cached tokens per sequence, 1 to {} (4k, 128k, 1M accepted)", kMaxCheatsheetCtx))
+      ->transform(kvlab::checks::TokenCount(static_cast<std::int64_t>(kMaxCheatsheetCtx)));
   sub->add_option("--batch", f.batch, fmt::format("Sequences, 1 to {}", kMaxCheatsheetBatch))
       ->check(kvlab::checks::IntRange(1, static_cast<std::int64_t>(kMaxCheatsheetBatch)));
   std::vector<std::string> dtypes;
