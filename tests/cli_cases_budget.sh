@@ -8,7 +8,7 @@ expect_usage_error "--size-mib 16384" machine --size-mib 16384
 expect_usage_error "--d-model 4096" cpu-roofline --d-model 4096 --layers 48
 expect_usage_error "--repeats 50" cpu-roofline --repeats 50 --stream-mib 4096
 expect_usage_error "--repeats 100" bench decode --d-model 4096 --layers 32 --ctx 8192 --steps 1000 --repeats 100
-expect_usage_error "--layers 32" model init --out "$(mktemp -u).safetensors" --layers 32 --d-model 1024
+expect_usage_error "budget of 67108864" model init --out "$(mktemp -u).safetensors" --layers 32 --d-model 1024
 # The trained pair and the fortunes text decide whether the trained modes run (they are skipped,
 # exit 0, without them); with them, the largest counts are over the budget.
 if [ -f "$(dirname "$0")/../data/weights/target.safetensors" ] && [ -d /usr/share/games/fortunes ]; then

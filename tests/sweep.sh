@@ -63,7 +63,7 @@ st_overlap='{"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},"b":{"dtype":"
 { le64 ${#st_header}; printf '%s' "$st_header"; printf '\0\0\0\0\0\0\0\0'; } > "$tmp/st_not_a_model.safetensors"
 file_values+=("$tmp"/st_*.safetensors)
 for f in "$here"/data/configs/*.json; do
-  case $(basename "$f") in hf_*) ;; *) file_values+=("$f") ;; esac  # the valid ones are hf_*.json
+  case $(basename "$f") in hf_*|real_*) ;; *) file_values+=("$f") ;; esac  # valid: hf_*.json, real_*.json
 done
 
 # Benchmarks (Check::is_bench(), "bench": true in `kvlab list --format json`) run with --quick, so an

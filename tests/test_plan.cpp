@@ -177,7 +177,9 @@ TEST_CASE("plan golden: llama-2-7b on h100-sxm, ctx 4096 × batch 1") {
 }
 
 TEST_CASE("plan golden: llama-3-8b (GQA) on h100-sxm and a100-80gb, ctx 8192 × batch 16") {
-  for (const auto& [gpu, bw] : {std::pair{"h100-sxm", 3.35e12}, std::pair{"a100-80gb", 2039e9}}) {
+  for (const auto& gpu_bw : {std::pair{"h100-sxm", 3.35e12}, std::pair{"a100-80gb", 2039e9}}) {
+    const char* gpu = gpu_bw.first;  // not a structured binding: CAPTURE's lambda cannot take one (clang)
+    const double bw = gpu_bw.second;
     CAPTURE(gpu);
     const kvlab::Plan p = plan("llama-3-8b", gpu, 8192, 16);
     CHECK(p.weights_bytes == 16'060'522'496.0);              // 8,030,261,248 × 2

@@ -414,7 +414,8 @@ int main(int argc, char** argv) {
     std::cerr << "kvlab: internal error: " << e.what() << '\n';
     return kExitInternal;
   }
-  if (const std::string why = kvlab::stdout_error(); !why.empty()) {
+  // A failed write to stdout is the error, unless one was already reported (one line, exit 2).
+  if (const std::string why = kvlab::stdout_error(); !why.empty() && status != kExitUsage) {
     std::cerr << "kvlab: cannot write the report to standard output: " << why << '\n';
     return kExitUsage;
   }

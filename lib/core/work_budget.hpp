@@ -49,10 +49,6 @@ inline constexpr double kRefModelFlopsPerSecond = 8e9;
 /// Seeded N(0, 1) float32 draws per CPU second, with the copy into the fast layout (a benchmark's
 /// MiniGPT<float> and cache; 25e6 measured with cpu-roofline's default model).
 inline constexpr double kRefRandomFloatsPerSecond = 15e6;
-/// Parameters per CPU second of `kvlab model init` (drawn in float64, converted, written; 3.8e6
-/// measured at 35M parameters), which holds 24 bytes per parameter at its peak.
-inline constexpr double kRefModelInitParamsPerSecond = 3e6;
-inline constexpr double kModelInitBytesPerParam = 24.0;
 
 /// Throws InputError when `seconds` (an estimate already including kBudgetMargin) is over
 /// work_budget_seconds(): "FLAGS: about N s of work, over the 60 s budget; HINT (KVLAB_WORK_BUDGET=...
