@@ -275,12 +275,15 @@ echo "old entry" > local.json; keep local.json
 KVLAB_LOCAL_HARDWARE=/dev/full attack "machine --save to /dev/full" 2 machine --save --size-mib 16 --repeats 1 --gemm-n 64
 # shellcheck disable=SC2016
 # ulimit -f 0 holds for every file the process writes, its stderr file too: the error line goes
-# through a pipe to a process outside the limit.
-run_bounded env KVLAB_LOCAL_HARDWARE="$tmp/local.json" bash -c \
+# through a pipe to a process outside the limit. (LLVM's OpenMP runtime cannot start under it: a
+# clang build skips the case.)
+ldd "$kvlab" 2>/dev/null | grep -q 'libomp\.so' || run_bounded env KVLAB_LOCAL_HARDWARE="$tmp/local.json" bash -c \
   'bash -c "ulimit -f 0; exec \"\$0\" machine --save --size-mib 16 --repeats 1 --gemm-n 64 >/dev/null" "$0" 2>&1 | cat >&2
    exit "${PIPESTATUS[0]}"' "$kvlab"
-contract "machine --save, full disk, existing entry" 2
-kept "machine --save, full disk, existing entry" local.json
+if ! ldd "$kvlab" 2>/dev/null | grep -q 'libomp\.so'; then
+  contract "machine --save, full disk, existing entry" 2
+  kept "machine --save, full disk, existing entry" local.json
+fi
 keep m.safetensors
 run_bounded bash -c 'ulimit -f 8; exec "$0" model init --seed 9 --out m.safetensors --vocab 256 --block-size 96 --d-model 32 --heads 4 --kv-heads 2 --head-dim 8' "$kvlab"
 contract "model init --out EXISTING on a full disk" 2
