@@ -1,10 +1,12 @@
-// causal-mask (004 §3.3; 000 §6.3): options and the testable entry point. See causal_mask.cpp.
+// causal-mask (004 §3.3; 000 §6.3): options, what it measures, and its testable steps. See causal_mask.cpp.
 #pragma once
 
 #include <functional>
+#include <string>
+#include <vector>
 
 #include "attention/causal_mask.hpp"
-#include "support/check.hpp"
+#include "support/spec.hpp"
 
 namespace kvlab::checks {
 
@@ -25,7 +27,37 @@ struct CausalMaskParts {
   QueryOffset query_offset;
 };
 
-/// Runs the check. Throws InputError on out-of-range options.
+/// One of the three cases (prefill T = S, decode T = 1, a chunk T < S), as measured.
+struct MaskCase {
+  std::string name;            ///< "prefill (T = S)"
+  int queries = 0;             ///< T
+  int vs_tril = 0;             ///< cells where the mask from positions differs from tril(S − T)
+  int kernel_vs_positions = 0; ///< cells where grouped_query_attention's mask differs from it
+  AttentionMask kernel;        ///< the mask read off grouped_query_attention
+};
+
+/// What causal-mask measured: cell counts and the masks themselves (for the tables).
+struct CausalMaskMeasured {
+  CausalMaskOptions options;
+  std::uint64_t seed = 0;          ///< unused by the masks; printed so the report says so
+  std::vector<MaskCase> cases;
+  AttentionMask decode_lower_right;  ///< 1 query over S keys, from positions
+  AttentionMask decode_top_left;     ///< the same under is_causal (tril(0))
+  int decode_kernel_visible = 0;     ///< keys the decode query sees in grouped_query_attention
+  int chunk_cells_wrong_top_left = 0;  ///< cells where tril(0) differs from lower-right for the chunk
+};
+
+/// Builds and reads every mask. Throws InputError on out-of-range options.
+CausalMaskMeasured measure_causal_mask(const CausalMaskOptions& o, const RunContext& ctx,
+                                       const CausalMaskParts& parts = {});
+/// The verdict rows: every comparison is a count of mask cells, exact (tolerance 0).
+std::vector<Expectation> judge_causal_mask(const CausalMaskMeasured& m);
+
+/// The check as data (registered as `causal-mask`).
+const CheckDef<CausalMaskOptions, CausalMaskMeasured>& causal_mask_check();
+
+/// Runs the check with `parts` (validate, measure, judge, present). Throws InputError on
+/// out-of-range options.
 Result run_causal_mask(const CausalMaskOptions& o, const RunContext& ctx, const CausalMaskParts& parts = {});
 
 /// The mask grouped_query_attention applies for T queries starting at q_pos0 over S keys, read

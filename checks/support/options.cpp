@@ -98,6 +98,11 @@ Option* Option::excludes(Option* other) {
   return this;
 }
 
+Option* Option::show_default() {
+  impl_->capture_default_str();
+  return this;
+}
+
 bool Option::given() const { return impl_->count() > 0; }
 
 Option* OptionSet::keep(CLI::Option* impl) { return &options_.emplace_back(impl); }
@@ -118,6 +123,17 @@ Option* OptionSet::add_option(const std::string& name, std::string& target, cons
   return keep(sub_.add_option(name, target, help));
 }
 Option* OptionSet::add_option(const std::string& name, std::optional<int>& target, const std::string& help) {
+  return keep(sub_.add_option(name, target, help));
+}
+Option* OptionSet::add_option(const std::string& name, std::optional<std::int64_t>& target,
+                              const std::string& help) {
+  return keep(sub_.add_option(name, target, help));
+}
+Option* OptionSet::add_option(const std::string& name, std::optional<double>& target, const std::string& help) {
+  return keep(sub_.add_option(name, target, help));
+}
+Option* OptionSet::add_option(const std::string& name, std::optional<std::string>& target,
+                              const std::string& help) {
   return keep(sub_.add_option(name, target, help));
 }
 Option* OptionSet::add_option(const std::string& name, std::vector<int>& target, const std::string& help) {

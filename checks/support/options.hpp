@@ -69,6 +69,8 @@ class Option {
   Option* type_name(const std::string& name);
   /// Refuses this option and `other` on one command line (CLI11's "--a excludes --b").
   Option* excludes(Option* other);
+  /// Shows the bound variable's current value as the default in --help ("[8]").
+  Option* show_default();
   /// Whether the option appeared on the command line (after parsing).
   bool given() const;
 
@@ -91,6 +93,9 @@ class OptionSet {
   Option* add_option(const std::string& name, std::string& target, const std::string& help);
   /// An option whose absence matters (the check derives a default): empty unless given.
   Option* add_option(const std::string& name, std::optional<int>& target, const std::string& help);
+  Option* add_option(const std::string& name, std::optional<std::int64_t>& target, const std::string& help);
+  Option* add_option(const std::string& name, std::optional<double>& target, const std::string& help);
+  Option* add_option(const std::string& name, std::optional<std::string>& target, const std::string& help);
   /// A list option: one or more values after the flag ("--contexts 128 512 4096").
   Option* add_option(const std::string& name, std::vector<int>& target, const std::string& help);
   Option* add_option(const std::string& name, std::vector<std::int64_t>& target, const std::string& help);

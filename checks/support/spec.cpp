@@ -1,0 +1,57 @@
+// The option table's rules (support/spec.hpp): one wording for the command line and for validate_options.
+#include "support/spec.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "core/error.hpp"
+
+namespace kvlab::checks {
+
+void require_allowed(const std::string& flag, const Allowed& allowed, double v) {
+  switch (allowed.kind) {
+    case Allowed::Kind::any:
+    case Allowed::Kind::one_of:
+      return;
+    case Allowed::Kind::integers:
+      if (v != std::floor(v) || v < allowed.lo || v > allowed.hi)
+        throw InputError(fmt::format("{}: must be an integer in [{}, {}] (got {})", flag, allowed.lo, allowed.hi, v));
+      return;
+    case Allowed::Kind::tokens:
+      if (v != std::floor(v) || v < 1 || v > allowed.hi)
+        throw InputError(fmt::format("{}: must be a token count in [1, {}] (got {})", flag, allowed.hi, v));
+      return;
+    case Allowed::Kind::reals:
+      if (!std::isfinite(v) || v < allowed.lo || v > allowed.hi)
+        throw InputError(
+            fmt::format("{}: must be a finite number in [{}, {}] (got {})", flag, allowed.lo, allowed.hi, v));
+      return;
+  }
+}
+
+void require_allowed(const std::string& flag, const Allowed& allowed, const std::string& v) {
+  if (allowed.kind != Allowed::Kind::one_of) return;
+  if (std::find(allowed.members.begin(), allowed.members.end(), v) == allowed.members.end())
+    throw InputError(fmt::format("{}: must be one of {} (got '{}')", flag, fmt::join(allowed.members, ", "),
+                                 printable(v)));
+}
+
+std::optional<Validator> validator_for(const Allowed& allowed) {
+  switch (allowed.kind) {
+    case Allowed::Kind::any:
+      return std::nullopt;
+    case Allowed::Kind::integers:
+      return IntRange(static_cast<std::int64_t>(allowed.lo), static_cast<std::int64_t>(allowed.hi));
+    case Allowed::Kind::reals:
+      return FiniteRange(allowed.lo, allowed.hi);
+    case Allowed::Kind::tokens:
+      return TokenCount(static_cast<std::int64_t>(allowed.hi));
+    case Allowed::Kind::one_of:
+      return IsMember(allowed.members);
+  }
+  return std::nullopt;
+}
+
+}  // namespace kvlab::checks

@@ -1,0 +1,63 @@
+#!/usr/bin/env python3
+"""Compares two `kvlab all --format json` reports, ignoring what depends on timing.
+
+    tests/tools/compare_all_json.py BEFORE.json AFTER.json [BEFORE_AGAIN.json]
+
+A refactoring of the checks must leave every report at its defaults as it was. Wall-clock
+figures (seconds, tokens/s, measured speedups) change from run to run; they are recognized two
+ways: a metric key naming a time or rate, and, when a second report of the old binary is given,
+any field that differs between the two old reports. Prints each remaining difference as
+"check: path: before -> after" and exits 1 when there is one, 0 otherwise.
+"""
+import json
+import re
+import sys
+
+TIMING_KEY = re.compile(r"seconds|tok_s|tokens_per_s|speedup_measured|cost_ratio_measured|wall|_ms$")
+
+
+def flatten(value, path, out):
+    if isinstance(value, dict):
+        for key, item in value.items():
+            flatten(item, f"{path}.{key}" if path else key, out)
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            flatten(item, f"{path}[{i}]", out)
+    else:
+        out[path] = value
+    return out
+
+
+def by_check(report):
+    return {r["check"]: flatten(r, "", {}) for r in report["results"]}
+
+
+def main(argv):
+    if len(argv) not in (3, 4):
+        print(__doc__.strip(), file=sys.stderr)
+        return 2
+    reports = []
+    for name in argv[1:]:
+        with open(name, encoding="utf-8") as f:
+            reports.append(by_check(json.load(f)))
+    before, after = reports[0], reports[1]
+    again = reports[2] if len(reports) == 3 else {}
+    differences = 0
+    for check in sorted(set(before) | set(after)):
+        if check not in after or check not in before:
+            print(f"{check}: only in {'before' if check in before else 'after'}")
+            differences += 1
+            continue
+        old, new, old2 = before[check], after[check], again.get(check, {})
+        for path in sorted(set(old) | set(new)):
+            if TIMING_KEY.search(path) or (path in old2 and old2.get(path) != old.get(path)):
+                continue
+            if old.get(path) != new.get(path):
+                print(f"{check}: {path}: {old.get(path)!r} -> {new.get(path)!r}")
+                differences += 1
+    print(f"{differences} difference(s) outside timing fields")
+    return 1 if differences else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
