@@ -15,7 +15,7 @@ CTEST_FLAGS ?= --repeat after-timeout:2
 
 # Debian packages kvlab builds with (the user's design card); nothing is downloaded at build time.
 # python3 only runs the tests' JSON checks (tests/cli_test.sh); kvlab itself does not use it.
-# libopenblas-dev: sgemm for the fast float32 path's prefill (issue 9; optional to the build,
+# libopenblas-dev: sgemm for the fast float32 path's prefill (optional to the build,
 # chosen by measurement: docs/perf.md). python3-torch is needed only by `kvlab bench decode
 # --vs-torch`, which names the package when it is missing.
 # fortunes: the training and validation text of the trained pair (/usr/share/games/fortunes).

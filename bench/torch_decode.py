@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""kvlab's mini-GPT (lib/model/gpt.hpp) in PyTorch, for `kvlab bench decode --vs-torch` (issue 9).
+"""kvlab's mini-GPT (lib/model/gpt.hpp) in PyTorch, for `kvlab bench decode --vs-torch`.
 
 Decode steps with a preallocated KV cache ([n_layer] x [max_batch, n_kv_head, max_ctx, head_dim],
 written in place, as 004 §3.1's KVCache), timed as kvlab times its own: the cache filled to --ctx

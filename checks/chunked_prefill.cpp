@@ -64,7 +64,7 @@ HandModel hand_model(const ModelSpec& m, const GpuSpec& g) {
     h.a = 4.0 * L * H * static_cast<double>(m.head_dim);
     h.kv = 2.0 * 2.0 * L * static_cast<double>(m.n_kv_head) * static_cast<double>(m.head_dim);
   }
-  if (m.kv_bytes_per_token_16bit) h.kv = static_cast<double>(*m.kv_bytes_per_token_16bit);  // facts.md
+  if (m.kv_bytes_per_token_16bit) h.kv = static_cast<double>(*m.kv_bytes_per_token_16bit);  // data/facts.md
   h.peak = g.bf16_flops_per_s;
   h.bw = g.bandwidth_bytes_per_s;
   return h;

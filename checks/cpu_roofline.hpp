@@ -1,4 +1,4 @@
-// cpu-roofline (004 §1.5; 000 §3.1; issue 9): options and the testable entry point. See
+// cpu-roofline (004 §1.5; 000 §3.1): options and the testable entry point. See
 // cpu_roofline.cpp.
 #pragma once
 

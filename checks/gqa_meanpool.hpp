@@ -11,7 +11,7 @@ namespace kvlab::checks {
 
 struct GqaMeanpoolOptions {
   int tokens = 16;  ///< positions of the sequence the outputs are compared on
-  /// Trained mode (issue 10; checks/support/gqa_trained.hpp): the committed target, or this file.
+  /// Trained mode (checks/support/gqa_trained.hpp): the committed target, or this file.
   std::string trained_weights;
   std::string fortunes;   ///< fortunes directory; empty: /usr/share/games/fortunes
   int windows = 4;        ///< validation windows of the trained mode (--long: at least 64)

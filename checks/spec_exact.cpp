@@ -12,11 +12,11 @@
 // and for each: TV(empirical, exact) below the Bretagnolle–Huber–Carol bound
 // P(‖p̂ − p‖₁ ≥ ε) ≤ 2^M exp(−n ε²/2) (every n, M outcomes), and Pearson's chi-square (cells with
 // expected count < 5 pooled) below its critical value; false alarm 1e-4 over all 8 comparisons
-// (Bonferroni; the chi-square level is asymptotic). The biased sampler of issue 7 (greedy draft
+// (Bonferroni; the chi-square level is asymptotic). The biased sampler (a greedy draft
 // whose soft probabilities are given to the verifier) fails both (unit test).
 // Refused (InputError, exit 2): runs too small for the TV bound to be below its range (1), and
 // --samples × (--new-tokens + --k) over the work budget.
-// On a file pair (--weights target, --draft-weights draft; issue 10) the same test runs on the
+// On a file pair (--weights target, --draft-weights draft) the same test runs on the
 // files' vocabulary (V^N ≤ 2^20 outcomes; prompt "The" for a byte model), with the unlikely
 // outcomes pooled into one cell fixed before sampling (spec_exactness_rows); spec-real runs it on
 // the trained pair at temperature 1.

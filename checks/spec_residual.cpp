@@ -7,7 +7,7 @@
 //   - the exact output law of one rejection step (draft proposes x ~ q, accept with
 //     min(1, p(x)/q(x)), else draw from p′), summed in closed form over both paths, equals p
 //     within its own rounding bound;
-//   - the issue's failing input: V = 2, p = [0.6, 0.4], a greedy draft that always proposes
+//   - the greedy-draft counterexample: V = 2, p = [0.6, 0.4], a greedy draft that always proposes
 //     token 0. With q the one-hot [1, 0] the law is [0.6, 0.4]; passing the draft's soft
 //     probabilities [0.8, 0.2] as q gives [0.75, 0.25], which the check reports as 0.15 away
 //     from p, far beyond the bound: the closed form catches that mistake.
@@ -185,7 +185,7 @@ Result run_spec_residual(const SpecResidualOptions& o, const RunContext& ctx,
             "each pair against its own float64 bound |Σp − 1| + |Σq − 1| + (2V + 8)·u",
             worst_law_ratio, std::nullopt, ""});
 
-  // The issue's failing input: a greedy draft that always proposes token 0.
+  // The greedy-draft counterexample: a greedy draft that always proposes token 0.
   const std::vector<double> p2{0.6, 0.4}, hot{1.0, 0.0}, soft{0.8, 0.2};
   const Case greedy{"V = 2, greedy draft, q = one-hot [1, 0]", p2, hot};
   const auto law_ok = spec::step_output_law(p2, hot, hot, parts.accept, parts.residual);
@@ -198,11 +198,11 @@ Result run_spec_residual(const SpecResidualOptions& o, const RunContext& ctx,
   // max(0, p − q) ∝ [0, 0.2], i.e. token 1: law [0.75, 0.25], 0.15 from p in each entry.
   Case soft_case{"soft q", p2, soft};
   r.expect({"mistaken law − p, max over x: greedy draft, soft q = [0.8, 0.2] given to the verifier",
-            "000 §7.5 (issue 7's failing input)", "", 0.15, law_bound(soft_case, u) + 2.0 * u,
+            "000 §7.5 (greedy-draft counterexample)", "", 0.15, law_bound(soft_case, u) + 2.0 * u,
             "by hand: p(0)/q(0) = 0.75 accepted, the rest goes to token 1: [0.75, 0.25]; "
             "float64 bound of the law plus 2u for 0.75 − 0.6",
             bad_err, std::nullopt, ""});
-  Table greedy_table{"issue 7's failing input: V = 2, p = [0.6, 0.4], draft always proposes 0",
+  Table greedy_table{"greedy-draft counterexample: V = 2, p = [0.6, 0.4], draft always proposes 0",
                      {"q given to the verifier", "law of the emitted token", "max |law − p|",
                       "bound", "caught (beyond bound)"},
                      {}};
@@ -259,8 +259,8 @@ class SpecResidualCheck final : public Check {
     return "For --pairs seeded random (p, q) pairs over --vocab tokens and the edge cases\n"
            "q(x) = 0 where p(x) > 0, p = q, disjoint supports and one-hot q: the identity\n"
            "min(p, q) + (1 − α)·p′ = p and the exact law of one rejection step, summed in closed\n"
-           "form, against p within derived float64 rounding bounds. Also issue 7's failing input\n"
-           "(a greedy draft given its soft probabilities as q: law [0.75, 0.25], not [0.6, 0.4]).\n"
+           "form, against p within derived float64 rounding bounds. Also a counterexample: a greedy\n"
+           "draft given its soft probabilities as q gives the law [0.75, 0.25], not [0.6, 0.4].\n"
            "--pairs × (--vocab + 16) at most 2e7.";
   }
   void bind(OptionSet& sub) override {

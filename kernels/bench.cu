@@ -1,6 +1,6 @@
 // Timing of kvlab's decode-attention kernels, a device-to-device copy and cuBLAS SGEMM, for
-// `kvlab bench kernels` (apps/kvlab/bench_command.cpp). Source of the goals: issue 8 (decode
-// attention >= 80% of the copy bandwidth at >= 1 GiB of KV per launch; paged within 10%).
+// `kvlab bench kernels` (apps/kvlab/bench_command.cpp). The goals (docs/gpu.md): decode
+// attention >= 80% of the copy bandwidth at >= 1 GiB of KV per launch; paged within 10%.
 //
 // Method (llm.c dev/cuda, test-backend-ops perf mode): inputs live on the device; `warmup`
 // untimed launches, then `repeats` launches each timed by a pair of CUDA events; the caller takes

@@ -1,4 +1,4 @@
-// kvlab's CUDA kernels for one decode step (issue 8): KV append (contiguous and paged), RoPE,
+// kvlab's CUDA kernels for one decode step: KV append (contiguous and paged), RoPE,
 // grouped-query decode attention (contiguous and paged), LayerNorm, GELU, softmax. float32
 // compute; the KV cache is stored as float32 or bf16. One file, so nvcc compiles it once per
 // architecture (sm_80, sm_90, PTX). Their float64 references: backend/kernel_ref.hpp; the

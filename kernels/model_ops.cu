@@ -1,4 +1,4 @@
-// The mini-GPT's primitive operations on one CUDA device (kernels/model_ops.hpp, issue 8
+// The mini-GPT's primitive operations on one CUDA device (kernels/model_ops.hpp,
 // `--device cuda`): CudaModelOps, made by make_cuda_model_ops(). backend/device_gpt strings these
 // calls into the forward pass; backend/host_ops is the float32 CPU twin the tests compare with
 // ("gpu model ops" in tests/test_gpu_model_ops.cpp).

@@ -1,4 +1,4 @@
-// The primitive operations of the mini-GPT forward on one device (issue 8, `--device cuda`), and
+// The primitive operations of the mini-GPT forward on one device (`--device cuda`), and
 // the memory they work in. backend/device_gpt.hpp strings them into the model's forward pass; this
 // header says only *what* each operation computes, so that the same forward runs on:
 //   - the GPU: make_cuda_model_ops() (kernels/model_ops.cu): cuBLAS SGEMM for the matrix

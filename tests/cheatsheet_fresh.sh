@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# docs/cheatsheet.md must be exactly `kvlab cheatsheet --format md` (issue 11): regenerates it and
+# docs/cheatsheet.md must be exactly `kvlab cheatsheet --format md`: regenerates it and
 # fails, with the command that refreshes it, when the committed file is stale.
 #   tests/cheatsheet_fresh.sh path/to/kvlab
 set -u

@@ -1,4 +1,4 @@
-# kvlab cheatsheet (issue 11): tables by name, --list, the four formats, overrides validated.
+# kvlab cheatsheet: tables by name, --list, the four formats, overrides validated.
 # Sourced by tests/cli_test.sh, which defines $kvlab, expect_exit and expect_stderr_mentions.
 expect_exit 0 cheatsheet
 expect_exit 0 cheatsheet --list

@@ -1,4 +1,4 @@
-# CLI cases of issue 9 (sourced by cli_test.sh): kvlab machine, bench decode, cpu-roofline.
+# CLI cases (sourced by cli_test.sh): kvlab machine, bench decode, cpu-roofline.
 tmp_cpuroof=$(mktemp -d)
 
 # machine: small sizes so the case takes a second; the entry parses as a hardware entry.

@@ -1,4 +1,4 @@
-# CLI cases of issue 8 (sourced by cli_test.sh): kvlab parity and kvlab bench kernels. On a
+# CLI cases of the CUDA commands (sourced by cli_test.sh): kvlab parity and kvlab bench kernels. On a
 # machine without a GPU (CI) both print "skipped: ..." and exit 0; on a GPU they run.
 
 # parity: exit 0 (all passed or skipped); the text says what it skipped when it skipped.

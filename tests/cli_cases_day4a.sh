@@ -1,4 +1,4 @@
-# The Day-4 checks of issue 4 (part a): exit codes, one-line errors naming the option, json keys.
+# The Day-4 mask, layout and cache checks: exit codes, one-line errors naming the option, json keys.
 # Sourced by tests/cli_test.sh, which defines $kvlab, expect_exit and expect_stderr_mentions.
 expect_exit 0 causal-mask --keys 2 --queries 1
 expect_usage_error --queries causal-mask --keys 8 --queries 8

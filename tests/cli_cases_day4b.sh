@@ -1,4 +1,4 @@
-# Bad input to the issue-4 checks greedy-generate, bench-generate, complexity, intensity,
+# Bad input to the checks greedy-generate, bench-generate, complexity, intensity,
 # ragged-batch, max-batch (sourced by cli_test.sh): exit 2, one line naming the option.
 expect_exit 2 greedy-generate --prompt 0
 expect_exit 2 greedy-generate --new-tokens 257

@@ -1,4 +1,4 @@
-# Sourced by cli_test.sh: issue 7's checks (spec-residual, spec-greedy). Bad input is exit 2 with
+# Sourced by cli_test.sh: spec-residual and spec-greedy. Bad input is exit 2 with
 # one stderr line that names the option; good single cases exit 0.
 
 for bad in 0 -5 abc 1.5 1000001 99999999999999999999; do

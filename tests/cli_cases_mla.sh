@@ -1,4 +1,4 @@
-# Bad input to the issue-5 checks (sourced by cli_test.sh): exit 2, one line naming the option.
+# Bad input to rope-relative and the MLA checks (sourced by cli_test.sh): exit 2, one line naming the option.
 expect_usage_error --head-dim rope-relative --head-dim 7
 expect_exit 2 rope-relative --pairs 0
 expect_exit 2 rope-relative --pairs 257

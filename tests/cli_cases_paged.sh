@@ -1,4 +1,4 @@
-# The paged KV cache checks (issue 6), sourced by cli_test.sh: exit codes, JSON keys, bad values
+# The paged KV cache checks, sourced by cli_test.sh: exit codes, JSON keys, bad values
 # rejected with exit 2 and one line naming the option.
 for check in paged-cache paged-vs-contiguous prefix-cache parallel-sampling; do
   expect_exit 0 "$check"

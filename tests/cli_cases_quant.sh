@@ -1,4 +1,4 @@
-# Sourced by cli_test.sh: the issue-5 quantization checks (kv-quant, int8-outliers) and kv-size on
+# Sourced by cli_test.sh: the quantization checks (kv-quant, int8-outliers) and kv-size on
 # an MLA config.json. Bad input is exit 2 with one stderr line naming the option.
 quant_configs="$(dirname "${BASH_SOURCE[0]}")/data/configs"
 

@@ -1,4 +1,4 @@
-# Issue 5 (sliding window, CLA, incremental-vs-full on RoPE and MLA), sourced by cli_test.sh:
+# sliding-window, cla, and incremental-vs-full on RoPE and MLA, sourced by cli_test.sh:
 # exit codes, JSON keys, and bad values rejected with one line naming the option.
 
 # expect_json_keys CHECK_ARGS -- KEY...: `kvlab CHECK_ARGS --format json` exits 0 and has every metric KEY.

@@ -1,4 +1,4 @@
-# Sourced by cli_test.sh: issue 7's spec-sampler and spec-speedup, and spec-etau's plot. Bad input
+# Sourced by cli_test.sh: spec-sampler and spec-speedup, and spec-etau's plot. Bad input
 # is exit 2 with one stderr line naming the option; good cases exit 0 with the json keys.
 
 # spec-speedup

@@ -1,5 +1,5 @@
-# Sourced by cli_test.sh: typical-acceptance, jacobi and tree-verify (issue 7, variants): bad
-# values are exit 2 with one stderr line naming the option; good cases exit 0 with the JSON keys.
+# Sourced by cli_test.sh: typical-acceptance, jacobi and tree-verify: bad values
+# are exit 2 with one stderr line naming the option; good cases exit 0 with the JSON keys.
 
 for bad in 0 -1 abc 1.5 10000001; do
   expect_usage_error --samples typical-acceptance --samples "$bad"

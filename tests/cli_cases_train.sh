@@ -1,4 +1,4 @@
-# Sourced by cli_test.sh: issue 10 part B — `kvlab train`, spec-real and gqa-meanpool's trained mode.
+# Sourced by cli_test.sh: `kvlab train`, spec-real and gqa-meanpool's trained mode.
 # Bad input is exit 2 with one stderr line naming the option; absent checkpoints or text skip with
 # exit 0 and status "skipped".
 

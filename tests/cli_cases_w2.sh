@@ -1,4 +1,4 @@
-# Sourced by cli_test.sh: issue 10's remaining pieces — --weights on every model check (a file
+# Sourced by cli_test.sh: --weights on every model check (a file
 # pair with --draft-weights for the speculative ones, refusals with the reason), gqa-meanpool's
 # --weights, and the shared model-shape flag names of `model init` and `train`.
 w2dir=$(mktemp -d)

@@ -1,4 +1,4 @@
-# Weights files (issue 10, part A; sourced by cli_test.sh): `model init`, `perplexity`, and
+# Weights files (sourced by cli_test.sh): `model init`, `perplexity`, and
 # `--weights` on the model checks: accepted files run, bad files and unsuitable shapes exit 2 with
 # one line naming the option or the config field.
 wdir=$(mktemp -d)

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Bad-input sweep (issue 3): every option of every registered check, from `kvlab list --options`,
+# Bad-input sweep: every option of every registered check, from `kvlab list --options`,
 # gets hostile values. A new check joins by registering; nothing here lists checks by hand.
 #
 # For each run it asserts: no crash, no sanitizer report; and either

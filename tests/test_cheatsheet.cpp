@@ -1,4 +1,4 @@
-// kvlab cheatsheet (lib/cheatsheet, issue 11): every table builds, states its source and
+// kvlab cheatsheet (lib/cheatsheet): every table builds, states its source and
 // assumptions; a few cells equal the metric of the check that judges the same number (the check's
 // run_x function is called, not re-derived); overrides change what they should and are rejected
 // out of range, naming the option.
@@ -97,7 +97,7 @@ TEST_CASE("cheatsheet: every table builds in document order, with its source and
         if (const auto* d = std::get_if<double>(&c)) CHECK(std::isfinite(*d));
     }
   }
-  // The issue's list: 000 §2.2, §4.1, §4.5, §8.1, §9.1–9.3; 004 groups 3–6, §2.5, §3.3; 003 Q6, Q7.
+  // The course's numeric tables: 000 §2.2, §4.1, §4.5, §8.1, §9.1–9.3; 004 groups 3–6, §2.5, §3.3; 003 Q6, Q7.
   for (const char* n : {"000-2.2", "000-4.1", "000-4.5", "000-8.1", "000-9.1", "000-9.2", "000-9.3", "004-g3",
                         "004-g4", "004-g5", "004-g6", "004-2.5", "004-3.3", "003-Q6", "003-Q7"})
     CHECK(names.count(n) == 1);

@@ -1,4 +1,4 @@
-// The cost model (lib/cost/): KV-cache bytes on facts.md's values, int4's half byte, overflow as
+// The cost model (lib/cost/): KV-cache bytes on data/facts.md's values, int4's half byte, overflow as
 // an InputError, the decode roofline on the course's numbers, where decode turns compute-bound, and
 // the mixture-of-experts weight model (N_active per token, the experts a batch touches).
 #include <doctest/doctest.h>
@@ -47,7 +47,7 @@ ModelSpec odd_mla() {
 
 }  // namespace
 
-TEST_CASE("kv bytes: all catalogue models' 16-bit per-token bytes equal facts.md's reference") {
+TEST_CASE("kv bytes: all catalogue models' 16-bit per-token bytes equal data/facts.md's reference") {
   for (const auto& name : kvlab::model_names()) {
     CAPTURE(name);
     const ModelSpec m = kvlab::load_model(name);
@@ -56,7 +56,7 @@ TEST_CASE("kv bytes: all catalogue models' 16-bit per-token bytes equal facts.md
   }
 }
 
-TEST_CASE("kv bytes: the course's figures, on facts.md's configs") {
+TEST_CASE("kv bytes: the course's figures, on data/facts.md's configs") {
   // 004 §1.4: 2 · 80 · 8 · 128 · (32 · 8192) · 2 = 80 GiB; MHA 640 GiB; MQA 10 GiB.
   CHECK(total_bytes("llama-2-70b", 32, 8192, CacheDtype::bf16) == 80ull << 30);
   CHECK(total_bytes("llama-2-70b", 32, 8192, CacheDtype::bf16, 64) == 640ull << 30);

@@ -1,4 +1,4 @@
-// Issue 9: the fast float32 path against the float64 reference, its kernels, the machine
+// The fast float32 path against the float64 reference, its kernels, the machine
 // measurement's helpers, and cpu-roofline's verdict logic on synthetic timings.
 #include <doctest/doctest.h>
 

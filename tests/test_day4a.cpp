@@ -1,4 +1,4 @@
-// Unit tests of the Day-4 checks of issue 4 (part a): each passes with the library's parts and
+// Unit tests of the Day-4 mask, layout and cache checks: each passes with the library's parts and
 // fails with a deliberately broken one (a wrong mask, a wrong grouping, a forgotten offset...).
 #include <doctest/doctest.h>
 
@@ -29,7 +29,7 @@
 using namespace kvlab;
 
 TEST_CASE("causal-mask: 1 query against 8 cached keys: the correct mask lets it see all 8 keys") {
-  // Failing input kept from issue 4: decode with an is_causal (top-left) mask sees key 0 only.
+  // Regression: decode with an is_causal (top-left) mask sees key 0 only.
   const AttentionMask right = causal_mask_from_positions(1, 8);
   CHECK(right.visible(0) == 8);
   CHECK(checks::kernel_mask(1, 8, 7).visible(0) == 8);
@@ -57,7 +57,7 @@ TEST_CASE("causal-mask passes, and fails with a top-left mask or a forgotten que
 }
 
 TEST_CASE("gqa-layout: 4 query heads over 2 KV heads holding constants 1 and 2: query head 1 reads 1 (grouped)") {
-  // Failing input kept from issue 4: under repeat (tiled) query head 1 would read K/V head 1 (constant 2).
+  // Regression: under repeat (tiled) query head 1 would read K/V head 1 (constant 2).
   const auto grouped = checks::heads_read(4, 2, {}, 1);
   CHECK(grouped == std::vector<int>{0, 0, 1, 1});
   CHECK(grouped[1] + 1 == 1);  // the constant query head 1 reads

@@ -1,4 +1,4 @@
-// Issue 4 (orders 350–399): greedy-generate, bench-generate, complexity, intensity, ragged-batch,
+// The Day 4 generation and counting checks: greedy-generate, bench-generate, complexity, intensity, ragged-batch,
 // max-batch. Each check passes with the library's parts and fails with a deliberately broken one;
 // plus the library pieces they rest on (generation schedules, FLOP counts).
 #include <doctest/doctest.h>

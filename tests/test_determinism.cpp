@@ -1,4 +1,4 @@
-// Determinism (issue 3): every registered check, run twice with the same seed, gives the same
+// Determinism: every registered check, run twice with the same seed, gives the same
 // output byte for byte in every format, timings aside. Timing is the one thing allowed to vary,
 // and it is marked: tables whose title starts with "timing" and metrics named seconds_*
 // (docs/design.md, "Output contract").

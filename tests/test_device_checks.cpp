@@ -1,4 +1,4 @@
-// Issue 8: the `--device cuda` paths of the model checks, run on the CPU implementation of the
+// The `--device cuda` paths of the model checks, run on the CPU implementation of the
 // device operations (backend/host_ops.hpp) since CI has no GPU. Honest operations: every claim
 // holds. A faulty operation (a kernel bug a GPU could have): the check fails, so the device
 // path of each check is shown to bite before it ever meets a GPU.

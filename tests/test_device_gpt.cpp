@@ -1,4 +1,4 @@
-// Issue 8: the `--device cuda` forward (backend/device_gpt.hpp) run on the CPU implementation of
+// The `--device cuda` forward (backend/device_gpt.hpp) run on the CPU implementation of
 // the device operations (backend/host_ops.hpp). The forward, the cache addressing (contiguous,
 // paged through a shuffled block table, bf16 storage) and the batched decode must give the
 // reference model's logits; each deliberate fault of the operations must show.

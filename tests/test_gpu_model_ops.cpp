@@ -1,4 +1,4 @@
-// Issue 8, `--device cuda`: the mini-GPT's operations (kernels/model_ops.hpp) on the GPU
+// `--device cuda`: the mini-GPT's operations (kernels/model_ops.hpp) on the GPU
 // (kernels/model_ops.cu, gpu::make_model_ops) against their float32 CPU twin
 // (backend/host_ops.hpp, gpu::make_host_ops), on the same seeded random inputs.
 //

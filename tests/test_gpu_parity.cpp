@@ -1,4 +1,4 @@
-// Issue 8: the CUDA kernels' float64 references, hand-checked; the parity comparison (NaN first,
+// The CUDA kernels' float64 references, hand-checked; the parity comparison (NaN first,
 // then error against the dtype bound) fed CPU-computed "device" outputs — the honest float32
 // stand-in must pass every case, each deliberate fault must fail; and, when a GPU is present,
 // the real kernels (otherwise: skipped, never passed).
@@ -187,7 +187,7 @@ TEST_CASE("gpu parity: the honest float32 CPU stand-in passes every case and sha
   const auto rows = run_parity(cpu, 1234);
   CHECK(rows.size() >= 30);
   CHECK(all_pass(rows));
-  // Every kernel of the issue is in the table, with both cache storages for the cache kernels.
+  // Every CUDA kernel is in the table, with both cache storages for the cache kernels.
   for (const char* k : {"kv_append", "rope", "decode_attention", "layer_norm", "gelu", "softmax"}) {
     int n = 0;
     for (const auto& r : rows) n += r.kernel == k;

@@ -1,4 +1,4 @@
-// Unit tests of issue 7: the one-step law (lib/spec/step_law), the check spec-residual, and that
+// Unit tests of the one-step law (lib/spec/step_law), the check spec-residual, and that
 // each check fails when a part of it is deliberately broken.
 #include <doctest/doctest.h>
 
@@ -33,7 +33,7 @@ bool failed_row(const kvlab::Result& r, const std::string& needle) {
 
 }  // namespace
 
-TEST_CASE("step law: issue 7's failing input, greedy draft with one-hot vs soft q") {
+TEST_CASE("step law: the greedy-draft counterexample, one-hot vs soft q") {
   const std::vector<double> p{0.6, 0.4}, hot{1.0, 0.0}, soft{0.8, 0.2};
   const auto ok = spec::step_output_law(p, hot, hot);
   CHECK(ok[0] == doctest::Approx(0.6).epsilon(1e-15));

@@ -1,4 +1,4 @@
-// Unit tests of issue 5: RoPE's relative-position property, MLA (naive and absorbed paths, its
+// Unit tests of RoPE's relative-position property, MLA (naive and absorbed paths, its
 // latent cache), and the checks rope-relative, mla-cache, mla-absorb shown to fail on broken parts.
 #include <doctest/doctest.h>
 

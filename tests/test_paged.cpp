@@ -1,7 +1,7 @@
 // Unit tests of the paged KV cache (lib/cache/paged.hpp, prefix.hpp) and of the checks built on it:
 // paged-cache, paged-vs-contiguous, prefix-cache, parallel-sampling. Each check passes with the
-// correct pool and fails with a deliberately broken one (PagedFaults). Also the failing inputs of
-// issue 6: a batch mixing a prefix-cache hit and a miss, and a running request whose computed
+// correct pool and fails with a deliberately broken one (PagedFaults). Also two regressions:
+// a batch mixing a prefix-cache hit and a miss, and a running request whose computed
 // prefix the cache already holds.
 #include <doctest/doctest.h>
 
@@ -167,7 +167,7 @@ TEST_CASE("prefix cache: LRU eviction of unreferenced cached blocks, only when t
   CHECK(end.blocks_free + end.blocks_evictable == 4);
 }
 
-TEST_CASE("issue 6: a batch mixing a prefix-cache hit and a miss; the miss gets fresh blocks, outputs as caching off") {
+TEST_CASE("prefix cache: a batch mixing a prefix-cache hit and a miss; the miss gets fresh blocks, outputs as caching off") {
   const MiniGPT<double> model(small_config(), 7);
   const std::vector<int> sys = tokens(11, 20);
   std::vector<int> first = sys, hit = sys, miss = tokens(12, 28);
@@ -210,7 +210,7 @@ TEST_CASE("issue 6: a batch mixing a prefix-cache hit and a miss; the miss gets 
   CHECK(m.audit().ok());
 }
 
-TEST_CASE("issue 6: a running request that computed a prefix the cache holds is pointed at the cached blocks") {
+TEST_CASE("prefix cache: a running request that computed a prefix the cache holds is pointed at the cached blocks") {
   const MiniGPT<double> model(small_config(), 8);
   std::vector<int> ids = tokens(21, 20);
   for (bool skip_ref : {false, true}) {

@@ -1,4 +1,4 @@
-// Unit tests of the quantized KV cache (issue 5): kvlab's own fp8/fp16 codecs against values the
+// Unit tests of the quantized KV cache: kvlab's own fp8/fp16 codecs against values the
 // formats define, packed codes, KIVI's layout (per-channel K with a full-precision residual), and
 // the checks kv-quant and int8-outliers shown to fail on broken parts.
 #include <doctest/doctest.h>

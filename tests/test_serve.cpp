@@ -1,7 +1,7 @@
 // The serving simulator (lib/serve) and its checks: the trace file regenerates from its seed, the
 // step-time model agrees with the roofline, block accounting is exact, and each check fails with a
 // deliberately broken part (a leaky allocator, a static scheduler that secretly refills, a chunker
-// that drops a chunk). Also the issue's failing input: an empty chunk contributes nothing.
+// that drops a chunk). Also a regression: an empty chunk contributes nothing.
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -112,7 +112,7 @@ TEST_CASE("serve: chunks compute the prompt's FLOPs exactly; an empty chunk cont
     flops += e.cost(c).flops;
   }
   CHECK(flops == doctest::Approx(e.cost(whole).flops).epsilon(1e-12));
-  // the issue's failing input: a batch where one request's chunk is empty
+  // regression: a batch where one request's chunk is empty
   StepWork mixed;
   mixed.prefill.push_back({512, 256});
   mixed.decode_ctx = {100, 200};
@@ -166,7 +166,7 @@ TEST_CASE("serve: block accounting: paged ⌈len/b⌉ blocks, contiguous first f
   CHECK(requests_that_fit(KvAllocator::max_length, {17, 16, 1}, 4096, 2048, 16) == 2);
 }
 
-TEST_CASE("serve: a chunker that plans empty chunks changes nothing (the issue's failing input)") {
+TEST_CASE("serve: a chunker that plans empty chunks changes nothing") {
   TraceSpec s;
   s.requests = 60;
   s.rate_per_s = 20;

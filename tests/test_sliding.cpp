@@ -1,4 +1,4 @@
-// Unit tests of issue 5 (sliding window, CLA, incremental-vs-full on RoPE and MLA): the rolling cache
+// Unit tests of sliding windows, CLA and incremental-vs-full on RoPE and MLA: the rolling cache
 // and window attention, and the checks sliding-window, cla and incremental-vs-full shown to fail on
 // deliberately broken parts.
 #include <doctest/doctest.h>

@@ -111,7 +111,7 @@ TEST_CASE("residual: min(p, q) + (1 - alpha) p' = p (000 §7.3), including q(x) 
     for (std::size_t i = 0; i < v; ++i)
       CHECK(std::abs(std::min(p[i], q[i]) + (1.0 - alpha) * r[i] - p[i]) <= 8.0 * v * u);
   }
-  // The failing input issue 7 keeps: p = [0.6, 0.4], greedy draft q = [1, 0]: the residual puts
+  // The greedy-draft counterexample: p = [0.6, 0.4], greedy draft q = [1, 0]: the residual puts
   // all its mass on token 1 and the output law is p.
   const std::vector<double> p{0.6, 0.4}, q{1.0, 0.0};
   const auto r = spec::residual_distribution(p, q);

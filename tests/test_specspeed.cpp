@@ -1,4 +1,4 @@
-// Unit tests of issue 7's spec-sampler and spec-speedup (and spec-etau's plot): each check passes
+// Unit tests of spec-sampler and spec-speedup (and spec-etau's plot): each check passes
 // with correct parts and fails when a part is deliberately broken; the library pieces they add
 // (spec/positional, core/martingale, the loop's on_step and drop_bonus) on their own.
 #include <doctest/doctest.h>
@@ -87,7 +87,7 @@ TEST_CASE("freedman_radius: grows with the variation, covers a simulated marting
   CHECK(outside == 0);
 }
 
-TEST_CASE("loop: draft and target with different vocabularies are a clear InputError (issue 7)") {
+TEST_CASE("loop: draft and target with different vocabularies are a clear InputError") {
   const kvlab::MiniGPT<double> target(tiny(12), 1), draft(tiny(10), 2);
   const std::vector<int> prompt{1, 2, 3};
   kvlab::Rng rng(3);
@@ -171,7 +171,7 @@ TEST_CASE("spec-sampler passes at defaults and bites when the verifier uses the 
   const auto bad = kvlab::checks::run_spec_sampler({}, RunContext{}, raw);
   CHECK_FALSE(bad.passed());
   CHECK(failed_row(bad, "one-step law − p̃"));
-  // The loop's own bug of issue 7 (soft q for a greedy draft) fails the greedy rows too.
+  // The biased sampler (soft q for a greedy draft) fails the greedy rows too.
   kvlab::checks::SpecSamplerParts soft;
   soft.faults.soft_q_for_greedy_draft = true;
   const auto s = kvlab::checks::run_spec_sampler({}, RunContext{}, soft);

@@ -1,4 +1,4 @@
-// Unit tests of the speculative-decoding variants (issue 7, part): typical acceptance
+// Unit tests of the speculative-decoding variants: typical acceptance
 // (lib/spec/typical), Jacobi decoding (lib/spec/jacobi), tree attention (lib/attention/masked,
 // lib/model/masked_forward, lib/spec/token_tree) and multi-candidate tree sampling
 // (lib/spec/tree_sampling), and the checks typical-acceptance, jacobi and tree-verify, each shown

@@ -1,4 +1,4 @@
-// Unit tests of the trainer (lib/train, issue 10): the corpus split, the trainer's forward
+// Unit tests of the trainer (lib/train): the corpus split, the trainer's forward
 // against MiniGPT's, the manual backward against central finite differences in float64 for every
 // parameter tensor (and a broken backward per part that the check catches), the schedule and the
 // determinism of a run.

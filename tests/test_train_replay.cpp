@@ -1,4 +1,4 @@
-// The committed target's training replays (issue 10, `make weights`): the first steps of its
+// The committed target's training replays (`make weights`): the first steps of its
 // recorded command (data/weights/recorded.tsv), run again, give the per-step losses recorded in
 // data/weights/target.first-steps.tsv, within a tolerance sized by a measurement (below).
 //

@@ -1,4 +1,4 @@
-// --weights on every model check (issue 10, the remaining pieces): a target/draft pair from files
+// --weights on every model check: a target/draft pair from files
 // for the speculative checks (check_pair), the refusals, and spec-exact's distribution test on the
 // trained pair of data/weights, where a biased sampler must fail it as on the random pair.
 #include <doctest/doctest.h>
@@ -84,7 +84,7 @@ TEST_CASE("spec-exact on the trained pair (temperature 1): passes; the biased sa
   o.temperature = 1.0;
   const Result good = checks::run_spec_exact(o, ctx);
   CHECK(good.passed());
-  spec::SpecFaults biased;  // issue 7's bug: greedy proposals verified against the soft q
+  spec::SpecFaults biased;  // the biased sampler: greedy proposals verified against the soft q
   biased.soft_q_for_greedy_draft = true;
   const Result bad = checks::run_spec_exact(o, ctx, biased);
   CHECK_FALSE(bad.passed());

@@ -448,7 +448,7 @@ int run_bench_kernels(const BenchFlags& f, std::ostream& out) {
       write_table(out, g, parse_format(f.format));
       if (!gemm_error.empty()) out << "SGEMM not measured: " << gemm_error << '\n';
       out << fmt::format("copy: cudaMemcpyAsync device-to-device of {} MiB, (read + write) / median time = {:.1f} GB/s; "
-                         "roofline us = MiB moved / copy rate. Goals (issue 8): >= 0.80 of copy at >= 1 GiB moved; "
+                         "roofline us = MiB moved / copy rate. Goals (docs/gpu.md): >= 0.80 of copy at >= 1 GiB moved; "
                          "paged/contig <= 1.10 at block size 16.\n",
                          f.copy_mib, copy_gbs);
     }

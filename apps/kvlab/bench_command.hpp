@@ -2,9 +2,9 @@
 // for d_model 256, 512, 1024, 2048 at batch 1 and 8, and with --vs-torch the same config and
 // weights in PyTorch (bench/torch_decode.py, preallocated KV cache), side by side in one run.
 // Weights go to PyTorch as raw float32 (layout: bench/torch_decode.py's header and docs/perf.md).
-// Torch is optional: without it --vs-torch exits 2 with the install line. Issue 9.
+// Torch is optional: without it --vs-torch exits 2 with the install line.
 //
-// `kvlab bench kernels` (issue 8): the CUDA decode-attention kernel (contiguous and paged, block
+// `kvlab bench kernels`: the CUDA decode-attention kernel (contiguous and paged, block
 // size 16) over batch x context x heads: bytes per launch, median time by CUDA events (warm-up,
 // rotating input buffers larger than L2), GB/s and its ratio to a device-to-device copy measured
 // in the same run, the roofline time (bytes / copy rate) beside the measured one; and cuBLAS

@@ -1,7 +1,7 @@
 // `kvlab machine`: this machine's memory bandwidth (STREAM copy and triad) and float32 GEMM rate,
 // printed as a hardware entry of data/hardware/'s schema; `--save` writes it where
 // `kvlab roofline --gpu local` and `kvlab cpu-roofline` read it (io/catalogue.hpp,
-// local_hardware_path). Measurement code: lib/bench/machine.hpp. Issue 9; 004 §1.5.
+// local_hardware_path). Measurement code: lib/bench/machine.hpp. 004 §1.5.
 #pragma once
 
 #include <cstdint>

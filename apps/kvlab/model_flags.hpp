@@ -1,7 +1,7 @@
 // One set of model-shape flag names for the commands that build a model from flags (`kvlab model
 // init`, `kvlab train`): each option takes its Hugging Face-style name (n_layer → --n-layer) and
 // the short spelling one of the two commands used first (--layers), so that scripts written for
-// either keep working (issue 10).
+// either keep working.
 //
 //   --n-layer,--layers   --d-model   --n-head,--heads   --n-kv-head,--kv-heads   --head-dim
 //   --block-size         --vocab-size,--vocab (model init only: train's vocabulary is bytes)

@@ -1,4 +1,4 @@
-// `kvlab parity` (issue 8): every CUDA kernel (KV append, RoPE, decode attention contiguous and
+// `kvlab parity`: every CUDA kernel (KV append, RoPE, decode attention contiguous and
 // paged, LayerNorm, GELU, softmax; f32 and bf16 cache storage) against its float64 CPU reference
 // on seeded random inputs over several shapes (backend/parity.hpp); a table of kernel, shape,
 // error, bound, verdict. Without CUDA compiled in, or without a device, it prints

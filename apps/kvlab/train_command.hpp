@@ -1,6 +1,6 @@
 // `kvlab train`: trains a mini-GPT (lib/train) on the fortunes text with a byte vocabulary and
 // writes it as safetensors; prints the parameter count, the run's wall time, the last train loss
-// and the validation loss (issue 10; docs/weights.md records the committed pair's runs).
+// and the validation loss (docs/weights.md records the committed pair's runs).
 #pragma once
 
 #include <cstdint>

@@ -1,11 +1,10 @@
 #!/usr/bin/env bash
-# The GPU run of issue 8, on a machine with an NVIDIA GPU: kvlab info, the unit tests (their
-# device case included), kvlab parity (text and json; again under compute-sanitizer memcheck and
-# racecheck when installed), kvlab bench kernels (f32 and bf16 cache), kvlab all --device cuda,
-# every output into OUTDIR (at most 9 files). Sized for under 5 minutes on an H200
-# (/work/.library/device/H200.md): the build about 1-2 min on 16 cores, parity seconds, the
-# benchmark grid (2 batches x 3 contexts x 2 head configs x contiguous/paged, 20 repeats, two
-# cache dtypes, the largest 34 GB of KV) well under a minute.
+# The GPU run, on a machine with an NVIDIA GPU: kvlab info, the unit tests (their device case
+# included), kvlab parity (text and json; again under compute-sanitizer memcheck and racecheck when
+# installed), kvlab bench kernels (f32 and bf16 cache), kvlab all --device cuda, every output into
+# OUTDIR (at most 9 files). Sized for under 5 minutes on an H200 with 16 CPU cores: the build about
+# 1-2 min, parity seconds, the benchmark grid (2 batches x 3 contexts x 2 head configs x
+# contiguous/paged, 20 repeats, two cache dtypes, the largest 34 GB of KV) well under a minute.
 #
 #   apps/scripts/gpu-check.sh OUTDIR
 # Uses gpu-pack/ (apps/scripts/gpu-pack.sh, built elsewhere) when it is there and runs; otherwise

@@ -2,8 +2,8 @@
 # Builds kvlab with CUDA here (an x86-64 machine with nvcc and the Debian -dev packages) and packs
 # what a GPU machine needs to run it into gpu-pack/ (git-ignored): the executables, libkvlab and
 # the shared libraries that are not glibc. A GPU machine whose image lacks fmt/Eigen/CLI11/
-# nlohmann-json/doctest (this project's H200 image, /work/.library/device/KINDS.md) then runs
-# apps/scripts/gpu-check.sh on the pack instead of building. Issue 8; docs/gpu.md.
+# nlohmann-json/doctest (a bare CUDA image, for instance) then runs apps/scripts/gpu-check.sh on
+# the pack instead of building. docs/gpu.md.
 #
 #   apps/scripts/gpu-pack.sh            # then carry gpu-pack/ to the GPU machine
 set -euo pipefail

@@ -1,4 +1,4 @@
-// The one door from the library into kernels/ (issue 8): the GPU KernelRunner for `kvlab parity`,
+// The one door from the library into kernels/: the GPU KernelRunner for `kvlab parity`,
 // the timing calls of `kvlab bench kernels` and the model operations of `--device cuda`. Only
 // cuda_entry.cpp is compiled with KVLAB_HAVE_CUDA (lib/CMakeLists.txt), so every other object of
 // a CUDA build is the same as in a CUDA-off build. Without the backend, each function throws

@@ -1,4 +1,4 @@
-// The mini-GPT forward for `--device cuda` (issue 8): the model of model/gpt.hpp, its weights and
+// The mini-GPT forward for `--device cuda`: the model of model/gpt.hpp, its weights and
 // KV cache held in one device's memory, computed by that device's operations
 // (kernels/model_ops.hpp). On a GPU the operations are cuBLAS and kvlab's kernels; in the unit
 // tests the same forward runs on backend/host_ops.hpp, so the code below is tested without a GPU.

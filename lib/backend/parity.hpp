@@ -1,4 +1,4 @@
-// `kvlab parity` (issue 8): every CUDA kernel against its float64 CPU reference, on fresh seeded
+// `kvlab parity`: every CUDA kernel against its float64 CPU reference, on fresh seeded
 // random inputs over several shapes (odd sizes, one block, many blocks, GQA ratios 1, 4, 8, MQA),
 // in float32 and bf16 cache storage. The device's output buffer is poisoned with NaN before each
 // launch (kernels/gpu_kernels.hpp), so an element a kernel forgets to write shows as NaN.

@@ -1,4 +1,4 @@
-// This machine's roofline, measured (issue 9; 004 §1.5, 000 §3.1): memory bandwidth by STREAM-style
+// This machine's roofline, measured (004 §1.5, 000 §3.1): memory bandwidth by STREAM-style
 // copy and triad kernels (McCalpin, "Memory Bandwidth and Machine Balance", IEEE TCCA 1995) over
 // buffers many times the last-level cache, on every core; the float32 matrix-product rate by a
 // large GEMM through the library the fast path uses (model/f32_kernels.hpp); and the bandwidth

@@ -1,4 +1,4 @@
-// The course's numeric tables, regenerated from the library (`kvlab cheatsheet`, issue 11).
+// The course's numeric tables, regenerated from the library (`kvlab cheatsheet`).
 //
 // The three course documents announce tables whose bodies are missing from the text we have (000
 // §2.2, §4.1, §4.5, §8.1, §9.1–9.3; 004 §2.5; 003 after Q7), or that a student must rebuild by

@@ -81,7 +81,7 @@ struct KvCacheSize {
 KvCacheSize kv_cache_size(const ModelSpec& m, const KvQuery& q);
 
 /// K+V bytes per token over all layers at 16 bits, the model's own K/V heads: the quantity the
-/// catalogue's kv_bytes_per_token_16bit records independently (facts.md).
+/// catalogue's kv_bytes_per_token_16bit records independently (data/facts.md).
 std::uint64_t kv_bytes_per_token_16bit(const ModelSpec& m);
 
 /// One tensor a cache allocates: which layer, its name ("K", "V", "c_kv", "k_rope") and shape.

@@ -85,7 +85,7 @@ struct ModelSpec {
   /// Mixture of experts: routed experts k each token uses per MoE layer (num_experts_per_tok),
   /// 1 <= k <= E.
   std::optional<std::uint64_t> num_experts_per_tok;
-  /// K+V bytes per token over all layers at 2 bytes/element, from facts.md: an independent
+  /// K+V bytes per token over all layers at 2 bytes/element, from data/facts.md: an independent
   /// reference for kvlab's formula (kvlab field; absent from real HF configs).
   std::optional<std::uint64_t> kv_bytes_per_token_16bit;
 

@@ -1,4 +1,4 @@
-// Multi-threaded float32 kernels of the fast CPU path (model/fast_gpt.hpp, issue 9).
+// Multi-threaded float32 kernels of the fast CPU path (model/fast_gpt.hpp).
 //
 // linear_f32 is y = x W + b with W given transposed (W^T [out, in], one contiguous row per output
 // feature). Few rows (decode, B <= kGemmRows): the output features are split across OpenMP

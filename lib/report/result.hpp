@@ -93,7 +93,7 @@ struct Result {
   /// Plots drawn by `--plot` (checks that sweep a parameter); never written by the writers.
   std::vector<Plot> plots;
   /// Non-empty when the check could not run on this machine (its trained checkpoint or the
-  /// fortunes text is absent, issue 10): the one-line reason. The verdict is then "skipped"
+  /// fortunes text is absent): the one-line reason. The verdict is then "skipped"
   /// (JSON status "skipped"), never PASS, and the exit status 0, so that `kvlab all` and ctest do
   /// not fail where the data is missing.
   std::string skipped;

@@ -1,5 +1,5 @@
 // The training text: Debian's `fortunes` package (/usr/share/games/fortunes), byte-level
-// (vocabulary 256), with a fixed train/validation split (issue 10; 004 §3, the mini-GPT).
+// (vocabulary 256), with a fixed train/validation split (004 §3, the mini-GPT).
 //
 //   files   : the plain-text fortune files directly in the directory, in byte-wise sorted name
 //             order; skipped: the off/ subdirectory (offensive fortunes, another package), every

@@ -1,4 +1,4 @@
-// The mini-GPT trainer (issue 10): AdamW with decoupled weight decay, global-norm gradient
+// The mini-GPT trainer: AdamW with decoupled weight decay, global-norm gradient
 // clipping, linear warm-up then cosine decay, mini-batches of random windows of the train text,
 // data-parallel over threads with a fixed reduction order (so a run replays bit for bit on one
 // build for a given --batch, whatever --threads). float32 parameters and arithmetic.
