@@ -1,5 +1,6 @@
 // Determinism: every registered check, run twice with the same seed, gives the same
-// output byte for byte in every format, timings aside. Timing is the one thing allowed to vary,
+// output byte for byte in every format, timings aside; and none of its rows is one that cannot
+// fail (the run is the same, so the test rides along). Timing is the one thing allowed to vary,
 // and it is marked: tables whose title starts with "timing" and metrics named seconds_*
 // (docs/design.md, "Output contract").
 #include <doctest/doctest.h>
@@ -41,6 +42,14 @@ TEST_CASE("every check prints the same output twice for the same seed (timings a
     const Result a = without_timing(first[i]->run(ctx));
     const Result b = without_timing(second[i]->run(ctx));
     for (Format f : {Format::text, Format::json, Format::csv, Format::md}) CHECK(render(a, f) == render(b, f));
+    // And every row can fail: a tolerance is a number, with its reason, narrower than the largest
+    // deviation the quantity's own range allows (Expectation::attainable).
+    for (const Expectation& e : a.expectations) {
+      CAPTURE(e.quantity);
+      CHECK(e.tolerance >= 0.0);  // false for NaN too
+      CHECK_FALSE(e.why.empty());
+      CHECK(e.tolerance < e.largest_possible_deviation());
+    }
   }
 }
 

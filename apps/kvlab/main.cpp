@@ -193,8 +193,11 @@ int list_checks(const std::vector<std::unique_ptr<Check>>& checks, const std::st
     std::cout << j.dump(2) << '\n';
     return 0;
   }
+  // In markdown the names are code (README.md's check table is this output: tests/readme_fresh.sh).
+  const bool md = format == "md";
   kvlab::Table t{"", {"check", "source", "what it shows"}, {}};
-  for (const auto& c : checks) t.rows.push_back({c->name(), c->source(), c->summary()});
+  for (const auto& c : checks)
+    t.rows.push_back({md ? "`" + c->name() + "`" : c->name(), c->source(), c->summary()});
   kvlab::write_table(std::cout, t, kvlab::parse_format(format));
   return 0;
 }

@@ -164,6 +164,9 @@ struct CheckDef {
   std::function<std::vector<Expectation>(const M&)> judge;
   std::function<void(const M&, Result&)> present;
   std::function<std::string(const M&)> claim;
+  /// With traits.cuda: what the device path would leave out or refuse for these options and
+  /// context (Check::cuda_gap); "" or unset when it runs everything the CPU path would.
+  std::function<std::string(const O&, const RunContext&)> cuda_gap;
 };
 
 /// Validates `options`, measures, judges and presents: the Result `kvlab NAME` prints.
@@ -200,6 +203,9 @@ class SpecCheck final : public Check {
     for (const auto& row : def_.options) bind_row(sub, row, options_);
   }
   bool has_cuda() const override { return def_.spec.traits.cuda; }
+  std::string cuda_gap(const RunContext& ctx) const override {
+    return def_.cuda_gap ? def_.cuda_gap(options_, ctx) : std::string();
+  }
   bool has_plot() const override { return def_.spec.traits.plot; }
   bool is_bench() const override { return def_.spec.traits.bench; }
   bool uses_dtype() const override { return def_.spec.traits.dtype; }

@@ -1,6 +1,8 @@
 #include "report/result.hpp"
 
+#include <algorithm>
 #include <cmath>
+#include <limits>
 #include <stdexcept>
 
 #include <fmt/format.h>
@@ -19,6 +21,11 @@ Stated Stated::parse(const std::string& number, const std::string& words, double
       unit_of_last_digit *= 10.0;
   }
   return Stated{words.empty() ? number : words, v * scale, 0.5 * unit_of_last_digit * scale};
+}
+
+double Expectation::largest_possible_deviation() const {
+  if (!attainable) return std::numeric_limits<double>::infinity();
+  return std::max(std::abs(expected - attainable->first), std::abs(attainable->second - expected));
 }
 
 bool Expectation::holds() const {

@@ -71,12 +71,19 @@ struct Expectation {
   std::optional<Stated> stated;  ///< the document's own figure, when it gives one
   std::string arithmetic;     ///< how `expected` follows, shown with an erratum
   std::string document;       ///< what the document says, when it is not a figure to check
+  /// The interval the measured quantity can take by its definition, when it is bounded (a
+  /// probability: [0, 1]; tokens per speculative step: [1, K + 1]). A tolerance as wide as the
+  /// largest deviation this allows would make a row that cannot fail: the unit test over every
+  /// check at its defaults refuses it (tests/checks/framework_test.cpp). Not written by the writers.
+  std::optional<std::pair<double, double>> attainable;
 
   /// True when measured is finite and within tolerance of expected.
   bool holds() const;
   /// True when the document states a figure that the measurement contradicts at the document's
   /// own precision.
   bool is_erratum() const;
+  /// The largest |measured − expected| `attainable` allows; +inf when it is unset.
+  double largest_possible_deviation() const;
 };
 
 /// The outcome of one check.

@@ -5,9 +5,11 @@
 
 A refactoring of the checks must leave every report at its defaults as it was. Wall-clock
 figures (seconds, tokens/s, measured speedups) change from run to run; they are recognized two
-ways: a metric key naming a time or rate, and, when a second report of the old binary is given,
-any field that differs between the two old reports. Prints each remaining difference as
-"check: path: before -> after" and exits 1 when there is one, 0 otherwise.
+ways: a metric key naming a time or rate and a table whose title starts with "timing" (the output
+contract), and, when a second report of the old binary is given, any field that differs between
+the two old reports. Expectation rows are matched by their quantity, so a row added or removed
+reads as one line. Prints each remaining difference as "check: path: before -> after" and exits
+1 when there is one, 0 otherwise.
 """
 import json
 import re
@@ -28,8 +30,15 @@ def flatten(value, path, out):
     return out
 
 
+def keyed(result):
+    result = dict(result)
+    result["tables"] = [t for t in result.get("tables", []) if not t.get("title", "").startswith("timing")]
+    result["expectations"] = {e["quantity"]: e for e in result.get("expectations", [])}
+    return result
+
+
 def by_check(report):
-    return {r["check"]: flatten(r, "", {}) for r in report["results"]}
+    return {r["check"]: flatten(keyed(r), "", {}) for r in report["results"]}
 
 
 def main(argv):
@@ -49,8 +58,19 @@ def main(argv):
             differences += 1
             continue
         old, new, old2 = before[check], after[check], again.get(check, {})
+        rows_gone = {p.rsplit(".", 1)[0] for p in old if p.startswith("expectations.")} - \
+                    {p.rsplit(".", 1)[0] for p in new if p.startswith("expectations.")}
+        rows_new = {p.rsplit(".", 1)[0] for p in new if p.startswith("expectations.")} - \
+                   {p.rsplit(".", 1)[0] for p in old if p.startswith("expectations.")}
+        for row in sorted(rows_gone):
+            print(f"{check}: row removed: {row[len('expectations.'):]}")
+        for row in sorted(rows_new):
+            print(f"{check}: row added: {row[len('expectations.'):]}")
+        differences += len(rows_gone) + len(rows_new)
         for path in sorted(set(old) | set(new)):
             if TIMING_KEY.search(path) or (path in old2 and old2.get(path) != old.get(path)):
+                continue
+            if path.rsplit(".", 1)[0] in rows_gone | rows_new:
                 continue
             if old.get(path) != new.get(path):
                 print(f"{check}: {path}: {old.get(path)!r} -> {new.get(path)!r}")

@@ -1,0 +1,58 @@
+// The check framework (checks/support/spec.hpp, registry.cpp): registration, the option table's
+// one rule for the command line and for code, and the refusal of a row that cannot fail.
+#include <doctest/doctest.h>
+
+#include <set>
+
+#include "checks/causal_mask.hpp"
+#include "core/error.hpp"
+#include "support/spec.hpp"
+
+using namespace kvlab;
+
+TEST_CASE("framework: every check registers once, at an order of its own, under a name of its own") {
+  std::vector<std::unique_ptr<checks::Check>> all;
+  REQUIRE_NOTHROW(all = checks::make_all_checks());  // throws on two checks at one order
+  std::set<std::string> names;
+  for (const auto& c : all) {
+    CAPTURE(c->name());
+    CHECK(names.insert(c->name()).second);
+    CHECK_FALSE(c->source().empty());
+    CHECK_FALSE(c->summary().empty());
+  }
+}
+
+TEST_CASE("framework: the option table refuses in code what the command line refuses, in the same words") {
+  const auto& def = checks::causal_mask_check();
+  checks::CausalMaskOptions o;
+  CHECK_NOTHROW(checks::validate_options(def.options, o));
+  o.keys = 300;
+  try {
+    checks::validate_options(def.options, o);
+    FAIL("--keys 300 was accepted");
+  } catch (const InputError& e) {
+    // `kvlab causal-mask --keys 300` prints: kvlab: --keys: must be an integer in [2, 256] (got 300)
+    CHECK(std::string(e.what()) == "--keys: must be an integer in [2, 256] (got 300)");
+  }
+  o = {};
+  o.queries = 8;  // the cross-option rule: T < S
+  CHECK_THROWS_AS(checks::run_check(def, o, checks::RunContext{}), InputError);
+}
+
+TEST_CASE("framework: run_check fills the report's identity from the spec") {
+  const Result r = checks::run_check(checks::causal_mask_check(), checks::CausalMaskOptions{}, checks::RunContext{});
+  CHECK(r.check == "causal-mask");
+  CHECK(r.source == "004 §3.3; 000 §6.3");
+  CHECK(r.claim.find("over 8 keys") != std::string::npos);
+  CHECK(r.passed());
+}
+
+TEST_CASE("framework: a row whose tolerance spans its whole attainable range is one that cannot fail") {
+  Expectation e{.quantity = "tokens per step", .expected = 4.0, .tolerance = 3.5, .measured = 4.0};
+  CHECK(e.largest_possible_deviation() == std::numeric_limits<double>::infinity());  // unbounded: no claim made
+  e.attainable = {1.0, 7.0};  // K = 6: a step emits 1 .. 7 tokens
+  CHECK(e.largest_possible_deviation() == 3.0);
+  CHECK_FALSE(e.tolerance < e.largest_possible_deviation());  // the framework's test refuses this row
+  e.tolerance = 2.0;
+  CHECK(e.tolerance < e.largest_possible_deviation());
+}
