@@ -27,9 +27,10 @@ sed -n '/^<!-- checks:begin -->$/,/^<!-- checks:end -->$/p' "$readme" | sed '1d;
 if [ ! -s "$committed" ]; then
   echo "FAIL: README.md has no <!-- checks:begin --> ... <!-- checks:end --> block"; exit 1
 fi
-if ! "$kvlab" list --format md > "$fresh"; then
+if ! table=$("$kvlab" list --format md); then  # $( ) drops the blank line after the table
   echo "FAIL: kvlab list --format md exited non-zero"; exit 1
 fi
+printf '%s\n' "$table" > "$fresh"
 if diff -u "$committed" "$fresh"; then
   echo "ok: README.md's check table is up to date"
 else
