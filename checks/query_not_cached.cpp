@@ -15,6 +15,7 @@
 //   kvlab query-not-cached [--tokens 12] [--kv-heads 2] [--dtype f64|f32]
 #include <algorithm>
 #include <cmath>
+#include <tuple>
 
 #include <fmt/format.h>
 
@@ -25,7 +26,6 @@
 #include "core/rng.hpp"
 #include "model/gpt.hpp"
 #include "support/model_setup.hpp"
-#include "support/options.hpp"
 
 namespace kvlab::checks {
 namespace {
@@ -65,13 +65,25 @@ std::pair<double, double> model_last_logits(const QueryNotCachedOptions& o, cons
   return {diff, std::max(1.0, static_cast<double>(max_abs(full)))};
 }
 
+void present(const QueryNotCachedMeasured& m, Result& r) {
+  const int S = m.options.tokens;
+  Table detail{"what the last position's output depends on", {"input changed", "max |Δ last output|", "threshold"}, {}};
+  detail.rows.push_back({fmt::format("{} earlier queries replaced", S - 1), m.earlier_queries_diff, m.threshold});
+  detail.rows.push_back({std::string("smallest effect of one key + 1"), m.min_key_effect, m.threshold});
+  detail.rows.push_back({std::string("its own query + 1"), m.own_query_diff, m.threshold});
+  r.metric("max_abs_diff_model", m.model_diff);
+  r.metric("max_abs_diff_earlier_queries", m.earlier_queries_diff);
+  r.metric("positions_whose_key_matters", m.keys_matter);
+  r.tables.push_back(std::move(detail));
+  r.notes.push_back(fmt::format("mini-GPT: 2 layers, d_model 64, 8 heads, {} KV heads, {}; attention rows: random "
+                                "q, K, V ~ N(0, 1), 8 heads of 8, float64; seed {}", m.options.kv_heads,
+                                dtype_name(m.context.dtype), m.context.seed));
+}
+
 }  // namespace
 
-Result run_query_not_cached(const QueryNotCachedOptions& o, const RunContext& ctx, const QueryNotCachedParts& parts) {
-  require_range("--tokens", o.tokens, 2, kMaxTokens);
-  require_range("--kv-heads", o.kv_heads, 1, kHeads);
-  if (kHeads % o.kv_heads != 0)
-    throw InputError(fmt::format("--kv-heads: must divide the 8 query heads: 1, 2, 4 or 8 (got {})", o.kv_heads));
+QueryNotCachedMeasured measure_query_not_cached(const QueryNotCachedOptions& o, const RunContext& ctx,
+                                                const QueryNotCachedParts& parts) {
   const AttentionFn attention =
       parts.attention ? parts.attention
                       : AttentionFn([](const Mat<double>& q, const Mat<double>& k, const Mat<double>& v, int h, int g,
@@ -80,114 +92,110 @@ Result run_query_not_cached(const QueryNotCachedOptions& o, const RunContext& ct
                                                                  ConstMatView<double>(v.data(), v.rows(), v.cols()), h,
                                                                  g, d, q_pos0, true);
                         });
-  Result r;
+  QueryNotCachedMeasured m{.options = o, .context = ctx};
   // 1. The model: cached K/V only vs recompute everything.
-  ModelConfig cfg;
-  const auto [model_diff, scale] = with_dtype(ctx.dtype, [&]<class T>() { return model_last_logits<T>(o, ctx, cfg); });
-  r.expect({.quantity = fmt::format("mini-GPT: max |Δ last logits|, K/V cache only vs full recompute, {} tokens", o.tokens),
-            .source = "004 §1.2", .unit = "", .expected = 0, .tolerance = rounding_bound(cfg, ctx.dtype, scale),
-            .why = fmt::format("rounding: 2·n·u·max|logit|, n = {} summed terms ({})", reduction_length(cfg),
-                               dtype_name(ctx.dtype)),
-            .measured = model_diff});
+  std::tie(m.model_diff, m.logit_scale) =
+      with_dtype(ctx.dtype, [&]<class T>() { return model_last_logits<T>(o, ctx, m.config); });
 
   // 2., 3. Attention of all S queries; the last row is what the next token needs.
   const int S = o.tokens, G = o.kv_heads, d = kHeadDim;
   Rng rng(ctx.seed + 2);
   const Mat<double> q = random_mat(rng, S, kHeads * d), k = random_mat(rng, S, G * d), v = random_mat(rng, S, G * d);
   const Mat<double> base = attention(q, k, v, kHeads, G, d, 0);
-  auto last_diff = [&](const Mat<double>& out) { return max_abs(out.row(S - 1) - base.row(S - 1)); };
   Mat<double> q_other = random_mat(rng, S, kHeads * d);
   q_other.row(S - 1) = q.row(S - 1);  // earlier queries replaced, the last one kept
-  const double diff_earlier_q = last_diff(attention(q_other, k, v, kHeads, G, d, 0));
-  r.expect({.quantity = fmt::format("max |Δ last output| when the {} earlier queries are replaced", S - 1),
-            .source = "004 §1.2", .unit = "", .expected = 0, .tolerance = 0,
-            .why = "the last row reads its own query only: the same bits", .measured = diff_earlier_q,
-            .document = "旧位置的 query …以后再也用不上"});
+  m.earlier_queries_diff = max_abs(attention(q_other, k, v, kHeads, G, d, 0).row(S - 1) - base.row(S - 1));
 
   // Perturbed inputs must move the last output by more than rounding could: two attentions equal
   // in exact arithmetic differ by at most 2·n·u·max|v|, n = d + 2S summed terms (Higham §3.1).
-  const double threshold = 2.0 * (d + 2.0 * S) * u * std::max(1.0, max_abs(v) + 1.0);
+  m.threshold = 2.0 * (d + 2.0 * S) * u * std::max(1.0, max_abs(v) + 1.0);
   // The perturbations need the last row only: one query at position S − 1 over all S keys.
   const Mat<double> q_n = q.bottomRows(1);
   auto last_only = [&](const Mat<double>& qn, const Mat<double>& kk, const Mat<double>& vv) {
     return max_abs(attention(qn, kk, vv, kHeads, G, d, S - 1).row(0) - base.row(S - 1));
   };
-  int keys_matter = 0, values_matter = 0;
-  double min_key_effect = INFINITY;
+  m.min_key_effect = INFINITY;
   for (int j = 0; j < S; ++j) {
     Mat<double> k2 = k, v2 = v;
     k2.row(j).array() += 1.0;
     v2.row(j).array() += 1.0;
     const double dk = last_only(q_n, k2, v);
     const double dv = last_only(q_n, k, v2);
-    min_key_effect = nan_min(min_key_effect, dk);
-    keys_matter += dk > threshold ? 1 : 0;
-    values_matter += dv > threshold ? 1 : 0;
+    m.min_key_effect = nan_min(m.min_key_effect, dk);
+    m.keys_matter += dk > m.threshold ? 1 : 0;
+    m.values_matter += dv > m.threshold ? 1 : 0;
   }
   Mat<double> q_last = q_n;
   q_last.array() += 1.0;
-  const double diff_own_q = last_only(q_last, k, v);
-  const std::string why = fmt::format("a count; moved means beyond 2(d + 2S)u·max|v| = {:.3g}", threshold);
-  r.expect({.quantity = fmt::format("positions whose key, +1, moves the last output (of {})", S), .source = "004 §1.2",
-            .unit = "positions", .expected = static_cast<double>(S), .tolerance = 0, .why = why,
-            .measured = static_cast<double>(keys_matter), .document = "它要去看的是所有位置的 key 和 value"});
-  r.expect({.quantity = fmt::format("positions whose value, +1, moves the last output (of {})", S), .source = "004 §1.2",
-            .unit = "positions", .expected = static_cast<double>(S), .tolerance = 0, .why = why,
-            .measured = static_cast<double>(values_matter)});
-  r.expect({.quantity = "the last query, +1, moves the last output (1 = yes)", .source = "004 §1.2", .unit = "",
-            .expected = 1, .tolerance = 0, .why = why, .measured = diff_own_q > threshold ? 1.0 : 0.0,
-            .document = "它的 query 是新算的"});
-
-  Table detail{"what the last position's output depends on", {"input changed", "max |Δ last output|", "threshold"}, {}};
-  detail.rows.push_back({fmt::format("{} earlier queries replaced", S - 1), diff_earlier_q, threshold});
-  detail.rows.push_back({std::string("smallest effect of one key + 1"), min_key_effect, threshold});
-  detail.rows.push_back({std::string("its own query + 1"), diff_own_q, threshold});
-  r.metric("max_abs_diff_model", model_diff);
-  r.metric("max_abs_diff_earlier_queries", diff_earlier_q);
-  r.metric("positions_whose_key_matters", keys_matter);
-  r.tables.push_back(std::move(detail));
-  r.notes.push_back(fmt::format("mini-GPT: 2 layers, d_model 64, 8 heads, {} KV heads, {}; attention rows: random "
-                                "q, K, V ~ N(0, 1), 8 heads of 8, float64; seed {}", o.kv_heads,
-                                dtype_name(ctx.dtype), ctx.seed));
-  r.check = "query-not-cached";
-  r.source = "004 §1.2";
-  r.claim = "The last position's output depends on its own query and on every position's key and value, never on "
-            "earlier queries: a cache needs K and V, not Q.";
-  return r;
+  m.own_query_diff = last_only(q_last, k, v);
+  return m;
 }
 
-namespace {
+std::vector<Expectation> judge_query_not_cached(const QueryNotCachedMeasured& m) {
+  const int S = m.options.tokens;
+  const Dtype dtype = m.context.dtype;
+  const std::string why = fmt::format("a count; moved means beyond 2(d + 2S)u·max|v| = {:.3g}", m.threshold);
+  return {
+      {.quantity = fmt::format("mini-GPT: max |Δ last logits|, K/V cache only vs full recompute, {} tokens", S),
+       .source = "004 §1.2", .unit = "", .expected = 0, .tolerance = rounding_bound(m.config, dtype, m.logit_scale),
+       .why = fmt::format("rounding: 2·n·u·max|logit|, n = {} summed terms ({})", reduction_length(m.config),
+                          dtype_name(dtype)),
+       .measured = m.model_diff},
+      {.quantity = fmt::format("max |Δ last output| when the {} earlier queries are replaced", S - 1),
+       .source = "004 §1.2", .unit = "", .expected = 0, .tolerance = 0,
+       .why = "the last row reads its own query only: the same bits", .measured = m.earlier_queries_diff,
+       .document = "旧位置的 query …以后再也用不上"},
+      {.quantity = fmt::format("positions whose key, +1, moves the last output (of {})", S), .source = "004 §1.2",
+       .unit = "positions", .expected = static_cast<double>(S), .tolerance = 0, .why = why,
+       .measured = static_cast<double>(m.keys_matter), .document = "它要去看的是所有位置的 key 和 value"},
+      {.quantity = fmt::format("positions whose value, +1, moves the last output (of {})", S), .source = "004 §1.2",
+       .unit = "positions", .expected = static_cast<double>(S), .tolerance = 0, .why = why,
+       .measured = static_cast<double>(m.values_matter)},
+      {.quantity = "the last query, +1, moves the last output (1 = yes)", .source = "004 §1.2", .unit = "",
+       .expected = 1, .tolerance = 0, .why = why, .measured = m.own_query_diff > m.threshold ? 1.0 : 0.0,
+       .document = "它的 query 是新算的"}};
+}
 
-class QueryNotCached final : public Check {
- public:
-  std::string name() const override { return "query-not-cached"; }
-  std::string source() const override { return "004 §1.2"; }
-  std::string summary() const override { return "the last output needs its own q and all K/V; earlier queries change nothing"; }
-  std::string description() const override {
-    return "Decodes the last token from a cache of K/V only and compares with a full recompute;\n"
-           "replaces every earlier query (the last output keeps its bits) and perturbs each key and\n"
-           "value in turn (the last output moves every time).";
-  }
-  std::string derivation() const override {
-    return "The next token is sampled from the last position's logits, which depend on that\n"
-           "position's attention output o_n = sum over i <= n of softmax_i(q_n·k_i/sqrt(d)) v_i.\n"
-           "It reads q_n (computed fresh from the new token) and k_i, v_i for every i <= n. A query q_i,\n"
-           "i < n, enters only o_i, which was used when token i + 1 was produced and never again.\n"
-           "So K and V of old positions must be kept; their Q can be dropped. Source: 004 §1.2.";
-  }
-  void bind(OptionSet& sub) override {
-    sub.add_option("--tokens", opts_.tokens, "S, positions")->check(IntRange(2, kMaxTokens));
-    sub.add_option("--kv-heads", opts_.kv_heads, "K/V heads (divisor of 8)")->check(IntRange(1, kHeads));
-  }
-  bool uses_dtype() const override { return true; }
-  bool uses_weights() const override { return true; }
-  Result run(const RunContext& ctx) override { return run_query_not_cached(opts_, ctx); }
+const CheckDef<QueryNotCachedOptions, QueryNotCachedMeasured>& query_not_cached_check() {
+  static const CheckDef<QueryNotCachedOptions, QueryNotCachedMeasured> def{
+      .spec = {.name = "query-not-cached",
+               .order = 310,
+               .source = "004 §1.2",
+               .summary = "the last output needs its own q and all K/V; earlier queries change nothing",
+               .description =
+                   "Decodes the last token from a cache of K/V only and compares with a full recompute;\n"
+                   "replaces every earlier query (the last output keeps its bits) and perturbs each key and\n"
+                   "value in turn (the last output moves every time).",
+               .derivation =
+                   "The next token is sampled from the last position's logits, which depend on that\n"
+                   "position's attention output o_n = sum over i <= n of softmax_i(q_n·k_i/sqrt(d)) v_i.\n"
+                   "It reads q_n (computed fresh from the new token) and k_i, v_i for every i <= n. A query q_i,\n"
+                   "i < n, enters only o_i, which was used when token i + 1 was produced and never again.\n"
+                   "So K and V of old positions must be kept; their Q can be dropped. Source: 004 §1.2.",
+               .claim = "The last position's output depends on its own query and on every position's key and "
+                        "value, never on earlier queries: a cache needs K and V, not Q.",
+               .traits = {.dtype = true, .weights = true}},
+      .options = {{"--tokens", &QueryNotCachedOptions::tokens, Allowed::integers(2, kMaxTokens), "S, positions"},
+                  {"--kv-heads", &QueryNotCachedOptions::kv_heads, Allowed::integers(1, kHeads),
+                   "K/V heads (divisor of 8)"}},
+      .constraints =
+          [](const QueryNotCachedOptions& o) {
+            if (kHeads % o.kv_heads != 0)
+              throw InputError(
+                  fmt::format("--kv-heads: must divide the 8 query heads: 1, 2, 4 or 8 (got {})", o.kv_heads));
+          },
+      .measure = [](const QueryNotCachedOptions& o, const RunContext& ctx) { return measure_query_not_cached(o, ctx); },
+      .judge = judge_query_not_cached,
+      .present = present};
+  return def;
+}
 
- private:
-  QueryNotCachedOptions opts_;
-};
+Result run_query_not_cached(const QueryNotCachedOptions& o, const RunContext& ctx, const QueryNotCachedParts& parts) {
+  return run_check(query_not_cached_check(), o, ctx, [&parts](const QueryNotCachedOptions& opts, const RunContext& c) {
+    return measure_query_not_cached(opts, c, parts);
+  });
+}
 
-KVLAB_REGISTER_CHECK(310, QueryNotCached);
+KVLAB_REGISTER_SPEC(query_not_cached_check);
 
-}  // namespace
 }  // namespace kvlab::checks

@@ -13,7 +13,7 @@ using kvlab::test::input_error;
 
 #include <nlohmann/json.hpp>
 
-#include "core/build_info.hpp"
+#include "io/data_dir.hpp"
 #include "core/error.hpp"
 #include "io/catalogue.hpp"
 

@@ -18,7 +18,6 @@
 #include "checks/gqa_layout.hpp"
 #include "checks/gqa_meanpool.hpp"
 #include "checks/position_offset.hpp"
-#include "checks/query_not_cached.hpp"
 #include "core/error.hpp"
 #include "core/op_count.hpp"
 #include "cost/generation_flops.hpp"
@@ -93,27 +92,6 @@ TEST_CASE("bidirectional passes (f64, f32, 2 layers), and fails when its mask is
   CHECK(r.metric_value("max_abs_diff_bidirectional") == 0.0);
   o.layers = 1;
   CHECK_THROWS_AS(checks::run_bidirectional(o, ctx), InputError);
-}
-
-TEST_CASE("query-not-cached passes, and fails when a query mixes in the earlier queries") {
-  checks::RunContext ctx;
-  checks::QueryNotCachedOptions o;
-  CHECK(checks::run_query_not_cached(o, ctx).passed());
-  ctx.dtype = Dtype::f32;
-  o.kv_heads = 8;
-  CHECK(checks::run_query_not_cached(o, ctx).passed());
-  checks::QueryNotCachedParts wrong;
-  wrong.attention = [](const Mat<double>& q, const Mat<double>& k, const Mat<double>& v, int h, int g, int d, int p0) {
-    Mat<double> mixed = q;  // each query replaced by the running mean of the queries up to it
-    for (Eigen::Index i = 1; i < q.rows(); ++i) mixed.row(i) = (mixed.row(i - 1) * double(i) + q.row(i)) / double(i + 1);
-    return grouped_query_attention<double>(mixed, ConstMatView<double>(k.data(), k.rows(), k.cols()),
-                                           ConstMatView<double>(v.data(), v.rows(), v.cols()), h, g, d, p0, true);
-  };
-  const Result r = checks::run_query_not_cached(o, ctx, wrong);
-  CHECK_FALSE(r.passed());
-  CHECK(r.metric_value("max_abs_diff_earlier_queries") > 0.0);
-  o.tokens = 1;
-  CHECK_THROWS_AS(checks::run_query_not_cached(o, ctx), InputError);
 }
 
 TEST_CASE("position-offset passes, and fails when the right-start path forgets the offset too") {

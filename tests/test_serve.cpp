@@ -11,7 +11,7 @@
 
 #include "chunked_prefill.hpp"
 #include "continuous_batching.hpp"
-#include "core/build_info.hpp"
+#include "io/data_dir.hpp"
 #include "cost/roofline.hpp"
 #include "fragmentation.hpp"
 #include "io/catalogue.hpp"

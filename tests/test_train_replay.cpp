@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "core/build_info.hpp"
+#include "io/data_dir.hpp"
 #include "core/rng.hpp"
 #include "model/gpt.hpp"
 #include "train/corpus.hpp"

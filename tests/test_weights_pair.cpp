@@ -9,7 +9,7 @@
 
 #include "checks/spec_exact.hpp"
 #include "checks/spec_real.hpp"
-#include "core/build_info.hpp"
+#include "io/data_dir.hpp"
 #include "model/weights_io.hpp"
 #include "support/model_setup.hpp"
 #include "test_util.hpp"

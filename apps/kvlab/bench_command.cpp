@@ -18,7 +18,7 @@
 #include "backend/cuda_entry.hpp"
 #include "backend/device.hpp"
 #include "bench/machine.hpp"
-#include "core/build_info.hpp"
+#include "io/data_dir.hpp"
 #include "core/error.hpp"
 #include "core/work_budget.hpp"
 #include "io/safe_write.hpp"

@@ -33,12 +33,12 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "core/build_info.hpp"
 #include "core/error.hpp"
 #include "io/safe_write.hpp"
 #include "kernels/gpu_kernels.hpp"
 #include "report/plot.hpp"
 #include "report/writers.hpp"
+#include "build_info.hpp"
 #include "cheatsheet_command.hpp"
 #include "bench_command.hpp"
 #include "machine_command.hpp"
@@ -234,7 +234,7 @@ int list_options(const std::vector<CLI::App*>& subs) {
 }
 
 void print_info(const std::string& format) {
-  auto info = kvlab::build_info();
+  auto info = kvlab::app::build_info();
   info.insert(info.begin() + 5, {"cli11", CLI11_VERSION});
   if (format == "json") {
     nlohmann::json j;
@@ -255,7 +255,7 @@ int run_cli(int argc, char** argv) {
       "failed CUDA call, named), 3 an internal error (a kvlab bug: please report it).",
       "kvlab"};
   app.require_subcommand(1);
-  app.set_version_flag("--version", std::string("kvlab ") + kvlab::build_info()[0].second);
+  app.set_version_flag("--version", std::string("kvlab ") + kvlab::app::build_info()[0].second);
 
   auto checks = kvlab::checks::make_all_checks();
 

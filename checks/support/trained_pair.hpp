@@ -10,7 +10,7 @@
 #include <utility>
 #include <vector>
 
-#include "core/build_info.hpp"
+#include "io/data_dir.hpp"
 #include "core/error.hpp"
 #include "model/gpt.hpp"
 #include "train/checkpoint.hpp"

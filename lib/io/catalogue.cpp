@@ -13,7 +13,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "core/build_info.hpp"
+#include "io/data_dir.hpp"
 #include "core/error.hpp"
 #include "io/json_read.hpp"
 

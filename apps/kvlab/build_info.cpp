@@ -1,15 +1,13 @@
-#include "core/build_info.hpp"
-
-#include <cstdlib>
-#include <filesystem>
+#include "build_info.hpp"
 
 #include <Eigen/Core>
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "backend/device.hpp"
+#include "io/data_dir.hpp"
 
-namespace kvlab {
+namespace kvlab::app {
 
 std::vector<std::pair<std::string, std::string>> build_info() {
   std::string why;
@@ -30,17 +28,4 @@ std::vector<std::pair<std::string, std::string>> build_info() {
   };
 }
 
-std::string data_dir() {
-  if (const char* env = std::getenv("KVLAB_DATA"); env && *env) return env;
-  namespace fs = std::filesystem;
-  std::error_code ec;
-  if (fs::is_directory(KVLAB_DATA_DIR, ec)) return KVLAB_DATA_DIR;
-  // The source tree moved since the build: look beside the executable (build/bin/kvlab -> data/).
-  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
-  if (!ec)
-    for (fs::path dir = exe.parent_path(); !dir.empty() && dir != dir.parent_path(); dir = dir.parent_path())
-      if (fs::is_directory(dir / "data" / "models", ec)) return (dir / "data").string();
-  return KVLAB_DATA_DIR;  // the error that follows names this path
-}
-
-}  // namespace kvlab
+}  // namespace kvlab::app
