@@ -5,7 +5,7 @@
 // chunks (the lower-right causal mask of 004 §3.3). The course measured 3.6e-15 (MHA), 6.2e-15
 // (GQA), 5.8e-15 (MQA): float64 rounding. Expected: max |Δlogits| within a rounding bound derived
 // from the dtype's unit roundoff and the reduction lengths (support/model_setup.hpp).
-// Issue 5 rows (always run, 000 §4.4, 004 §1.6): a GQA model with RoPE (decode rotates q and k at
+// Also always run (000 §4.4, 004 §1.6): a GQA model with RoPE (decode rotates q and k at
 // the token's true position) and the MLA model of model/mla.hpp, whose LatentCache holds only c_KV
 // and k_R, on its naive and absorbed paths (bound: 2·n·u·max|logit| with n from
 // mla_reduction_length, checks/mla_absorb.hpp).
@@ -40,7 +40,7 @@ struct Variant {
   int kv_heads;           // of 8 query heads
   bool chunked;           // prefill in chunks of o.chunk tokens
   const char* course;     // what 004 §1.3 measured
-  bool rope = false;      // RoPE instead of learned positions (issue 5)
+  bool rope = false;      // RoPE instead of learned positions
 };
 
 constexpr Variant kVariants[] = {
@@ -48,7 +48,7 @@ constexpr Variant kVariants[] = {
     {"gqa", 2, false, "6.2e-15"},
     {"mqa", 1, false, "5.8e-15"},
     {"chunked", 2, true, "— (004 §3.5 test 1)"},
-    {"rope", 2, false, "— (issue 5: RoPE at the true position on decode)", true},
+    {"rope", 2, false, "— (000 §4.4, 004 §1.6: RoPE at the true position on decode)", true},
 };
 
 // The rows a run has: the five seeded variants, or the --weights file's model prefilled at once
@@ -125,7 +125,7 @@ void mla_rows(const IncrementalOptions& o, const RunContext& ctx, Result& r, Tab
                   .why = fmt::format("rounding: 2·n·u·max|logit|, n = {} summed terms, u = {:.2g} ({})", n,
                                      unit_roundoff(ctx.dtype), dtype_name(ctx.dtype)),
                   .measured = diff};
-    e.document = "— (issue 5)";
+    e.document = "— (000 §4.4: MLA caches c_KV and k_R)";
     r.expect(e);
     r.metric(std::string("max_abs_diff_") + name, diff);
     detail.rows.push_back({std::string(name), std::int64_t{c.n_head}, std::to_string(o.prefill), std::int64_t{o.decode},
@@ -177,7 +177,7 @@ Result run_impl(const IncrementalOptions& o, const RunContext& ctx, const CacheM
   return r;
 }
 
-// --device cuda (issue 8): the MiniGPT variants on the device (backend/device_gpt.hpp), float32.
+// --device cuda: the MiniGPT variants on the device (backend/device_gpt.hpp), float32.
 // The full forward is one prefill of every token into its own device cache; the incremental one
 // prefills (at once or in chunks) and decodes one token at a time. MLA has no device path.
 Result run_device(const IncrementalOptions& o, const RunContext& ctx) {

@@ -22,7 +22,6 @@
 #include "core/finite.hpp"
 #include "model/gpt.hpp"
 #include "support/model_setup.hpp"
-#include "support/options.hpp"
 
 namespace kvlab::checks {
 namespace {
@@ -49,7 +48,7 @@ Mat<T> decode_with(const MiniGPT<T>& model, const std::vector<int>& ids, int pre
 }
 
 template <class T>
-Result run_impl(const PositionOffsetOptions& o, const RunContext& ctx, const EmbedPosition& right) {
+PositionOffsetMeasured measure_impl(const PositionOffsetOptions& o, const RunContext& ctx, const EmbedPosition& right) {
   const int total = o.prefill + o.decode;
   ModelConfig base;
   base.block_size = std::max(64, total);
@@ -60,113 +59,119 @@ Result run_impl(const PositionOffsetOptions& o, const RunContext& ctx, const Emb
         "learned (the check remaps the learned position table)"},
        {"block_size", [total](const ModelConfig& c) { return c.positional == Positional::rope || c.block_size >= total; },
         fmt::format(">= {} with learned positions (--prefill + --decode)", total)}});
-  const ModelConfig& cfg = model.config();
-  const auto ids = random_tokens(ctx.seed + 1, total, cfg.vocab_size);
+  PositionOffsetMeasured m{.options = o, .context = ctx, .config = model.config()};
+  const auto ids = random_tokens(ctx.seed + 1, total, m.config.vocab_size);
   auto full_cache = model.make_cache(CacheKind::prealloc, total);
   const Mat<T> full = model.forward(ids, 0, *full_cache);
-  const double scale = std::max(1.0, static_cast<double>(max_abs(full)));
-  const double bound = rounding_bound(cfg, ctx.dtype, scale);
+  m.bound = rounding_bound(m.config, ctx.dtype, std::max(1.0, static_cast<double>(max_abs(full))));
 
   const Mat<T> good = decode_with(model, ids, o.prefill, right);
-  int errors_raised = 0;
   Mat<T> forgot;
   try {
     forgot = decode_with(model, ids, o.prefill, [](int, int t) { return t; });
   } catch (const std::exception&) {
-    ++errors_raised;
+    ++m.errors_raised;
   }
-  Result r;
+  m.right_diff = static_cast<double>(max_abs(good - full));
+  for (int p = o.prefill; p < total && m.errors_raised == 0; ++p)
+    m.steps.push_back({.position = p, .right = static_cast<double>(max_abs(good.row(p) - full.row(p))),
+                       .forgotten = static_cast<double>(max_abs(forgot.row(p) - full.row(p))),
+                       .argmax_changed = checked_argmax(full.row(p)) != checked_argmax(forgot.row(p))});
+  return m;
+}
+
+void present(const PositionOffsetMeasured& m, Result& r) {
   Table steps{"decoded steps: max |Δlogits| against one full forward",
               {"position", "right start", "start forgotten (wpe[0])", "argmax changed"}, {}};
-  double good_diff = static_cast<double>(max_abs(good - full));
   double forgot_max = 0, forgot_min = INFINITY;
-  int differs = 0, argmax_changed = 0;
-  for (int p = o.prefill; p < total && errors_raised == 0; ++p) {
-    const double g = static_cast<double>(max_abs(good.row(p) - full.row(p)));
-    const double f = static_cast<double>(max_abs(forgot.row(p) - full.row(p)));
-    const int a = checked_argmax(full.row(p)), b = checked_argmax(forgot.row(p));
-    forgot_max = nan_max(forgot_max, f);
-    forgot_min = nan_min(forgot_min, f);
-    differs += f > bound ? 1 : 0;
-    argmax_changed += a != b ? 1 : 0;
-    steps.rows.push_back({std::int64_t{p}, g, f, std::string(a != b ? "yes" : "no")});
+  int argmax_changed = 0;
+  for (const DecodedStep& s : m.steps) {
+    forgot_max = nan_max(forgot_max, s.forgotten);
+    forgot_min = nan_min(forgot_min, s.forgotten);
+    argmax_changed += s.argmax_changed ? 1 : 0;
+    steps.rows.push_back({std::int64_t{s.position}, s.right, s.forgotten, std::string(s.argmax_changed ? "yes" : "no")});
   }
-  const std::string why = fmt::format("rounding: 2·n·u·max|logit|, n = {} summed terms, u = {:.2g} ({})",
-                                      reduction_length(cfg), unit_roundoff(ctx.dtype), dtype_name(ctx.dtype));
-  r.expect({.quantity = fmt::format("right start: max |Δlogits|, prefill {} + decode {} vs full forward", o.prefill, o.decode),
-            .source = "004 §3.2", .unit = "", .expected = 0, .tolerance = bound, .why = why, .measured = good_diff,
-            .document = "与全量前向逐位比对"});
-  r.expect({.quantity = fmt::format("start forgotten: decoded steps whose logits differ beyond rounding (of {})", o.decode),
-            .source = "004 §3.2", .unit = "steps", .expected = static_cast<double>(o.decode), .tolerance = 0,
-            .why = fmt::format("a count; differs means beyond the bound above, {:.3g}", bound),
-            .measured = static_cast<double>(differs), .document = "不报错，生成质量却会明显变差"});
-  r.expect({.quantity = "start forgotten: errors raised by the forward", .source = "004 §3.2", .unit = "errors",
-            .expected = 0, .tolerance = 0, .why = "a count: exact", .measured = static_cast<double>(errors_raised),
-            .document = "不报错"});
-  r.metric("max_abs_diff_right_start", good_diff);
+  r.metric("max_abs_diff_right_start", m.right_diff);
   r.metric("max_abs_diff_forgotten_start", forgot_max);
   r.metric("min_abs_diff_forgotten_start", forgot_min);
   r.metric("argmax_changed_forgotten_start", argmax_changed);
-  r.metric("errors_raised_forgotten_start", errors_raised);
+  r.metric("errors_raised_forgotten_start", m.errors_raised);
   r.tables.push_back(std::move(steps));
-  if (!ctx.weights.empty()) r.notes.push_back(weights_note(cfg, ctx.weights));
+  if (!m.context.weights.empty()) r.notes.push_back(weights_note(m.config, m.context.weights));
   else
     r.notes.push_back(fmt::format("mini-GPT: 2 layers, d_model 64, 8 heads, learned positions, {}, seed {}",
-                                  dtype_name(ctx.dtype), ctx.seed));
+                                  dtype_name(m.context.dtype), m.context.seed));
   r.notes.push_back(fmt::format("The forgotten start raised {} errors: the shapes are all valid, only the numbers are "
                                 "wrong; {} of {} decoded steps changed their most likely next token.",
-                                errors_raised, argmax_changed, o.decode));
+                                m.errors_raised, argmax_changed, m.options.decode));
   r.notes.push_back("The bug is injected by remapping a copy of the model's position table (row p := wpe[0] for the "
                     "decoded positions), so it runs through the library's own forward and cache.");
-  return r;
 }
 
 }  // namespace
+
+PositionOffsetMeasured measure_position_offset(const PositionOffsetOptions& o, const RunContext& ctx,
+                                               const PositionOffsetParts& parts) {
+  const EmbedPosition right = parts.right ? parts.right : EmbedPosition([](int s, int t) { return s + t; });
+  return with_dtype(ctx.dtype, [&]<class T>() { return measure_impl<T>(o, ctx, right); });
+}
+
+std::vector<Expectation> judge_position_offset(const PositionOffsetMeasured& m) {
+  const PositionOffsetOptions& o = m.options;
+  int differs = 0;
+  for (const DecodedStep& s : m.steps) differs += s.forgotten > m.bound ? 1 : 0;
+  const std::string why = fmt::format("rounding: 2·n·u·max|logit|, n = {} summed terms, u = {:.2g} ({})",
+                                      reduction_length(m.config), unit_roundoff(m.context.dtype),
+                                      dtype_name(m.context.dtype));
+  return {
+      {.quantity = fmt::format("right start: max |Δlogits|, prefill {} + decode {} vs full forward", o.prefill,
+                               o.decode),
+       .source = "004 §3.2", .unit = "", .expected = 0, .tolerance = m.bound, .why = why, .measured = m.right_diff,
+       .document = "与全量前向逐位比对"},
+      {.quantity = fmt::format("start forgotten: decoded steps whose logits differ beyond rounding (of {})", o.decode),
+       .source = "004 §3.2", .unit = "steps", .expected = static_cast<double>(o.decode), .tolerance = 0,
+       .why = fmt::format("a count; differs means beyond the bound above, {:.3g}", m.bound),
+       .measured = static_cast<double>(differs), .document = "不报错，生成质量却会明显变差"},
+      {.quantity = "start forgotten: errors raised by the forward", .source = "004 §3.2", .unit = "errors",
+       .expected = 0, .tolerance = 0, .why = "a count: exact", .measured = static_cast<double>(m.errors_raised),
+       .document = "不报错"}};
+}
+
+const CheckDef<PositionOffsetOptions, PositionOffsetMeasured>& position_offset_check() {
+  static const CheckDef<PositionOffsetOptions, PositionOffsetMeasured> def{
+      .spec = {.name = "position-offset",
+               .order = 330,
+               .source = "004 §3.2",
+               .summary = "forgetting the start position: no error, different logits",
+               .description =
+                   "Prefills a prompt and decodes through the KV cache with the right start position and\n"
+                   "with it forgotten (each new token at position 0), and compares both with one full\n"
+                   "forward: the right start agrees up to rounding, the forgotten one differs every step.",
+               .derivation =
+                   "The full forward embeds token p as wte[x_p] + wpe[p]. A decode step processes one token,\n"
+                   "so arange(0, T) = [0]: without the start offset it embeds wte[x_p] + wpe[0]. Every shape\n"
+                   "is still valid (no error), but the input differs by wpe[p] − wpe[0] ≠ 0, and so do the\n"
+                   "logits; with arange(start, start + T) the step computes exactly the full forward's row p.\n"
+                   "Source: 004 §3.2 (and §A.1: pass position_ids / cache_position).",
+               .claim = "Decoding with the start position forgotten (wpe[0] for every new token) raises no error "
+                        "but gives different logits; with the right start the cached decode equals the full "
+                        "forward up to rounding.",
+               .traits = {.dtype = true, .weights = true}},
+      .options = {{"--prefill", &PositionOffsetOptions::prefill, Allowed::integers(1, kMaxTokens), "Prompt tokens"},
+                  {"--decode", &PositionOffsetOptions::decode, Allowed::integers(1, kMaxTokens),
+                   "Tokens decoded one at a time"}},
+      .measure = [](const PositionOffsetOptions& o, const RunContext& ctx) { return measure_position_offset(o, ctx); },
+      .judge = judge_position_offset,
+      .present = present};
+  return def;
+}
 
 Result run_position_offset(const PositionOffsetOptions& o, const RunContext& ctx, const PositionOffsetParts& parts) {
-  require_range("--prefill", o.prefill, 1, kMaxTokens);
-  require_range("--decode", o.decode, 1, kMaxTokens);
-  const EmbedPosition right = parts.right ? parts.right : EmbedPosition([](int s, int t) { return s + t; });
-  Result r = with_dtype(ctx.dtype, [&]<class T>() { return run_impl<T>(o, ctx, right); });
-  r.check = "position-offset";
-  r.source = "004 §3.2";
-  r.claim = "Decoding with the start position forgotten (wpe[0] for every new token) raises no error but gives "
-            "different logits; with the right start the cached decode equals the full forward up to rounding.";
-  return r;
+  return run_check(position_offset_check(), o, ctx, [&parts](const PositionOffsetOptions& opts, const RunContext& c) {
+    return measure_position_offset(opts, c, parts);
+  });
 }
 
-namespace {
+KVLAB_REGISTER_SPEC(position_offset_check);
 
-class PositionOffset final : public Check {
- public:
-  std::string name() const override { return "position-offset"; }
-  std::string source() const override { return "004 §3.2"; }
-  std::string summary() const override { return "forgetting the start position: no error, different logits"; }
-  std::string description() const override {
-    return "Prefills a prompt and decodes through the KV cache with the right start position and\n"
-           "with it forgotten (each new token at position 0), and compares both with one full\n"
-           "forward: the right start agrees up to rounding, the forgotten one differs every step.";
-  }
-  std::string derivation() const override {
-    return "The full forward embeds token p as wte[x_p] + wpe[p]. A decode step processes one token,\n"
-           "so arange(0, T) = [0]: without the start offset it embeds wte[x_p] + wpe[0]. Every shape\n"
-           "is still valid (no error), but the input differs by wpe[p] − wpe[0] ≠ 0, and so do the\n"
-           "logits; with arange(start, start + T) the step computes exactly the full forward's row p.\n"
-           "Source: 004 §3.2 (and §A.1: pass position_ids / cache_position).";
-  }
-  void bind(OptionSet& sub) override {
-    sub.add_option("--prefill", opts_.prefill, "Prompt tokens")->check(IntRange(1, kMaxTokens));
-    sub.add_option("--decode", opts_.decode, "Tokens decoded one at a time")->check(IntRange(1, kMaxTokens));
-  }
-  bool uses_dtype() const override { return true; }
-  bool uses_weights() const override { return true; }
-  Result run(const RunContext& ctx) override { return run_position_offset(opts_, ctx); }
-
- private:
-  PositionOffsetOptions opts_;
-};
-
-KVLAB_REGISTER_CHECK(330, PositionOffset);
-
-}  // namespace
 }  // namespace kvlab::checks

@@ -1,9 +1,12 @@
-// position-offset (004 §3.2): options and the testable entry point. See position_offset.cpp.
+// position-offset (004 §3.2): options, what it measures, and its testable steps. See position_offset.cpp.
 #pragma once
 
 #include <functional>
+#include <string>
+#include <vector>
 
-#include "support/check.hpp"
+#include "model/config.hpp"
+#include "support/spec.hpp"
 
 namespace kvlab::checks {
 
@@ -21,6 +24,35 @@ using EmbedPosition = std::function<int(int start_pos, int t)>;
 struct PositionOffsetParts {
   EmbedPosition right;
 };
+
+/// One decoded step: its logits against the full forward's, with the right start and with it forgotten.
+struct DecodedStep {
+  int position = 0;
+  double right = 0;       ///< max |Δlogits|, right start
+  double forgotten = 0;   ///< max |Δlogits|, start forgotten
+  bool argmax_changed = false;  ///< the forgotten start changed the most likely next token
+};
+
+/// What position-offset measured.
+struct PositionOffsetMeasured {
+  PositionOffsetOptions options;
+  RunContext context;
+  ModelConfig config;
+  double bound = 0;           ///< the rounding bound 2·n·u·max|logit|
+  double right_diff = 0;      ///< max |Δlogits| over every position, right start
+  int errors_raised = 0;      ///< exceptions the forgotten-start forward threw
+  std::vector<DecodedStep> steps;  ///< empty when the forgotten start raised an error
+};
+
+/// Prefills, decodes with the right start and with it forgotten, and compares with the full
+/// forward. Throws InputError on a --weights file that cannot run it.
+PositionOffsetMeasured measure_position_offset(const PositionOffsetOptions& o, const RunContext& ctx,
+                                               const PositionOffsetParts& parts = {});
+/// The right start within rounding; every step of the forgotten one beyond it (a count); no error.
+std::vector<Expectation> judge_position_offset(const PositionOffsetMeasured& m);
+
+/// The check as data (registered as `position-offset`).
+const CheckDef<PositionOffsetOptions, PositionOffsetMeasured>& position_offset_check();
 
 /// Runs the check. Throws InputError on out-of-range options.
 Result run_position_offset(const PositionOffsetOptions& o, const RunContext& ctx, const PositionOffsetParts& parts = {});

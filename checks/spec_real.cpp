@@ -1,4 +1,4 @@
-// spec-real: speculative decoding with the trained pair of data/weights (issue 10; 000 §7.4, §9.2;
+// spec-real: speculative decoding with the trained pair of data/weights (000 §7.4, §9.2;
 // Leviathan et al. 2023, Table 3): α on real text, E[τ] against tokens per step, the cost ratio c
 // and E[τ]/(1 + K·c) against the wall-clock speedup for K = 1 .. 8, and the output's exactness.
 //
@@ -388,7 +388,7 @@ Result run_spec_real(const SpecRealOptions& o_in, const RunContext& ctx, const S
             "every prompt and K)", "000 §7.5, §7.6", "tokens", 0.0, 0.0,
             "exact: greedy verification accepts a draft only when it is the target's argmax", 
             static_cast<double>(mismatches_total), std::nullopt, ""});
-  // Exactness at temperature 1 (spec-exact's distribution test on the pair, issue 10): the law of
+  // Exactness at temperature 1 (spec-exact's distribution test on the pair): the law of
   // 2 tokens after the last kExactPromptLen bytes of the first prompt, enumerated, against the
   // loop's samples (a short prompt: each sample prefills it afresh, and the time budget is ~1 s).
   SpecExactOptions eo;
@@ -414,7 +414,7 @@ Result run_spec_real(const SpecRealOptions& o_in, const RunContext& ctx, const S
   alpha.rows.push_back({pair_name, std::string("0"), ta.mean0,
                         ta.se0, fmt::format("this run, {} positions in {} windows", ta.positions, ta.windows)});
   alpha.rows.push_back({std::string("GPT-like 97M / GPT-like 6M (LM1B)"), std::string("0"), 0.88, std::string("—"),
-                        std::string("Leviathan et al. 2023, Table 3 (as quoted in issue 10)")});
+                        std::string("Leviathan et al. 2023, Table 3")});
   r.tables.push_back(std::move(alpha));
   r.tables.push_back(std::move(per_k));
   r.tables.push_back(std::move(timing));
@@ -474,7 +474,7 @@ class SpecRealCheck final : public Check {
         ->check(IntRange(1, kMaxExactSamples));
     sub.add_flag("--long", opts_.long_run,
                  "8 prompts × 64 tokens, 64 α windows, 2000 exactness samples (about 10 s here)");
-    // --weights / --draft-weights: the names the other model checks use for a pair (issue 10).
+    // --weights / --draft-weights: the names the other model checks use for a pair.
     sub.add_option("--target,--weights", opts_.target, "Target checkpoint (default data/weights/target.safetensors)")
         ->check(PathGiven());
     sub.add_option("--draft,--draft-weights", opts_.draft, "Draft checkpoint (default data/weights/draft.safetensors)")

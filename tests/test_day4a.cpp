@@ -17,7 +17,6 @@
 #include "checks/gqa_equals_mha.hpp"
 #include "checks/gqa_layout.hpp"
 #include "checks/gqa_meanpool.hpp"
-#include "checks/position_offset.hpp"
 #include "core/error.hpp"
 #include "core/op_count.hpp"
 #include "cost/generation_flops.hpp"
@@ -92,21 +91,6 @@ TEST_CASE("bidirectional passes (f64, f32, 2 layers), and fails when its mask is
   CHECK(r.metric_value("max_abs_diff_bidirectional") == 0.0);
   o.layers = 1;
   CHECK_THROWS_AS(checks::run_bidirectional(o, ctx), InputError);
-}
-
-TEST_CASE("position-offset passes, and fails when the right-start path forgets the offset too") {
-  checks::RunContext ctx;
-  checks::PositionOffsetOptions o;
-  const Result ok = checks::run_position_offset(o, ctx);
-  CHECK(ok.passed());
-  CHECK(ok.metric_value("max_abs_diff_forgotten_start") > 1e-6);
-  ctx.dtype = Dtype::f32;
-  CHECK(checks::run_position_offset(o, ctx).passed());
-  checks::PositionOffsetParts forgotten;
-  forgotten.right = [](int, int t) { return t; };  // a forgotten offset
-  CHECK_FALSE(checks::run_position_offset(o, ctx, forgotten).passed());
-  o.decode = 0;
-  CHECK_THROWS_AS(checks::run_position_offset(o, ctx), InputError);
 }
 
 TEST_CASE("abs-pos-window passes, and fails when the RoPE model forgets to count the next position on") {

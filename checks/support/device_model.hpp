@@ -1,4 +1,4 @@
-// What the model checks share for `--device cuda` (issue 8): the device's operations and the
+// What the model checks share for `--device cuda`: the device's operations and the
 // model on them (backend/device_gpt.hpp). On the device the model computes in float32 whatever
 // --dtype says (the CLI sets ctx.dtype = f32), so a check's tolerance there is the float32 one.
 #pragma once

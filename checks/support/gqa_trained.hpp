@@ -1,4 +1,4 @@
-// gqa-meanpool's trained mode (issue 10; 004 §2.4 group 6, §B.4; Ainslie et al. 2023 "GQA" §2.1,
+// gqa-meanpool's trained mode (004 §2.4 group 6, §B.4; Ainslie et al. 2023 "GQA" §2.1,
 // §3): the trained MHA target of data/weights against its mean-pooled G = 2 and G = 1 conversions
 // on fortunes validation text, and (heavy: --long) uptraining each conversion for ~5% of the
 // original steps, with the MHA itself trained as long as the control.

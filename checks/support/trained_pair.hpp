@@ -1,4 +1,4 @@
-// The trained mini-GPT pair of data/weights (issue 10; docs/weights.md) and the fortunes
+// The trained mini-GPT pair of data/weights (docs/weights.md) and the fortunes
 // validation text, for the checks that need trained weights (spec-real, gqa-meanpool's trained
 // mode). Either part absent: the reason in one line, and the check reports "skipped".
 #pragma once

@@ -1,4 +1,4 @@
-// The mini-GPT's fast float32 CPU path (issue 9): the same model as MiniGPT<float> (model/gpt.hpp),
+// The mini-GPT's fast float32 CPU path: the same model as MiniGPT<float> (model/gpt.hpp),
 // computed for speed rather than for bit-reproducibility. The float64 reference path (MiniGPT)
 // stays what the checks compare against; this one is what `cpu-roofline` and `bench decode` time.
 //

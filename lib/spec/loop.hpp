@@ -76,7 +76,7 @@ struct SpecFaults {
   bool skip_bonus_feed = false;       ///< after a bonus, do not feed d_K to the draft
   bool bonus_from_last_draft_row = false;  ///< draw the bonus from target row K − 1, not K
   /// Propose greedily (argmax) but give the verifier the draft's temperature-1 softmax as q
-  /// (issue 7's biased sampler); the correct q of a greedy draft is its one-hot.
+  /// (the biased sampler of a greedy draft given its soft q); the correct q of a greedy draft is its one-hot.
   bool soft_q_for_greedy_draft = false;
   /// When all K drafts are accepted, emit only them and drop the bonus token (the caches are rolled
   /// back to match): a step then emits at most K tokens, E[τ] = (1 − α^K)/(1 − α).
