@@ -3,8 +3,8 @@
 // Claim: with as many K/V heads as query heads (G = h), grouped-query attention is multi-head
 // attention: every group has one member, query head j reads K/V head ⌊j/1⌋ = j. The course
 // measured a maximum output difference of 0. kvlab runs the library's grouped kernel with
-// n_kv_head = n_head against a plain MHA written here head by head (its own K/V head, no group
-// index), on random q, K, V: a causal prefill of S tokens and one decode query over S keys.
+// n_kv_head = n_head against the plain MHA of lib/reference/attention.hpp, head by head (its own
+// K/V head, no group index), on random q, K, V: a causal prefill of S tokens and one decode query over S keys.
 // Expected: exactly 0 (tolerance 0): both compute the same dot products, softmax and weighted
 // sums in the same order, so equal means the same bits.
 //
@@ -22,7 +22,7 @@
 #include "core/finite.hpp"
 #include "core/rng.hpp"
 #include "support/model_setup.hpp"
-#include "support/options.hpp"
+#include "reference/attention.hpp"
 
 namespace kvlab::checks {
 namespace {
@@ -33,38 +33,6 @@ constexpr int kMaxHeads = 64;
 constexpr int kMaxTokens = 256;
 constexpr int kMaxHeadDim = 128;
 
-/// Multi-head attention, textbook form: head j attends with its own q_j, k_j, v_j. Query i (at
-/// position q_pos0 + i) sees keys 0 .. q_pos0 + i. Scores scaled by 1/sqrt(head_dim).
-template <class T>
-Mat<T> mha_reference(const Mat<T>& q, const Mat<T>& k, const Mat<T>& v, int n_head, int head_dim, int q_pos0) {
-  const int n_new = static_cast<int>(q.rows());
-  const T scale = T(1) / std::sqrt(T(head_dim));
-  Mat<T> out = Mat<T>::Zero(n_new, static_cast<Eigen::Index>(n_head) * head_dim);
-  std::vector<T> score(static_cast<std::size_t>(k.rows()));
-  for (int i = 0; i < n_new; ++i) {
-    const int n_visible = q_pos0 + i + 1;
-    for (int j = 0; j < n_head; ++j) {
-      T max_score = -std::numeric_limits<T>::infinity();
-      for (int s = 0; s < n_visible; ++s) {
-        T dot = 0;
-        for (int c = 0; c < head_dim; ++c) dot += q(i, j * head_dim + c) * k(s, j * head_dim + c);
-        score[s] = dot * scale;
-        max_score = std::max(max_score, score[s]);
-      }
-      T denom = 0;
-      for (int s = 0; s < n_visible; ++s) {
-        score[s] = std::exp(score[s] - max_score);
-        denom += score[s];
-      }
-      for (int s = 0; s < n_visible; ++s) {
-        const T w = score[s] / denom;
-        for (int c = 0; c < head_dim; ++c) out(i, j * head_dim + c) += w * v(s, j * head_dim + c);
-      }
-    }
-  }
-  return out;
-}
-
 template <class T>
 Mat<T> random_mat(Rng& rng, int rows, int cols) {
   Mat<double> m(rows, cols);
@@ -73,47 +41,42 @@ Mat<T> random_mat(Rng& rng, int rows, int cols) {
 }
 
 template <class T>
-Result run_impl(const GqaEqualsMhaOptions& o, const RunContext& ctx, const GqaFn<T>& gqa) {
+GqaEqualsMhaMeasured measure_impl(const GqaEqualsMhaOptions& o, const RunContext& ctx, const GqaFn<T>& gqa) {
   const int h = o.heads, S = o.tokens, d = o.head_dim;
   Rng rng(ctx.seed);
   const Mat<T> q = random_mat<T>(rng, S, h * d), k = random_mat<T>(rng, S, h * d), v = random_mat<T>(rng, S, h * d);
-  Result r;
+  GqaEqualsMhaMeasured m{.options = o, .context = ctx};
+  for (const auto& [name, n_query] : {std::pair{"prefill", S}, {"decode", 1}}) {
+    const int q_pos0 = S - n_query;
+    const Mat<T> qc = q.bottomRows(n_query);
+    const Mat<T> want = reference::multi_head_attention<T>(qc, k, v, h, d, q_pos0);
+    m.cases.push_back({name, n_query, static_cast<double>(max_abs(gqa(qc, k, v, h, h, d, q_pos0) - want)),
+                       static_cast<double>(max_abs(want))});
+  }
+  return m;
+}
+
+void present(const GqaEqualsMhaMeasured& m, Result& r) {
+  const int S = m.options.tokens;
   Table detail{"GQA (G = h) vs MHA", {"case", "queries T", "keys S", "max |GQA − MHA|", "max |MHA|"}, {}};
   double worst = 0;
-  struct Case {
-    const char* name;
-    int n_query;
-  };
-  for (const Case c : {Case{"prefill", S}, Case{"decode", 1}}) {
-    const int q_pos0 = S - c.n_query;
-    const Mat<T> qc = q.bottomRows(c.n_query);
-    const Mat<T> got = gqa(qc, k, v, h, h, d, q_pos0);
-    const Mat<T> want = mha_reference<T>(qc, k, v, h, d, q_pos0);
-    const double diff = static_cast<double>(max_abs(got - want));
-    worst = nan_max(worst, diff);
-    r.expect({.quantity = fmt::format("max |GQA(G = h = {}) − MHA|, {}: {} queries over {} keys", h, c.name, c.n_query, S),
-              .source = "004 §2.3 (group 6)", .unit = "", .expected = 0, .tolerance = 0,
-              .why = "the same operations in the same order: the same bits", .measured = diff,
-              .stated = Stated{"最大差 0", 0, 0}});
-    detail.rows.push_back({std::string(c.name), std::int64_t{c.n_query}, std::int64_t{S}, diff,
-                           static_cast<double>(max_abs(want))});
+  for (const GqaMhaCase& c : m.cases) {
+    worst = nan_max(worst, c.diff);
+    detail.rows.push_back({c.name, std::int64_t{c.queries}, std::int64_t{S}, c.diff, c.max_mha});
   }
   r.metric("max_abs_diff", worst);
   r.tables.push_back(std::move(detail));
   r.notes.push_back(fmt::format("h = G = {} heads, head_dim {}, {} tokens, causal, random q, K, V ~ N(0, 1), {}, seed {}",
-                                h, d, S, dtype_name(ctx.dtype), ctx.seed));
-  r.notes.emplace_back("MHA is written here head by head (head j uses its own K/V head j, no group index); GQA is the "
-                    "library kernel that the mini-GPT uses, with n_kv_head = n_head.");
-  return r;
+                                m.options.heads, m.options.head_dim, S, dtype_name(m.context.dtype), m.context.seed));
+  r.notes.emplace_back("MHA is the plain reference, head by head (head j uses its own K/V head j, no group index); GQA "
+                       "is the library kernel that the mini-GPT uses, with n_kv_head = n_head.");
 }
 
 }  // namespace
 
-Result run_gqa_equals_mha(const GqaEqualsMhaOptions& o, const RunContext& ctx, const GqaEqualsMhaParts& parts) {
-  require_range("--heads", o.heads, 1, kMaxHeads);
-  require_range("--tokens", o.tokens, 1, kMaxTokens);
-  require_range("--head-dim", o.head_dim, 1, kMaxHeadDim);
-  Result r = with_dtype(ctx.dtype, [&]<class T>() {
+GqaEqualsMhaMeasured measure_gqa_equals_mha(const GqaEqualsMhaOptions& o, const RunContext& ctx,
+                                            const GqaEqualsMhaParts& parts) {
+  return with_dtype(ctx.dtype, [&]<class T>() {
     GqaFn<T> gqa;
     if constexpr (std::is_same_v<T, double>) gqa = parts.gqa_f64;
     else gqa = parts.gqa_f32;
@@ -122,47 +85,59 @@ Result run_gqa_equals_mha(const GqaEqualsMhaOptions& o, const RunContext& ctx, c
         return grouped_query_attention<T>(q, ConstMatView<T>(k.data(), k.rows(), k.cols()),
                                           ConstMatView<T>(v.data(), v.rows(), v.cols()), h, g, d, q_pos0, true);
       };
-    return run_impl<T>(o, ctx, gqa);
+    return measure_impl<T>(o, ctx, gqa);
   });
-  r.check = "gqa-equals-mha";
-  r.source = "004 §2.3 (group 6)";
-  r.claim = fmt::format("Grouped-query attention with G = h = {} K/V heads is multi-head attention: the outputs are "
-                        "identical (max difference exactly 0).", o.heads);
-  return r;
 }
 
-namespace {
+std::vector<Expectation> judge_gqa_equals_mha(const GqaEqualsMhaMeasured& m) {
+  std::vector<Expectation> rows;
+  for (const GqaMhaCase& c : m.cases)
+    rows.push_back({.quantity = fmt::format("max |GQA(G = h = {}) − MHA|, {}: {} queries over {} keys", m.options.heads,
+                                            c.name, c.queries, m.options.tokens),
+                    .source = "004 §2.3 (group 6)", .unit = "", .expected = 0, .tolerance = 0,
+                    .why = "the same operations in the same order: the same bits", .measured = c.diff,
+                    .stated = Stated{"最大差 0", 0, 0}});
+  return rows;
+}
 
-class GqaEqualsMha final : public Check {
- public:
-  std::string name() const override { return "gqa-equals-mha"; }
-  std::string source() const override { return "004 §2.3 (group 6)"; }
-  std::string summary() const override { return "GQA with G = h equals MHA: max difference exactly 0"; }
-  std::string description() const override {
-    return "Runs the library's grouped-query kernel with as many K/V heads as query heads against\n"
-           "a head-by-head multi-head attention on random q, K, V (prefill and one decode query).\n"
-           "The course measured 0; kvlab expects exactly 0.";
-  }
-  std::string derivation() const override {
-    return "GQA gives query head j the K/V head ⌊j/(h/G)⌋. With G = h the group size h/G is 1, so\n"
-           "head j reads K/V head j: its own, as in MHA. Nothing is shared, nothing is averaged; the\n"
-           "same scores, softmax and weighted sum are computed, so the outputs are equal, and with\n"
-           "the same summation order bit for bit. G = 1 is MQA, 1 < G < h interpolates.\n"
-           "Source: 004 §2.3 (group 6).";
-  }
-  void bind(OptionSet& sub) override {
-    sub.add_option("--heads", opts_.heads, "h = G, heads")->check(IntRange(1, kMaxHeads));
-    sub.add_option("--tokens", opts_.tokens, "S, positions")->check(IntRange(1, kMaxTokens));
-    sub.add_option("--head-dim", opts_.head_dim, "Head dimension")->check(IntRange(1, kMaxHeadDim));
-  }
-  bool uses_dtype() const override { return true; }
-  Result run(const RunContext& ctx) override { return run_gqa_equals_mha(opts_, ctx); }
+const CheckDef<GqaEqualsMhaOptions, GqaEqualsMhaMeasured>& gqa_equals_mha_check() {
+  static const CheckDef<GqaEqualsMhaOptions, GqaEqualsMhaMeasured> def{
+      .spec = {.name = "gqa-equals-mha",
+               .order = 320,
+               .source = "004 §2.3 (group 6)",
+               .summary = "GQA with G = h equals MHA: max difference exactly 0",
+               .description =
+                   "Runs the library's grouped-query kernel with as many K/V heads as query heads against\n"
+                   "a head-by-head multi-head attention on random q, K, V (prefill and one decode query).\n"
+                   "The course measured 0; kvlab expects exactly 0.",
+               .derivation =
+                   "GQA gives query head j the K/V head ⌊j/(h/G)⌋. With G = h the group size h/G is 1, so\n"
+                   "head j reads K/V head j: its own, as in MHA. Nothing is shared, nothing is averaged; the\n"
+                   "same scores, softmax and weighted sum are computed, so the outputs are equal, and with\n"
+                   "the same summation order bit for bit. G = 1 is MQA, 1 < G < h interpolates.\n"
+                   "Source: 004 §2.3 (group 6).",
+               .traits = {.dtype = true}},
+      .options = {{"--heads", &GqaEqualsMhaOptions::heads, Allowed::integers(1, kMaxHeads), "h = G, heads"},
+                  {"--tokens", &GqaEqualsMhaOptions::tokens, Allowed::integers(1, kMaxTokens), "S, positions"},
+                  {"--head-dim", &GqaEqualsMhaOptions::head_dim, Allowed::integers(1, kMaxHeadDim), "Head dimension"}},
+      .measure = [](const GqaEqualsMhaOptions& o, const RunContext& ctx) { return measure_gqa_equals_mha(o, ctx); },
+      .judge = judge_gqa_equals_mha,
+      .present = present,
+      .claim =
+          [](const GqaEqualsMhaMeasured& m) {
+            return fmt::format("Grouped-query attention with G = h = {} K/V heads is multi-head attention: the "
+                               "outputs are identical (max difference exactly 0).",
+                               m.options.heads);
+          }};
+  return def;
+}
 
- private:
-  GqaEqualsMhaOptions opts_;
-};
+Result run_gqa_equals_mha(const GqaEqualsMhaOptions& o, const RunContext& ctx, const GqaEqualsMhaParts& parts) {
+  return run_check(gqa_equals_mha_check(), o, ctx, [&parts](const GqaEqualsMhaOptions& opts, const RunContext& c) {
+    return measure_gqa_equals_mha(opts, c, parts);
+  });
+}
 
-KVLAB_REGISTER_CHECK(320, GqaEqualsMha);
+KVLAB_REGISTER_SPEC(gqa_equals_mha_check);
 
-}  // namespace
 }  // namespace kvlab::checks

@@ -1,10 +1,12 @@
-// gqa-equals-mha (004 §2.3, group 6): options and the testable entry point. See gqa_equals_mha.cpp.
+// gqa-equals-mha (004 §2.3, group 6): options, what it measures, and its testable steps. See gqa_equals_mha.cpp.
 #pragma once
 
 #include <functional>
+#include <string>
+#include <vector>
 
 #include "core/tensor.hpp"
-#include "support/check.hpp"
+#include "support/spec.hpp"
 
 namespace kvlab::checks {
 
@@ -25,6 +27,30 @@ struct GqaEqualsMhaParts {
   GqaFn<double> gqa_f64;
   GqaFn<float> gqa_f32;
 };
+
+/// One case (prefill: S queries; decode: 1 query over S keys), as measured.
+struct GqaMhaCase {
+  std::string name;
+  int queries = 0;
+  double diff = 0;      ///< max |GQA − MHA|
+  double max_mha = 0;   ///< max |MHA| (the scale)
+};
+
+/// What gqa-equals-mha measured.
+struct GqaEqualsMhaMeasured {
+  GqaEqualsMhaOptions options;
+  RunContext context;
+  std::vector<GqaMhaCase> cases;
+};
+
+/// Runs the library's kernel with G = h against reference::multi_head_attention on random q, K, V.
+GqaEqualsMhaMeasured measure_gqa_equals_mha(const GqaEqualsMhaOptions& o, const RunContext& ctx,
+                                            const GqaEqualsMhaParts& parts = {});
+/// Every case exactly 0: the same operations in the same order.
+std::vector<Expectation> judge_gqa_equals_mha(const GqaEqualsMhaMeasured& m);
+
+/// The check as data (registered as `gqa-equals-mha`).
+const CheckDef<GqaEqualsMhaOptions, GqaEqualsMhaMeasured>& gqa_equals_mha_check();
 
 /// Runs the check. Throws InputError on out-of-range options.
 Result run_gqa_equals_mha(const GqaEqualsMhaOptions& o, const RunContext& ctx, const GqaEqualsMhaParts& parts = {});

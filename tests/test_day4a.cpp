@@ -14,7 +14,6 @@
 #include "checks/bidirectional.hpp"
 #include "checks/cache_flops.hpp"
 #include "support/check.hpp"
-#include "checks/gqa_equals_mha.hpp"
 #include "checks/gqa_layout.hpp"
 #include "checks/gqa_meanpool.hpp"
 #include "core/error.hpp"
@@ -52,29 +51,6 @@ TEST_CASE("gqa-layout passes, and fails when repeat_interleave is really a tiled
   CHECK(r.metric_value("heads_misread_interleave") > 0);
   o.kv_heads = 3;
   CHECK_THROWS_AS(checks::run_gqa_layout(o, ctx), InputError);
-}
-
-TEST_CASE("gqa-equals-mha passes (f64, f32), and fails when query head j reads K/V head j + 1") {
-  checks::RunContext ctx;
-  checks::GqaEqualsMhaOptions o;
-  CHECK(checks::run_gqa_equals_mha(o, ctx).passed());
-  ctx.dtype = Dtype::f32;
-  CHECK(checks::run_gqa_equals_mha(o, ctx).passed());
-  ctx.dtype = Dtype::f64;
-  checks::GqaEqualsMhaParts wrong;
-  wrong.gqa_f64 = [](const Mat<double>& q, const Mat<double>& k, const Mat<double>& v, int h, int, int d, int p0) {
-    // a wrong grouping: K/V heads rotated by one, so query head j reads K/V head j + 1 (mod h)
-    Mat<double> kr(k.rows(), k.cols()), vr(v.rows(), v.cols());
-    for (int j = 0; j < h; ++j) {
-      kr.middleCols(j * d, d) = k.middleCols(((j + 1) % h) * d, d);
-      vr.middleCols(j * d, d) = v.middleCols(((j + 1) % h) * d, d);
-    }
-    return grouped_query_attention<double>(q, ConstMatView<double>(kr.data(), kr.rows(), kr.cols()),
-                                           ConstMatView<double>(vr.data(), vr.rows(), vr.cols()), h, h, d, p0, true);
-  };
-  const Result r = checks::run_gqa_equals_mha(o, ctx, wrong);
-  CHECK_FALSE(r.passed());
-  CHECK(r.metric_value("max_abs_diff") > 0.1);
 }
 
 TEST_CASE("bidirectional passes (f64, f32, 2 layers), and fails when its mask is causal after all") {
