@@ -23,7 +23,6 @@
 #include "core/finite.hpp"
 #include "model/gpt.hpp"
 #include "support/model_setup.hpp"
-#include "support/options.hpp"
 
 namespace kvlab::checks {
 namespace {
@@ -32,13 +31,9 @@ namespace {
 constexpr int kMaxTokens = 512;
 constexpr int kMaxLayers = 12;
 
-struct LayerDiff {
-  double dk = 0, dv = 0, max_k = 0;
-};
-
 /// max |ΔK|, |ΔV| of the first n positions, per layer, between prefixes of n and n + 1 tokens.
 template <class T>
-std::vector<LayerDiff> prefix_diffs(const ModelConfig& cfg, const GptWeights<T>& weights, const std::vector<int>& ids,
+std::vector<MaskLayerDiff> prefix_diffs(const ModelConfig& cfg, const GptWeights<T>& weights, const std::vector<int>& ids,
                                     int n, const std::string& source) {
   MiniGPT<T> model(cfg, weights);
   model.set_source(source);  // a --weights file's forward that overflows is refused, naming the file
@@ -46,7 +41,7 @@ std::vector<LayerDiff> prefix_diffs(const ModelConfig& cfg, const GptWeights<T>&
   auto long_cache = model.make_cache(CacheKind::prealloc, n + 1);
   model.forward(std::span(ids).first(n), 0, *short_cache);
   model.forward(std::span(ids), 0, *long_cache);
-  std::vector<LayerDiff> out;
+  std::vector<MaskLayerDiff> out;
   for (int l = 0; l < cfg.n_layer; ++l) {
     const auto ks = short_cache->keys(l), vs = short_cache->values(l);
     const auto kl = long_cache->keys(l).topRows(n), vl = long_cache->values(l).topRows(n);
@@ -57,7 +52,7 @@ std::vector<LayerDiff> prefix_diffs(const ModelConfig& cfg, const GptWeights<T>&
 }
 
 template <class T>
-Result run_impl(const BidirectionalOptions& o, const RunContext& ctx, const BidirectionalParts& parts) {
+BidirectionalMeasured measure_impl(const BidirectionalOptions& o, const RunContext& ctx, const BidirectionalParts& parts) {
   ModelConfig base;
   base.n_layer = o.layers;
   base.block_size = std::max(64, o.tokens + 1);
@@ -70,105 +65,125 @@ Result run_impl(const BidirectionalOptions& o, const RunContext& ctx, const Bidi
        {"sliding_window", [](const ModelConfig& c) { return c.sliding_window == 0; }, "0 (a window needs a causal mask)"},
        {"block_size", [need](const ModelConfig& c) { return c.positional == Positional::rope || c.block_size >= need; },
         fmt::format(">= --tokens + 1 = {} with learned positions", need)}});
+  BidirectionalMeasured m{.options = o, .context = ctx, .config = model.config()};
   ModelConfig cfg = model.config();
   const auto ids = random_tokens(ctx.seed + 1, o.tokens + 1, cfg.vocab_size);
   cfg.causal = true;
-  const auto causal = prefix_diffs<T>(cfg, model.weights(), ids, o.tokens, model.source());
+  m.causal = prefix_diffs<T>(cfg, model.weights(), ids, o.tokens, model.source());
   cfg.causal = parts.bidirectional_is_causal;
-  const auto bidir = prefix_diffs<T>(cfg, model.weights(), ids, o.tokens, model.source());
+  m.bidirectional = prefix_diffs<T>(cfg, model.weights(), ids, o.tokens, model.source());
+  m.config.causal = parts.bidirectional_is_causal;  // as the old report named it
+  return m;
+}
 
-  Result r;
-  Table per_layer{fmt::format("K/V of positions 0..{}: prefix of {} vs {} tokens", o.tokens - 1, o.tokens, o.tokens + 1),
+void present(const BidirectionalMeasured& m, Result& r) {
+  const int n = m.options.tokens;
+  Table per_layer{fmt::format("K/V of positions 0..{}: prefix of {} vs {} tokens", n - 1, n, n + 1),
                   {"layer", "causal max |ΔK|", "causal max |ΔV|", "bidirectional max |ΔK|", "bidirectional max |ΔV|",
                    "rounding threshold"}, {}};
-  double causal_max = 0, bidir_first = 0, bidir_min_later = INFINITY, bidir_max = 0;
-  int changed_k = 0, changed_v = 0;
-  for (int l = 0; l < cfg.n_layer; ++l) {
-    const double threshold = rounding_bound(cfg, ctx.dtype, std::max(1.0, bidir[l].max_k));
-    causal_max = nan_max(causal_max, nan_max(causal[l].dk, causal[l].dv));
-    bidir_max = nan_max(bidir_max, nan_max(bidir[l].dk, bidir[l].dv));
-    if (l == 0) bidir_first = nan_max(bidir[l].dk, bidir[l].dv);
-    else {
-      bidir_min_later = nan_min(bidir_min_later, bidir[l].dk);
-      changed_k += bidir[l].dk > threshold ? 1 : 0;
-      changed_v += bidir[l].dv > threshold ? 1 : 0;
-    }
-    per_layer.rows.push_back({std::int64_t{l + 1}, causal[l].dk, causal[l].dv, bidir[l].dk, bidir[l].dv, threshold});
+  double causal_max = 0, bidir_min_later = INFINITY, bidir_max = 0;
+  for (int l = 0; l < m.config.n_layer; ++l) {
+    const MaskLayerDiff &c = m.causal[l], &b = m.bidirectional[l];
+    causal_max = nan_max(causal_max, nan_max(c.dk, c.dv));
+    bidir_max = nan_max(bidir_max, nan_max(b.dk, b.dv));
+    if (l > 0) bidir_min_later = nan_min(bidir_min_later, b.dk);
+    per_layer.rows.push_back({std::int64_t{l + 1}, c.dk, c.dv, b.dk, b.dv, bidirectional_threshold(m, l)});
   }
-  r.expect({.quantity = fmt::format("causal: max |ΔK|, |ΔV| over {} layers, first {} positions", cfg.n_layer, o.tokens),
-            .source = "004 §1.2", .unit = "", .expected = 0, .tolerance = 0,
-            .why = "exactly equal: fixed summation order per position (design.md numerics)", .measured = causal_max});
-  r.expect({.quantity = "bidirectional: max |ΔK|, |ΔV| in layer 1 (computed before any attention)",
-            .source = "004 §1.2", .unit = "", .expected = 0, .tolerance = 0,
-            .why = "layer 1's K/V depend on the token and position only; same order: same bits",
-            .measured = bidir_first});
-  const std::string why = "a count; threshold per layer 2·n·u·max(1, max|K/V|), the most rounding can move equal values";
-  r.expect({.quantity = fmt::format("bidirectional: layers 2..{} whose old K changed beyond rounding", cfg.n_layer),
-            .source = "004 §1.2", .unit = "layers", .expected = static_cast<double>(cfg.n_layer - 1), .tolerance = 0,
-            .why = why, .measured = static_cast<double>(changed_k), .document = "新 token 会改变所有旧 token 的表示"});
-  r.expect({.quantity = fmt::format("bidirectional: layers 2..{} whose old V changed beyond rounding", cfg.n_layer),
-            .source = "004 §1.2", .unit = "layers", .expected = static_cast<double>(cfg.n_layer - 1), .tolerance = 0,
-            .why = why, .measured = static_cast<double>(changed_v)});
   r.metric("max_abs_diff_causal", causal_max);
   r.metric("max_abs_diff_bidirectional", bidir_max);
   r.metric("min_abs_diff_k_bidirectional_layers_2_up", bidir_min_later);
   r.tables.push_back(std::move(per_layer));
-  if (!ctx.weights.empty()) r.notes.push_back(weights_note(cfg, ctx.weights) + "; same weights for both masks");
+  const ModelConfig& cfg = m.config;
+  if (!m.context.weights.empty()) r.notes.push_back(weights_note(cfg, m.context.weights) + "; same weights for both masks");
   else
-    r.notes.push_back(fmt::format("mini-GPT: {} layers, d_model {}, {} heads, learned positions, same weights for both masks, "
-                                  "{}, seed {}", cfg.n_layer, cfg.d_model, cfg.n_head, dtype_name(ctx.dtype), ctx.seed));
+    r.notes.push_back(fmt::format("mini-GPT: {} layers, d_model {}, {} heads, learned positions, same weights for both "
+                                  "masks, {}, seed {}", cfg.n_layer, cfg.d_model, cfg.n_head,
+                                  dtype_name(m.context.dtype), m.context.seed));
   r.notes.push_back("The step of the induction that fails: with a bidirectional mask, position j's attention output "
                     "sums over i <= n, including the new token, so h_j of layer 1 already depends on it.");
-  return r;
 }
 
 }  // namespace
+
+double bidirectional_threshold(const BidirectionalMeasured& m, int layer) {
+  return rounding_bound(m.config, m.context.dtype, std::max(1.0, m.bidirectional[layer].max_kv));
+}
+
+BidirectionalMeasured measure_bidirectional(const BidirectionalOptions& o, const RunContext& ctx,
+                                            const BidirectionalParts& parts) {
+  return with_dtype(ctx.dtype, [&]<class T>() { return measure_impl<T>(o, ctx, parts); });
+}
+
+std::vector<Expectation> judge_bidirectional(const BidirectionalMeasured& m) {
+  const int layers = m.config.n_layer;
+  double causal_max = 0, bidir_first = 0;
+  int changed_k = 0, changed_v = 0;
+  for (int l = 0; l < layers; ++l) {
+    const MaskLayerDiff &c = m.causal[l], &b = m.bidirectional[l];
+    causal_max = nan_max(causal_max, nan_max(c.dk, c.dv));
+    if (l == 0) {
+      bidir_first = nan_max(b.dk, b.dv);
+      continue;
+    }
+    const double threshold = bidirectional_threshold(m, l);
+    changed_k += b.dk > threshold ? 1 : 0;
+    changed_v += b.dv > threshold ? 1 : 0;
+  }
+  const std::string why = "a count; threshold per layer 2·n·u·max(1, max|K/V|), the most rounding can move equal values";
+  return {
+      {.quantity = fmt::format("causal: max |ΔK|, |ΔV| over {} layers, first {} positions", layers, m.options.tokens),
+       .source = "004 §1.2", .unit = "", .expected = 0, .tolerance = 0,
+       .why = "exactly equal: fixed summation order per position (design.md numerics)", .measured = causal_max},
+      {.quantity = "bidirectional: max |ΔK|, |ΔV| in layer 1 (computed before any attention)", .source = "004 §1.2",
+       .unit = "", .expected = 0, .tolerance = 0,
+       .why = "layer 1's K/V depend on the token and position only; same order: same bits", .measured = bidir_first},
+      {.quantity = fmt::format("bidirectional: layers 2..{} whose old K changed beyond rounding", layers),
+       .source = "004 §1.2", .unit = "layers", .expected = static_cast<double>(layers - 1), .tolerance = 0, .why = why,
+       .measured = static_cast<double>(changed_k), .document = "新 token 会改变所有旧 token 的表示"},
+      {.quantity = fmt::format("bidirectional: layers 2..{} whose old V changed beyond rounding", layers),
+       .source = "004 §1.2", .unit = "layers", .expected = static_cast<double>(layers - 1), .tolerance = 0, .why = why,
+       .measured = static_cast<double>(changed_v)}};
+}
+
+const CheckDef<BidirectionalOptions, BidirectionalMeasured>& bidirectional_check() {
+  static const CheckDef<BidirectionalOptions, BidirectionalMeasured> def{
+      .spec = {.name = "bidirectional",
+               .order = 305,
+               .source = "004 §1.2",
+               .summary = "bidirectional mask: an appended token changes old K/V (no KV cache for BERT)",
+               .description =
+                   "Compares the K/V of the first n positions for prefixes of n and n + 1 tokens, in a causal\n"
+                   "and a bidirectional mini-GPT with the same weights: the causal ones are identical, the\n"
+                   "bidirectional ones change in every layer from the second on.",
+               .derivation =
+                   "Causal induction (004 §1.2): h_j^(0) = wte[x_j] + wpe[j]; if h_i^(l) depends on x_<=i only,\n"
+                   "attention gives h_j^(l+1) from k_i, v_i with i <= j, so it depends on x_<=j: old K/V are fixed.\n"
+                   "Bidirectional: h_j^(l+1) = sum over all i <= n of A_ji v_i, so it depends on the appended\n"
+                   "x_n from the first attention on. Layer 1's K/V = W·LN(h^(0)) do not (no attention yet); every\n"
+                   "later layer's do. So a cache of old K/V is stale: BERT recomputes everything.\n"
+                   "Source: 004 §1.2.",
+               .traits = {.dtype = true, .weights = true}},
+      .options = {{"--tokens", &BidirectionalOptions::tokens, Allowed::integers(1, kMaxTokens),
+                   "Shorter prefix length n (the other is n + 1)"},
+                  {"--layers", &BidirectionalOptions::layers, Allowed::integers(2, kMaxLayers), "Layers (>= 2)"}},
+      .measure = [](const BidirectionalOptions& o, const RunContext& ctx) { return measure_bidirectional(o, ctx); },
+      .judge = judge_bidirectional,
+      .present = present,
+      .claim =
+          [](const BidirectionalMeasured& m) {
+            return fmt::format("With a bidirectional (BERT) mask, appending token {} changes the K and V of positions "
+                               "0..{} in every layer from the second on; under the causal mask they stay exactly equal.",
+                               m.options.tokens, m.options.tokens - 1);
+          }};
+  return def;
+}
 
 Result run_bidirectional(const BidirectionalOptions& o, const RunContext& ctx, const BidirectionalParts& parts) {
-  require_range("--tokens", o.tokens, 1, kMaxTokens);
-  require_range("--layers", o.layers, 2, kMaxLayers);
-  Result r = with_dtype(ctx.dtype, [&]<class T>() { return run_impl<T>(o, ctx, parts); });
-  r.check = "bidirectional";
-  r.source = "004 §1.2";
-  r.claim = fmt::format("With a bidirectional (BERT) mask, appending token {} changes the K and V of positions 0..{} "
-                        "in every layer from the second on; under the causal mask they stay exactly equal.",
-                        o.tokens, o.tokens - 1);
-  return r;
+  return run_check(bidirectional_check(), o, ctx, [&parts](const BidirectionalOptions& opts, const RunContext& c) {
+    return measure_bidirectional(opts, c, parts);
+  });
 }
 
-namespace {
+KVLAB_REGISTER_SPEC(bidirectional_check);
 
-class Bidirectional final : public Check {
- public:
-  std::string name() const override { return "bidirectional"; }
-  std::string source() const override { return "004 §1.2"; }
-  std::string summary() const override { return "bidirectional mask: an appended token changes old K/V (no KV cache for BERT)"; }
-  std::string description() const override {
-    return "Compares the K/V of the first n positions for prefixes of n and n + 1 tokens, in a causal\n"
-           "and a bidirectional mini-GPT with the same weights: the causal ones are identical, the\n"
-           "bidirectional ones change in every layer from the second on.";
-  }
-  std::string derivation() const override {
-    return "Causal induction (004 §1.2): h_j^(0) = wte[x_j] + wpe[j]; if h_i^(l) depends on x_<=i only,\n"
-           "attention gives h_j^(l+1) from k_i, v_i with i <= j, so it depends on x_<=j: old K/V are fixed.\n"
-           "Bidirectional: h_j^(l+1) = sum over all i <= n of A_ji v_i, so it depends on the appended\n"
-           "x_n from the first attention on. Layer 1's K/V = W·LN(h^(0)) do not (no attention yet); every\n"
-           "later layer's do. So a cache of old K/V is stale: BERT recomputes everything.\n"
-           "Source: 004 §1.2.";
-  }
-  void bind(OptionSet& sub) override {
-    sub.add_option("--tokens", opts_.tokens, "Shorter prefix length n (the other is n + 1)")->check(IntRange(1, kMaxTokens));
-    sub.add_option("--layers", opts_.layers, "Layers (>= 2)")->check(IntRange(2, kMaxLayers));
-  }
-  bool uses_dtype() const override { return true; }
-  bool uses_weights() const override { return true; }
-  Result run(const RunContext& ctx) override { return run_bidirectional(opts_, ctx); }
-
- private:
-  BidirectionalOptions opts_;
-};
-
-KVLAB_REGISTER_CHECK(305, Bidirectional);
-
-}  // namespace
 }  // namespace kvlab::checks

@@ -11,7 +11,6 @@
 #include "attention/gqa.hpp"
 #include "attention/kv_layout.hpp"
 #include "checks/abs_pos_window.hpp"
-#include "checks/bidirectional.hpp"
 #include "checks/cache_flops.hpp"
 #include "support/check.hpp"
 #include "checks/gqa_layout.hpp"
@@ -51,22 +50,6 @@ TEST_CASE("gqa-layout passes, and fails when repeat_interleave is really a tiled
   CHECK(r.metric_value("heads_misread_interleave") > 0);
   o.kv_heads = 3;
   CHECK_THROWS_AS(checks::run_gqa_layout(o, ctx), InputError);
-}
-
-TEST_CASE("bidirectional passes (f64, f32, 2 layers), and fails when its mask is causal after all") {
-  checks::RunContext ctx;
-  checks::BidirectionalOptions o;
-  CHECK(checks::run_bidirectional(o, ctx).passed());
-  o.layers = 2;
-  ctx.dtype = Dtype::f32;
-  CHECK(checks::run_bidirectional(o, ctx).passed());
-  checks::BidirectionalParts wrong;
-  wrong.bidirectional_is_causal = true;  // a wrong mask
-  const Result r = checks::run_bidirectional(o, ctx, wrong);
-  CHECK_FALSE(r.passed());
-  CHECK(r.metric_value("max_abs_diff_bidirectional") == 0.0);
-  o.layers = 1;
-  CHECK_THROWS_AS(checks::run_bidirectional(o, ctx), InputError);
 }
 
 TEST_CASE("abs-pos-window passes, and fails when the RoPE model forgets to count the next position on") {
