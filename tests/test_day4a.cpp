@@ -10,7 +10,6 @@
 #include "attention/causal_mask.hpp"
 #include "attention/gqa.hpp"
 #include "attention/kv_layout.hpp"
-#include "checks/abs_pos_window.hpp"
 #include "checks/cache_flops.hpp"
 #include "support/check.hpp"
 #include "checks/gqa_layout.hpp"
@@ -50,21 +49,6 @@ TEST_CASE("gqa-layout passes, and fails when repeat_interleave is really a tiled
   CHECK(r.metric_value("heads_misread_interleave") > 0);
   o.kv_heads = 3;
   CHECK_THROWS_AS(checks::run_gqa_layout(o, ctx), InputError);
-}
-
-TEST_CASE("abs-pos-window passes, and fails when the RoPE model forgets to count the next position on") {
-  checks::RunContext ctx;
-  checks::AbsPosWindowOptions o;
-  const Result ok = checks::run_abs_pos_window(o, ctx);
-  CHECK(ok.passed());
-  CHECK(ok.metric_value("max_abs_diff_k_learned_layer1") > 1e-3);
-  ctx.dtype = Dtype::f32;
-  CHECK(checks::run_abs_pos_window(o, ctx).passed());
-  checks::AbsPosWindowParts renumbered;
-  renumbered.rope_next_position = [](int window) { return window - 1; };  // a forgotten offset
-  CHECK_FALSE(checks::run_abs_pos_window(o, ctx, renumbered).passed());
-  o.window = 1;
-  CHECK_THROWS_AS(checks::run_abs_pos_window(o, ctx), InputError);
 }
 
 TEST_CASE("gqa-meanpool passes, and fails when the pooled groups are the tiled ones") {
