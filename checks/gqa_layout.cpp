@@ -22,7 +22,6 @@
 #include "core/error.hpp"
 #include "core/finite.hpp"
 #include "core/rng.hpp"
-#include "support/options.hpp"
 
 namespace kvlab::checks {
 namespace {
@@ -80,140 +79,139 @@ std::vector<int> heads_read(int n_head, int n_kv_head, const KvExpander& expand,
   return read;
 }
 
-Result run_gqa_layout(const GqaLayoutOptions& o, const RunContext& ctx, const GqaLayoutParts& parts) {
-  require_range("--heads", o.heads, 3, kMaxHeads);
-  require_range("--kv-heads", o.kv_heads, 2, o.heads - 1);
-  if (o.heads % o.kv_heads != 0)
-    throw InputError(fmt::format("--kv-heads: must divide --heads = {} (got {})", o.heads, o.kv_heads));
-  require_range("--tokens", o.tokens, 1, kMaxTokens);
-  require_range("--head-dim", o.head_dim, 1, kMaxHeadDim);
-  const int h = o.heads, G = o.kv_heads, d = o.head_dim;
+GqaLayoutMeasured measure_gqa_layout(const GqaLayoutOptions& o, const RunContext& ctx, const GqaLayoutParts& parts) {
+  const int h = o.heads, G = o.kv_heads, d = o.head_dim, S = o.tokens;
   const KvExpander interleave = parts.interleave ? parts.interleave : KvExpander(repeat_interleave_kv<double>);
   const KvExpander expand_reshape = parts.expand_reshape ? parts.expand_reshape : KvExpander(expand_reshape_kv<double>);
   const KvExpander tiled = repeat_kv<double>;
-
+  GqaLayoutMeasured m{.options = o, .context = ctx};
   // The maps of 004 §3.4, written out here independently of kv_layout.
-  std::vector<int> grouped_map(static_cast<std::size_t>(h)), tiled_map(static_cast<std::size_t>(h));
   for (int j = 0; j < h; ++j) {
-    grouped_map[j] = j / (h / G);
-    tiled_map[j] = j % G;
+    m.grouped_map.push_back(j / (h / G));
+    m.tiled_map.push_back(j % G);
   }
-  const int heads_that_differ = mismatches(grouped_map, tiled_map);
-
-  Result r;
-  struct Writing {
-    const char* name;
-    const KvExpander* expand;  // nullptr: native grouped kernel
-    const std::vector<int>* want;
-    const char* source;
-  };
-  const Writing writings[] = {{"repeat_interleave + MHA kernel", &interleave, &grouped_map, "004 §3.4 writing 1"},
-                              {"expand + reshape + MHA kernel", &expand_reshape, &grouped_map, "004 §3.4 writing 2"},
-                              {"native grouped kernel (enable_gqa)", nullptr, &grouped_map, "004 §3.4 writing 3; §A.3"},
-                              {"repeat (tiled) + MHA kernel", &tiled, &tiled_map, "004 §3.4"}};
-  Table maps{fmt::format("K/V head g holds the constant g + 1: which one each of the {} query heads reads", h),
-             {"writing", "heads read", "expected"}, {}};
-  std::vector<std::vector<int>> read_by;
-  for (const Writing& w : writings) {
-    const std::vector<int> read = heads_read(h, G, w.expand ? *w.expand : KvExpander{}, ctx.seed);
-    read_by.push_back(read);
-    r.expect({.quantity = fmt::format("query heads not reading their expected K/V head: {}, {} heads / {} K/V heads",
-                                      w.name, h, G),
-              .source = w.source, .unit = "heads", .expected = 0, .tolerance = 0, .why = "a count: exact",
-              .measured = static_cast<double>(mismatches(read, *w.want)),
-              .document = w.want == &grouped_map ? "j → ⌊j/(h/G)⌋" : "j → j mod G"});
-    maps.rows.push_back({std::string(w.name), join(read), join(*w.want)});
-  }
-
+  const std::pair<LayoutWriting, KvExpander> writings[] = {
+      {{.name = "repeat_interleave + MHA kernel", .source = "004 §3.4 writing 1"}, interleave},
+      {{.name = "expand + reshape + MHA kernel", .source = "004 §3.4 writing 2"}, expand_reshape},
+      {{.name = "native grouped kernel (enable_gqa)", .source = "004 §3.4 writing 3; §A.3", .native = true}, {}},
+      {{.name = "repeat (tiled) + MHA kernel", .source = "004 §3.4", .tiled = true}, tiled}};
   // Random data: each writing's output against the native kernel's.
   Rng rng(ctx.seed + 1);
-  const int S = o.tokens;
   const Mat<double> q = random_mat(rng, S, h * d), k = random_mat(rng, S, G * d), v = random_mat(rng, S, G * d);
   const Mat<double> native = attend(q, k, v, h, G, d, {});
   // Two exact-arithmetic-equal attentions differ by at most 2·n·u·max|v| with n = d + 2S summed
   // terms (dot product, softmax denominator, weighted sum; Higham §3.1, first order).
-  const double threshold = 2.0 * (d + 2.0 * S) * u * std::max(1.0, max_abs(v));
-  Table diffs{"random q, K, V: max |output − native grouped kernel| per writing",
-              {"writing", "max |Δ|", "query heads differing beyond rounding", "rounding threshold"}, {}};
-  for (std::size_t w = 0; w + 1 < std::size(writings); ++w) {
-    const Mat<double> out = attend(q, k, v, h, G, d, writings[w].expand ? *writings[w].expand : KvExpander{});
-    double diff = 0;
-    int differing = 0;
+  m.threshold = 2.0 * (d + 2.0 * S) * u * std::max(1.0, max_abs(v));
+  for (const auto& [writing, expand] : writings) {
+    LayoutWriting w = writing;
+    w.read = heads_read(h, G, expand, ctx.seed);
+    const Mat<double> out = attend(q, k, v, h, G, d, expand);
     for (int j = 0; j < h; ++j) {
       const double dj = max_abs(out.middleCols(j * d, d) - native.middleCols(j * d, d));
-      diff = nan_max(diff, dj);
-      differing += dj > threshold ? 1 : 0;
+      w.diff = nan_max(w.diff, dj);
+      w.heads_differing += dj > m.threshold ? 1 : 0;
     }
-    if (writings[w].expand != nullptr)  // the native kernel against itself is not a row
-      r.expect({.quantity = fmt::format("max |{} − native grouped kernel|, random data", writings[w].name),
-                .source = writings[w].source, .unit = "", .expected = 0, .tolerance = 0,
-                .why = "same values, same summation order per head: the same bits", .measured = diff});
-    diffs.rows.push_back({std::string(writings[w].name), diff, std::int64_t{differing}, threshold});
+    m.writings.push_back(std::move(w));
   }
-  const Mat<double> out_tiled = attend(q, k, v, h, G, d, tiled);
-  double diff_tiled = 0;
-  int differing = 0;
-  for (int j = 0; j < h; ++j) {
-    const double dj = max_abs(out_tiled.middleCols(j * d, d) - native.middleCols(j * d, d));
-    diff_tiled = nan_max(diff_tiled, dj);
-    differing += dj > threshold ? 1 : 0;
-  }
-  r.expect({.quantity = "query heads where repeat (tiled) differs from the native kernel beyond rounding",
-            .source = "004 §3.4", .unit = "heads", .expected = static_cast<double>(heads_that_differ), .tolerance = 0,
-            .why = fmt::format("a count; rounding threshold 2(d + 2S)u·max|v| = {:.3g}", threshold),
-            .measured = static_cast<double>(differing), .document = "不报错，但和别人的权重对不上"});
-  diffs.rows.push_back({std::string(writings[3].name), diff_tiled, std::int64_t{differing}, threshold});
+  return m;
+}
 
-  r.metric("heads_misread_grouped", mismatches(read_by[2], grouped_map));
-  r.metric("heads_misread_interleave", mismatches(read_by[0], grouped_map));
-  r.metric("max_abs_diff_tiled", diff_tiled);
-  r.tables.push_back(std::move(maps));
-  r.tables.push_back(std::move(diffs));
-  r.notes.push_back(fmt::format("h = {} query heads, G = {} K/V heads, head_dim {}, {} tokens, causal, float64, seed {}",
-                                h, G, d, S, ctx.seed));
-  r.notes.push_back("The native kernel is kvlab's grouped_query_attention: it reads K/V head ⌊j/(h/G)⌋ in place, as "
-                    "SDPA enable_gqa does (004 §A.3), so the cache holds only the G heads.");
-  r.check = "gqa-layout";
-  r.source = "004 §3.4; 000 §4.2; 003 Q6";
-  r.claim = fmt::format("repeat_interleave, expand + reshape and the native grouped kernel all give query head j K/V "
-                        "head ⌊j/(h/G)⌋ ({} for h = {}, G = {}); repeat tiles them (j mod G: {}).",
-                        join(grouped_map), h, G, join(tiled_map));
-  return r;
+std::vector<Expectation> judge_gqa_layout(const GqaLayoutMeasured& m) {
+  const int h = m.options.heads, G = m.options.kv_heads;
+  std::vector<Expectation> rows;
+  for (const LayoutWriting& w : m.writings)
+    rows.push_back({.quantity = fmt::format("query heads not reading their expected K/V head: {}, {} heads / {} K/V "
+                                            "heads", w.name, h, G),
+                    .source = w.source, .unit = "heads", .expected = 0, .tolerance = 0, .why = "a count: exact",
+                    .measured = static_cast<double>(mismatches(w.read, w.tiled ? m.tiled_map : m.grouped_map)),
+                    .document = w.tiled ? "j → j mod G" : "j → ⌊j/(h/G)⌋"});
+  for (const LayoutWriting& w : m.writings)
+    if (!w.native && !w.tiled)  // the native kernel against itself is not a row
+      rows.push_back({.quantity = fmt::format("max |{} − native grouped kernel|, random data", w.name),
+                      .source = w.source, .unit = "", .expected = 0, .tolerance = 0,
+                      .why = "same values, same summation order per head: the same bits", .measured = w.diff});
+  for (const LayoutWriting& w : m.writings)
+    if (w.tiled)
+      rows.push_back({.quantity = "query heads where repeat (tiled) differs from the native kernel beyond rounding",
+                      .source = "004 §3.4", .unit = "heads",
+                      .expected = static_cast<double>(mismatches(m.grouped_map, m.tiled_map)), .tolerance = 0,
+                      .why = fmt::format("a count; rounding threshold 2(d + 2S)u·max|v| = {:.3g}", m.threshold),
+                      .measured = static_cast<double>(w.heads_differing), .document = "不报错，但和别人的权重对不上"});
+  return rows;
 }
 
 namespace {
 
-class GqaLayout final : public Check {
- public:
-  std::string name() const override { return "gqa-layout"; }
-  std::string source() const override { return "004 §3.4; 000 §4.2; 003 Q6"; }
-  std::string summary() const override { return "repeat_interleave = expand+reshape = grouped kernel [0,0,1,1]; repeat tiles [0,1,0,1]"; }
-  std::string description() const override {
-    return "Gives each K/V head a distinct constant and reads back which one each query head sees\n"
-           "under repeat_interleave, expand + reshape, the native grouped kernel and repeat; then\n"
-           "compares their outputs on random data with the native kernel.";
+void present(const GqaLayoutMeasured& m, Result& r) {
+  const GqaLayoutOptions& o = m.options;
+  Table maps{fmt::format("K/V head g holds the constant g + 1: which one each of the {} query heads reads", o.heads),
+             {"writing", "heads read", "expected"}, {}};
+  Table diffs{"random q, K, V: max |output − native grouped kernel| per writing",
+              {"writing", "max |Δ|", "query heads differing beyond rounding", "rounding threshold"}, {}};
+  for (const LayoutWriting& w : m.writings) {
+    maps.rows.push_back({w.name, join(w.read), join(w.tiled ? m.tiled_map : m.grouped_map)});
+    diffs.rows.push_back({w.name, w.diff, std::int64_t{w.heads_differing}, m.threshold});
   }
-  std::string derivation() const override {
-    return "With h query heads and G K/V heads, each K/V head serves n_rep = h/G query heads.\n"
-           "repeat_interleave copies head g to positions g·n_rep .. (g+1)·n_rep − 1: head j reads\n"
-           "⌊j/n_rep⌋. expand gives a view [G, n_rep] with stride 0 over n_rep; the row-major reshape\n"
-           "numbers (g, r) as g·n_rep + r, so again j reads ⌊j/n_rep⌋. repeat copies the block of G\n"
-           "heads n_rep times: j reads j mod G. h = 4, G = 2: grouped [0, 0, 1, 1], tiled [0, 1, 0, 1];\n"
-           "heads 1 and 2 swap their K/V, silently. Source: 004 §3.4 (000 §4.2; 003 Q6).";
-  }
-  void bind(OptionSet& sub) override {
-    sub.add_option("--heads", opts_.heads, "h, query heads")->check(IntRange(3, kMaxHeads));
-    sub.add_option("--kv-heads", opts_.kv_heads, "G, K/V heads (1 < G < h, divides h)")->check(IntRange(2, kMaxHeads - 1));
-    sub.add_option("--tokens", opts_.tokens, "Positions of the random-data comparison")->check(IntRange(1, kMaxTokens));
-    sub.add_option("--head-dim", opts_.head_dim, "Head dimension")->check(IntRange(1, kMaxHeadDim));
-  }
-  Result run(const RunContext& ctx) override { return run_gqa_layout(opts_, ctx); }
-
- private:
-  GqaLayoutOptions opts_;
-};
-
-KVLAB_REGISTER_CHECK(340, GqaLayout);
+  r.metric("heads_misread_grouped", mismatches(m.writings[2].read, m.grouped_map));
+  r.metric("heads_misread_interleave", mismatches(m.writings[0].read, m.grouped_map));
+  r.metric("max_abs_diff_tiled", m.writings[3].diff);
+  r.tables.push_back(std::move(maps));
+  r.tables.push_back(std::move(diffs));
+  r.notes.push_back(fmt::format("h = {} query heads, G = {} K/V heads, head_dim {}, {} tokens, causal, float64, seed {}",
+                                o.heads, o.kv_heads, o.head_dim, o.tokens, m.context.seed));
+  r.notes.push_back("The native kernel is kvlab's grouped_query_attention: it reads K/V head ⌊j/(h/G)⌋ in place, as "
+                    "SDPA enable_gqa does (004 §A.3), so the cache holds only the G heads.");
+}
 
 }  // namespace
+
+const CheckDef<GqaLayoutOptions, GqaLayoutMeasured>& gqa_layout_check() {
+  static const CheckDef<GqaLayoutOptions, GqaLayoutMeasured> def{
+      .spec = {.name = "gqa-layout",
+               .order = 340,
+               .source = "004 §3.4; 000 §4.2; 003 Q6",
+               .summary = "repeat_interleave = expand+reshape = grouped kernel [0,0,1,1]; repeat tiles [0,1,0,1]",
+               .description =
+                   "Gives each K/V head a distinct constant and reads back which one each query head sees\n"
+                   "under repeat_interleave, expand + reshape, the native grouped kernel and repeat; then\n"
+                   "compares their outputs on random data with the native kernel.",
+               .derivation =
+                   "With h query heads and G K/V heads, each K/V head serves n_rep = h/G query heads.\n"
+                   "repeat_interleave copies head g to positions g·n_rep .. (g+1)·n_rep − 1: head j reads\n"
+                   "⌊j/n_rep⌋. expand gives a view [G, n_rep] with stride 0 over n_rep; the row-major reshape\n"
+                   "numbers (g, r) as g·n_rep + r, so again j reads ⌊j/n_rep⌋. repeat copies the block of G\n"
+                   "heads n_rep times: j reads j mod G. h = 4, G = 2: grouped [0, 0, 1, 1], tiled [0, 1, 0, 1];\n"
+                   "heads 1 and 2 swap their K/V, silently. Source: 004 §3.4 (000 §4.2; 003 Q6)."},
+      .options = {{"--heads", &GqaLayoutOptions::heads, Allowed::integers(3, kMaxHeads), "h, query heads"},
+                  {"--kv-heads", &GqaLayoutOptions::kv_heads, Allowed::integers(2, kMaxHeads - 1),
+                   "G, K/V heads (1 < G < h, divides h)"},
+                  {"--tokens", &GqaLayoutOptions::tokens, Allowed::integers(1, kMaxTokens),
+                   "Positions of the random-data comparison"},
+                  {"--head-dim", &GqaLayoutOptions::head_dim, Allowed::integers(1, kMaxHeadDim), "Head dimension"}},
+      .constraints =
+          [](const GqaLayoutOptions& o) {
+            require_range("--kv-heads", o.kv_heads, 2, o.heads - 1);
+            if (o.heads % o.kv_heads != 0)
+              throw InputError(fmt::format("--kv-heads: must divide --heads = {} (got {})", o.heads, o.kv_heads));
+          },
+      .measure = [](const GqaLayoutOptions& o, const RunContext& ctx) { return measure_gqa_layout(o, ctx); },
+      .judge = judge_gqa_layout,
+      .present = present,
+      .claim =
+          [](const GqaLayoutMeasured& m) {
+            return fmt::format("repeat_interleave, expand + reshape and the native grouped kernel all give query "
+                               "head j K/V head ⌊j/(h/G)⌋ ({} for h = {}, G = {}); repeat tiles them (j mod G: {}).",
+                               join(m.grouped_map), m.options.heads, m.options.kv_heads, join(m.tiled_map));
+          }};
+  return def;
+}
+
+Result run_gqa_layout(const GqaLayoutOptions& o, const RunContext& ctx, const GqaLayoutParts& parts) {
+  return run_check(gqa_layout_check(), o, ctx, [&parts](const GqaLayoutOptions& opts, const RunContext& c) {
+    return measure_gqa_layout(opts, c, parts);
+  });
+}
+
+KVLAB_REGISTER_SPEC(gqa_layout_check);
+
 }  // namespace kvlab::checks

@@ -1,10 +1,13 @@
-// gqa-layout (004 §3.4; 000 §4.2; 003 Q6): options and the testable entry point. See gqa_layout.cpp.
+// gqa-layout (004 §3.4; 000 §4.2; 003 Q6): options, what it measures, and its testable steps. See gqa_layout.cpp.
 #pragma once
 
 #include <functional>
 
 #include "core/tensor.hpp"
-#include "support/check.hpp"
+#include <string>
+#include <vector>
+
+#include "support/spec.hpp"
 
 namespace kvlab::checks {
 
@@ -24,6 +27,35 @@ struct GqaLayoutParts {
   KvExpander interleave;
   KvExpander expand_reshape;
 };
+
+/// One way of writing GQA, as measured.
+struct LayoutWriting {
+  std::string name;         ///< "repeat_interleave + MHA kernel"
+  std::string source;       ///< "004 §3.4 writing 1"
+  bool tiled = false;       ///< expected to read j mod G (repeat) rather than ⌊j/(h/G)⌋
+  bool native = false;      ///< the native grouped kernel itself (no random-data row against itself)
+  std::vector<int> read;    ///< the K/V head each query head read
+  double diff = 0;          ///< random data: max |output − native grouped kernel|
+  int heads_differing = 0;  ///< random data: query heads differing beyond rounding
+};
+
+/// What gqa-layout measured.
+struct GqaLayoutMeasured {
+  GqaLayoutOptions options;
+  RunContext context;
+  std::vector<int> grouped_map, tiled_map;  ///< ⌊j/(h/G)⌋ and j mod G, written out independently
+  std::vector<LayoutWriting> writings;      ///< interleave, expand + reshape, native, tiled
+  double threshold = 0;                     ///< 2(d + 2S)u·max|v|: what rounding can move an output by
+};
+
+/// Reads the maps off each writing and compares their outputs on random data.
+GqaLayoutMeasured measure_gqa_layout(const GqaLayoutOptions& o, const RunContext& ctx, const GqaLayoutParts& parts = {});
+/// Every writing reads its expected map (counts); the grouped writings equal the native kernel
+/// (same bits); the tiled one differs on exactly the heads whose maps differ.
+std::vector<Expectation> judge_gqa_layout(const GqaLayoutMeasured& m);
+
+/// The check as data (registered as `gqa-layout`).
+const CheckDef<GqaLayoutOptions, GqaLayoutMeasured>& gqa_layout_check();
 
 /// Runs the check. Throws InputError on out-of-range options.
 Result run_gqa_layout(const GqaLayoutOptions& o, const RunContext& ctx, const GqaLayoutParts& parts = {});

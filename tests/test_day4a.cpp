@@ -12,7 +12,6 @@
 #include "attention/kv_layout.hpp"
 #include "checks/cache_flops.hpp"
 #include "support/check.hpp"
-#include "checks/gqa_layout.hpp"
 #include "checks/gqa_meanpool.hpp"
 #include "core/error.hpp"
 #include "core/op_count.hpp"
@@ -21,35 +20,6 @@
 #include "model/gqa_convert.hpp"
 
 using namespace kvlab;
-
-TEST_CASE("gqa-layout: 4 query heads over 2 KV heads holding constants 1 and 2: query head 1 reads 1 (grouped)") {
-  // Regression: under repeat (tiled) query head 1 would read K/V head 1 (constant 2).
-  const auto grouped = checks::heads_read(4, 2, {}, 1);
-  CHECK(grouped == std::vector<int>{0, 0, 1, 1});
-  CHECK(grouped[1] + 1 == 1);  // the constant query head 1 reads
-  CHECK(checks::heads_read(4, 2, repeat_interleave_kv<double>, 1) == std::vector<int>{0, 0, 1, 1});
-  CHECK(checks::heads_read(4, 2, expand_reshape_kv<double>, 1) == std::vector<int>{0, 0, 1, 1});
-  CHECK(checks::heads_read(4, 2, repeat_kv<double>, 1) == std::vector<int>{0, 1, 0, 1});
-  CHECK(kv_head_for_query(1, 4, 2, KvHeadOrder::grouped) == 0);
-  CHECK(kv_head_for_query(1, 4, 2, KvHeadOrder::tiled) == 1);
-  CHECK_THROWS_AS(kv_head_for_query(4, 4, 2, KvHeadOrder::grouped), std::invalid_argument);
-}
-
-TEST_CASE("gqa-layout passes, and fails when repeat_interleave is really a tiled repeat") {
-  checks::RunContext ctx;
-  checks::GqaLayoutOptions o;
-  CHECK(checks::run_gqa_layout(o, ctx).passed());
-  o.heads = 8;
-  o.kv_heads = 2;
-  CHECK(checks::run_gqa_layout(o, ctx).passed());
-  checks::GqaLayoutParts wrong;
-  wrong.interleave = repeat_kv<double>;  // the wrong grouping
-  const Result r = checks::run_gqa_layout(o, ctx, wrong);
-  CHECK_FALSE(r.passed());
-  CHECK(r.metric_value("heads_misread_interleave") > 0);
-  o.kv_heads = 3;
-  CHECK_THROWS_AS(checks::run_gqa_layout(o, ctx), InputError);
-}
 
 TEST_CASE("gqa-meanpool passes, and fails when the pooled groups are the tiled ones") {
   checks::RunContext ctx;
