@@ -19,7 +19,6 @@
 #include "core/error.hpp"
 #include "core/rng.hpp"
 #include "report/writers.hpp"
-#include "support/options.hpp"
 
 namespace kvlab::checks {
 namespace {
@@ -37,80 +36,20 @@ Run append_all(KVCache<double>& cache, const Mat<double>& k, const Mat<double>& 
   return {cache.stats(), elapsed.count()};
 }
 
-}  // namespace
-
-Result run_cat_vs_prealloc(const CatVsPreallocOptions& o, const RunContext& ctx, const CatVsPreallocParts& parts) {
-  require_range("--tokens", o.tokens, 1, 65536);
-  require_range("--kv-heads", o.kv_heads, 1, 64);
-  require_range("--head-dim", o.head_dim, 1, 256);
-  require_range("--repeats", o.repeats, 1, 25);
-  const int width = o.kv_heads * o.head_dim;
-  // Concatenation copies n(n+1)/2 positions of 2·width doubles per run; refuse runs that would
-  // copy more than 16 GB in all rather than keep the user waiting for minutes.
-  const double copy_bytes = o.repeats * 0.5 * o.tokens * (o.tokens + 1.0) * 2.0 * width * sizeof(double);
-  if (copy_bytes > 16e9)
-    throw InputError(fmt::format("--tokens, --kv-heads, --head-dim, --repeats: concatenation would copy {:.0f} GB; "
-                                 "at most 16 GB (e.g. --tokens 4096 with --kv-heads × --head-dim up to 64)",
-                                 copy_bytes / 1e9));
-  auto make_concat = parts.concat ? parts.concat : [](int w, int) -> std::unique_ptr<KVCache<double>> {
-    return std::make_unique<ConcatCache<double>>(1, w);
-  };
-  auto make_prealloc = parts.prealloc ? parts.prealloc : [](int w, int n) -> std::unique_ptr<KVCache<double>> {
-    return std::make_unique<PreallocCache<double>>(1, w, n);
-  };
-
-  Rng rng(ctx.seed);
-  Mat<double> k(o.tokens, width), v(o.tokens, width);
-  for (Eigen::Index i = 0; i < k.size(); ++i) k.data()[i] = rng.normal(), v.data()[i] = rng.normal();
-
-  std::vector<Run> concat_runs, prealloc_runs;
-  for (int rep = 0; rep < o.repeats; ++rep) {
-    concat_runs.push_back(append_all(*make_concat(width, o.tokens), k, v));
-    prealloc_runs.push_back(append_all(*make_prealloc(width, o.tokens), k, v));
-  }
-  auto median_seconds = [](std::vector<Run> runs) {
-    std::sort(runs.begin(), runs.end(), [](const Run& a, const Run& b) { return a.seconds < b.seconds; });
-    return runs[runs.size() / 2].seconds;
-  };
-  const CacheStats cat = concat_runs.front().stats, pre = prealloc_runs.front().stats;
-  const double cat_s = median_seconds(concat_runs), pre_s = median_seconds(prealloc_runs);
-
-  const double n = o.tokens;
+void present(const CatVsPreallocMeasured& m, Result& r) {
+  const CatVsPreallocOptions& o = m.options;
+  const CacheStats &cat = m.concat, &pre = m.prealloc;
   const double cat_moved = static_cast<double>(cat.positions_moved());
   const double pre_moved = static_cast<double>(pre.positions_moved());
-  Result r;
-  r.check = "cat-vs-prealloc";
-  r.source = "004 §3.1 (group 8)";
-  r.claim = fmt::format("Over {} generated tokens, concatenation moves n(n+1)/2 = {} cache positions and "
-                        "preallocation {}: (n+1)/2 = {}× more.", o.tokens, format_number(n * (n + 1) / 2),
-                        o.tokens, (n + 1) / 2);
-  const bool course_size = o.tokens == 4096;  // the document's figures are for 4096 tokens
-  Expectation e{.quantity = "positions moved, concatenation (copied + written)", .source = "004 §3.1 (group 8)",
-                .unit = "positions", .expected = n * (n + 1) / 2, .tolerance = 0,
-                .why = "integer count: step t copies t-1 old positions and writes 1", .measured = cat_moved};
-  if (course_size) e.stated = Stated::parse("839", "839 万 (8.39 M)", 1e4);
-  r.expect(e);
-  e = Expectation{.quantity = "positions moved, preallocation (written)", .source = "004 §3.1 (group 8)",
-                  .unit = "positions", .expected = n, .tolerance = 0,
-                  .why = "integer count: step t writes 1 position in place", .measured = pre_moved};
-  if (course_size) e.stated = Stated::parse("4096");
-  r.expect(e);
-  e = Expectation{.quantity = "ratio concatenation / preallocation", .source = "004 §3.1 (group 8)", .unit = "×",
-                  .expected = (n + 1) / 2,
-                  .tolerance = std::numeric_limits<double>::epsilon() / 2 * (n + 1) / 2,
-                  .why = "one correctly rounded division of exact counts: half an ulp (u·ratio)",
-                  .measured = cat_moved / pre_moved};
-  if (course_size) e.stated = Stated::parse("2048", "2048 倍");
-  r.expect(e);
-
   r.metric_exact("positions_concat", cat.positions_moved());
   r.metric_exact("positions_prealloc", pre.positions_moved());
   r.metric("positions_ratio", cat_moved / pre_moved);
   r.metric_exact("allocations_concat", cat.allocations);
   r.metric_exact("allocations_prealloc", pre.allocations);
-  r.metric("seconds_concat", cat_s);
-  r.metric("seconds_prealloc", pre_s);
+  r.metric("seconds_concat", m.concat_seconds);
+  r.metric("seconds_prealloc", m.prealloc_seconds);
 
+  const int width = o.kv_heads * o.head_dim;
   const double bytes_per_position = 2.0 * width * sizeof(double);  // K and V
   r.tables.push_back(Table{
       fmt::format("appending {} tokens one at a time ({} KV heads × head_dim {}, float64, K+V = {} B/position)",
@@ -126,48 +65,120 @@ Result run_cat_vs_prealloc(const CatVsPreallocOptions& o, const RunContext& ctx,
   // varies between two runs with the same seed (docs/design.md).
   r.tables.push_back(Table{fmt::format("timing (varies run to run; median of {} runs; reported, not judged)", o.repeats),
                            {"cache", "time"},
-                           {{std::string("concat (torch.cat)"), fmt::format("{:.3f} ms", cat_s * 1e3)},
-                            {std::string("prealloc (in place)"), fmt::format("{:.3f} ms", pre_s * 1e3)},
-                            {std::string("ratio concat / prealloc"), fmt::format("{:.0f}×", cat_s / pre_s)}}});
-  r.notes.push_back(fmt::format("K/V values: seeded random normals (seed {}); they do not affect the counts", ctx.seed));
+                           {{std::string("concat (torch.cat)"), fmt::format("{:.3f} ms", m.concat_seconds * 1e3)},
+                            {std::string("prealloc (in place)"), fmt::format("{:.3f} ms", m.prealloc_seconds * 1e3)},
+                            {std::string("ratio concat / prealloc"),
+                             fmt::format("{:.0f}×", m.concat_seconds / m.prealloc_seconds)}}});
+  r.notes.push_back(fmt::format("K/V values: seeded random normals (seed {}); they do not affect the counts",
+                                m.context.seed));
   r.notes.push_back("Beyond the copies, concatenation allocates a new buffer at every step (004 §3.1: "
                     "反复的显存分配和碎片), while preallocation allocates once.");
-  return r;
 }
 
-namespace {
-
-class CatVsPrealloc final : public Check {
- public:
-  std::string name() const override { return "cat-vs-prealloc"; }
-  std::string source() const override { return "004 §3.1 (group 8)"; }
-  std::string summary() const override { return "torch.cat moves n(n+1)/2 positions, preallocation n (2048× at 4096)"; }
-  std::string derivation() const override {
-    return "torch.cat([cache, new]) allocates a buffer of length t + 1 and copies the t old positions and the\n"
-           "new one: over T tokens it moves Σ_{t=1..T} t = T(T+1)/2 positions.\n"
-           "A preallocated cache writes each new position once, in place: T positions.\n"
-           "For T = 4096: 4096·4097/2 = 8,390,656 against 4,096, a ratio of (T+1)/2 = 2048.5,\n"
-           "the course's \"2048×\". Allocation counts differ the same way: T allocations against one.\n"
-           "Source: 004 §3.1; 000 §6.1.\n";
-  }
-  std::string description() const override {
-    return "Appends tokens one at a time to kvlab's ConcatCache (new buffer + copy each step, as\n"
-           "torch.cat) and PreallocCache (one buffer, in-place writes) and compares their counters\n"
-           "with n(n+1)/2 and n. Times both as well (reported, not judged).";
-  }
-  void bind(OptionSet& sub) override {
-    sub.add_option("--tokens", opts_.tokens, "Tokens generated")->check(IntRange(1, 65536));
-    sub.add_option("--kv-heads", opts_.kv_heads, "K/V heads per position (timing only)")->check(IntRange(1, 64));
-    sub.add_option("--head-dim", opts_.head_dim, "head_dim (timing only)")->check(IntRange(1, 256));
-    sub.add_option("--repeats", opts_.repeats, "Timing runs (median; default 1)")->check(IntRange(1, 25));
-  }
-  Result run(const RunContext& ctx) override { return run_cat_vs_prealloc(opts_, ctx); }
-
- private:
-  CatVsPreallocOptions opts_;
-};
-
-KVLAB_REGISTER_CHECK(55, CatVsPrealloc);
-
 }  // namespace
+
+CatVsPreallocMeasured measure_cat_vs_prealloc(const CatVsPreallocOptions& o, const RunContext& ctx,
+                                              const CatVsPreallocParts& parts) {
+  const int width = o.kv_heads * o.head_dim;
+  auto make_concat = parts.concat ? parts.concat : [](int w, int) -> std::unique_ptr<KVCache<double>> {
+    return std::make_unique<ConcatCache<double>>(1, w);
+  };
+  auto make_prealloc = parts.prealloc ? parts.prealloc : [](int w, int n) -> std::unique_ptr<KVCache<double>> {
+    return std::make_unique<PreallocCache<double>>(1, w, n);
+  };
+  Rng rng(ctx.seed);
+  Mat<double> k(o.tokens, width), v(o.tokens, width);
+  for (Eigen::Index i = 0; i < k.size(); ++i) k.data()[i] = rng.normal(), v.data()[i] = rng.normal();
+
+  std::vector<Run> concat_runs, prealloc_runs;
+  for (int rep = 0; rep < o.repeats; ++rep) {
+    concat_runs.push_back(append_all(*make_concat(width, o.tokens), k, v));
+    prealloc_runs.push_back(append_all(*make_prealloc(width, o.tokens), k, v));
+  }
+  auto median_seconds = [](std::vector<Run> runs) {
+    std::sort(runs.begin(), runs.end(), [](const Run& a, const Run& b) { return a.seconds < b.seconds; });
+    return runs[runs.size() / 2].seconds;
+  };
+  return {.options = o, .context = ctx, .concat = concat_runs.front().stats, .prealloc = prealloc_runs.front().stats,
+          .concat_seconds = median_seconds(concat_runs), .prealloc_seconds = median_seconds(prealloc_runs)};
+}
+
+std::vector<Expectation> judge_cat_vs_prealloc(const CatVsPreallocMeasured& m) {
+  const double n = m.options.tokens;
+  const double cat_moved = static_cast<double>(m.concat.positions_moved());
+  const double pre_moved = static_cast<double>(m.prealloc.positions_moved());
+  const bool course_size = m.options.tokens == 4096;  // the document's figures are for 4096 tokens
+  Expectation moved_cat{.quantity = "positions moved, concatenation (copied + written)", .source = "004 §3.1 (group 8)",
+                        .unit = "positions", .expected = n * (n + 1) / 2, .tolerance = 0,
+                        .why = "integer count: step t copies t-1 old positions and writes 1", .measured = cat_moved};
+  Expectation moved_pre{.quantity = "positions moved, preallocation (written)", .source = "004 §3.1 (group 8)",
+                        .unit = "positions", .expected = n, .tolerance = 0,
+                        .why = "integer count: step t writes 1 position in place", .measured = pre_moved};
+  Expectation ratio{.quantity = "ratio concatenation / preallocation", .source = "004 §3.1 (group 8)", .unit = "×",
+                    .expected = (n + 1) / 2, .tolerance = std::numeric_limits<double>::epsilon() / 2 * (n + 1) / 2,
+                    .why = "one correctly rounded division of exact counts: half an ulp (u·ratio)",
+                    .measured = cat_moved / pre_moved};
+  if (course_size) {
+    moved_cat.stated = Stated::parse("839", "839 万 (8.39 M)", 1e4);
+    moved_pre.stated = Stated::parse("4096");
+    ratio.stated = Stated::parse("2048", "2048 倍");
+  }
+  return {moved_cat, moved_pre, ratio};
+}
+
+const CheckDef<CatVsPreallocOptions, CatVsPreallocMeasured>& cat_vs_prealloc_check() {
+  static const CheckDef<CatVsPreallocOptions, CatVsPreallocMeasured> def{
+      .spec = {.name = "cat-vs-prealloc",
+               .order = 55,
+               .source = "004 §3.1 (group 8)",
+               .summary = "torch.cat moves n(n+1)/2 positions, preallocation n (2048× at 4096)",
+               .description =
+                   "Appends tokens one at a time to kvlab's ConcatCache (new buffer + copy each step, as\n"
+                   "torch.cat) and PreallocCache (one buffer, in-place writes) and compares their counters\n"
+                   "with n(n+1)/2 and n. Times both as well (reported, not judged).",
+               .derivation =
+                   "torch.cat([cache, new]) allocates a buffer of length t + 1 and copies the t old positions and the\n"
+                   "new one: over T tokens it moves Σ_{t=1..T} t = T(T+1)/2 positions.\n"
+                   "A preallocated cache writes each new position once, in place: T positions.\n"
+                   "For T = 4096: 4096·4097/2 = 8,390,656 against 4,096, a ratio of (T+1)/2 = 2048.5,\n"
+                   "the course's \"2048×\". Allocation counts differ the same way: T allocations against one.\n"
+                   "Source: 004 §3.1; 000 §6.1.\n"},
+      .options = {{"--tokens", &CatVsPreallocOptions::tokens, Allowed::integers(1, 65536), "Tokens generated"},
+                  {"--kv-heads", &CatVsPreallocOptions::kv_heads, Allowed::integers(1, 64),
+                   "K/V heads per position (timing only)"},
+                  {"--head-dim", &CatVsPreallocOptions::head_dim, Allowed::integers(1, 256), "head_dim (timing only)"},
+                  {"--repeats", &CatVsPreallocOptions::repeats, Allowed::integers(1, 25), "Timing runs (median)"}},
+      .constraints =
+          [](const CatVsPreallocOptions& o) {
+            // Concatenation copies n(n+1)/2 positions of 2·width doubles per run; refuse runs that
+            // would copy more than 16 GB in all rather than keep the user waiting for minutes.
+            const double copy_bytes =
+                o.repeats * 0.5 * o.tokens * (o.tokens + 1.0) * 2.0 * o.kv_heads * o.head_dim * sizeof(double);
+            if (copy_bytes > 16e9)
+              throw InputError(fmt::format("--tokens, --kv-heads, --head-dim, --repeats: concatenation would copy "
+                                           "{:.0f} GB; at most 16 GB (e.g. --tokens 4096 with --kv-heads × "
+                                           "--head-dim up to 64)",
+                                           copy_bytes / 1e9));
+          },
+      .measure = [](const CatVsPreallocOptions& o, const RunContext& ctx) { return measure_cat_vs_prealloc(o, ctx); },
+      .judge = judge_cat_vs_prealloc,
+      .present = present,
+      .claim =
+          [](const CatVsPreallocMeasured& m) {
+            const double n = m.options.tokens;
+            return fmt::format("Over {} generated tokens, concatenation moves n(n+1)/2 = {} cache positions and "
+                               "preallocation {}: (n+1)/2 = {}× more.",
+                               m.options.tokens, format_number(n * (n + 1) / 2), m.options.tokens, (n + 1) / 2);
+          }};
+  return def;
+}
+
+Result run_cat_vs_prealloc(const CatVsPreallocOptions& o, const RunContext& ctx, const CatVsPreallocParts& parts) {
+  return run_check(cat_vs_prealloc_check(), o, ctx, [&parts](const CatVsPreallocOptions& opts, const RunContext& c) {
+    return measure_cat_vs_prealloc(opts, c, parts);
+  });
+}
+
+KVLAB_REGISTER_SPEC(cat_vs_prealloc_check);
+
 }  // namespace kvlab::checks

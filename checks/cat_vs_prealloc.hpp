@@ -1,11 +1,12 @@
-// cat-vs-prealloc (004 §3.1, group 8): options and the testable entry point.
+// cat-vs-prealloc (004 §3.1, group 8): options, what it measures, and its testable steps.
 #pragma once
 
 #include <functional>
 #include <memory>
+#include <vector>
 
 #include "cache/kv_cache.hpp"
-#include "support/check.hpp"
+#include "support/spec.hpp"
 
 namespace kvlab::checks {
 
@@ -22,6 +23,23 @@ struct CatVsPreallocParts {
   std::function<std::unique_ptr<KVCache<double>>(int width, int max_len)> concat;
   std::function<std::unique_ptr<KVCache<double>>(int width, int max_len)> prealloc;
 };
+
+/// What cat-vs-prealloc measured: each cache's counters and its median time.
+struct CatVsPreallocMeasured {
+  CatVsPreallocOptions options;
+  RunContext context;
+  CacheStats concat, prealloc;                 ///< of the first run (every run counts the same)
+  double concat_seconds = 0, prealloc_seconds = 0;  ///< median over --repeats (shown, never judged)
+};
+
+/// Appends --tokens positions to each cache, --repeats times.
+CatVsPreallocMeasured measure_cat_vs_prealloc(const CatVsPreallocOptions& o, const RunContext& ctx,
+                                              const CatVsPreallocParts& parts = {});
+/// n(n+1)/2 and n positions moved (exact), and their ratio to half an ulp; the course's figures at 4096.
+std::vector<Expectation> judge_cat_vs_prealloc(const CatVsPreallocMeasured& m);
+
+/// The check as data (registered as `cat-vs-prealloc`).
+const CheckDef<CatVsPreallocOptions, CatVsPreallocMeasured>& cat_vs_prealloc_check();
 
 /// Runs the check. Throws InputError on out-of-range options.
 Result run_cat_vs_prealloc(const CatVsPreallocOptions& o, const RunContext& ctx,

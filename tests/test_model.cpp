@@ -6,7 +6,6 @@
 
 #include "attention/gqa.hpp"
 #include "cache/kv_cache.hpp"
-#include "checks/cat_vs_prealloc.hpp"
 #include "checks/incremental_vs_full.hpp"
 #include "core/error.hpp"
 #include "core/rng.hpp"
@@ -207,14 +206,3 @@ TEST_CASE("incremental-vs-full passes with both caches and fails with a cache th
   CHECK(checks::run_incremental_vs_full(o, ctx).passed());
 }
 
-TEST_CASE("cat-vs-prealloc counts 8,390,656 vs 4,096 and fails when the 'concat' cache does not copy") {
-  checks::RunContext ctx;
-  checks::CatVsPreallocOptions o;
-  o.repeats = 1;
-  const Result r = checks::run_cat_vs_prealloc(o, ctx);
-  CHECK(r.passed());
-  CHECK(r.errata().empty());
-  checks::CatVsPreallocParts broken;
-  broken.concat = [](int w, int n) { return std::make_unique<PreallocCache<double>>(1, w, n); };
-  CHECK_FALSE(checks::run_cat_vs_prealloc(o, ctx, broken).passed());
-}
