@@ -1,14 +1,19 @@
-// The checks of the three claims docs/claims.md once only planned: attn-params (000 §4.2),
-// cache-shape (000 §A.2 [b]) and linear-attention (003 part 3). Each passes with kvlab's parts and
-// fails with a broken one.
+// Claims docs/claims.md once only showed or planned, now judged: the checks attn-params (000 §4.2),
+// cache-shape (000 §A.2 [b]) and linear-attention (003 part 3); roofline's rows for 000 §1.1, §3.1,
+// 003 Q6 and 004 §1.5; kv-size's cell-by-cell judgment of the cheatsheet's tables. Each passes with
+// kvlab's parts and fails with a broken one.
 #include <doctest/doctest.h>
 
 #include <memory>
 
+#include <fmt/format.h>
+
 #include "attention/linear_attention.hpp"
 #include "checks/attn_params.hpp"
 #include "checks/cache_shape.hpp"
+#include "checks/kv_size_check.hpp"
 #include "checks/linear_attention.hpp"
+#include "checks/roofline_check.hpp"
 #include "core/rng.hpp"
 #include "test_util.hpp"
 
@@ -160,7 +165,6 @@ TEST_CASE("linear-attention passes, and fails with a state that grows or a norma
 
 // ---- roofline's judged rows for 000 §1.1, §3.1, 003 Q6 and 004 §1.5's last row ----------------
 
-#include "checks/roofline_check.hpp"
 
 namespace {
 
@@ -217,4 +221,31 @@ TEST_CASE("roofline judges 70B utilization (E10), the 40 GB ridge, the crossover
     return g;
   };
   CHECK_FALSE(row_starting(checks::run_roofline({}, checks::RunContext{}, wrong_40), "ridge point, A100-40GB")->holds());
+}
+
+// ---- kv-size judges the cheatsheet's tables cell by cell --------------------------------------
+
+
+TEST_CASE("kv-size judges every cell of the cheatsheet's missing tables, and fails on one wrong cell") {
+  const Result ok = checks::run_kv_size({}, checks::RunContext{});
+  CHECK(ok.passed());
+  CHECK(row_starting(ok, "an EAGLE draft head for a 70B target")->is_erratum());  // E11
+  CHECK_FALSE(row_starting(ok, "memory a vanilla SD draft adds")->is_erratum());   // +14 GB ✓
+  for (const char* name : {"000-2.2", "000-4.1", "000-9.1", "000-9.3", "003-Q7", "004-2.5"}) {
+    checks::KvSizeParts parts;
+    parts.cheat_table = [name](const std::string& n) {
+      CheatTable t = cheatsheet_entry(n).build({});
+      if (n == name) {  // the last numeric cell of the first row, off by one part in a million
+        auto& row = t.table.rows.at(0);
+        for (auto it = row.rbegin(); it != row.rend(); ++it) {
+          if (auto* d = std::get_if<double>(&*it)) { *d *= 1 + 1e-6; break; }
+          if (auto* i = std::get_if<std::int64_t>(&*it)) { *i += 1; break; }
+        }
+      }
+      return t;
+    };
+    const Result bad = checks::run_kv_size({}, checks::RunContext{}, parts);
+    CHECK_MESSAGE(!bad.passed(), name);
+    CHECK(row_starting(bad, fmt::format("cheatsheet {}:", name))->measured == 1);
+  }
 }
