@@ -21,9 +21,10 @@ namespace {
 
 constexpr int kMaxHeads = 64;
 constexpr int kMaxHeadDim = 64;
-constexpr int kMaxLayers = 8;
-// Largest D = H·d_head: three float64 mini-GPTs of width 1024 hold about 100 MB each (MLP 8·D²).
-constexpr int kMaxWidth = 1024;
+constexpr int kMaxLayers = 4;
+// Largest D = H·d_head: a float64 mini-GPT holds about 12·D² parameters per layer (96 MB at
+// D = 512 over 4 layers), built three times.
+constexpr int kMaxWidth = 512;
 
 Expectation exact_row(std::string quantity, double expected, double measured, std::string unit,
                       std::string document = "") {

@@ -31,6 +31,9 @@ constexpr int kMaxHeadDim = 32;
 constexpr int kMaxLayers = 4;
 constexpr int kMaxBatch = 8;
 constexpr int kMaxCtx = 64;  // the learned position table of the mini-GPT (block_size)
+// Largest D = H·d_head: 4 variants × batch × ctx tokens through 12·D² multiply-adds per token and
+// layer stay under a second at D = 256 (4 layers, 8 × 64 tokens: 0.6 G per variant).
+constexpr int kMaxWidth = 256;
 
 Expectation exact_row(std::string quantity, double expected, double measured, std::string unit,
                       std::string document = "") {
@@ -61,6 +64,9 @@ Result run_cache_shape(const CacheShapeOptions& o, const RunContext& ctx, const 
   require_range("--groups", o.groups, 1, o.heads);
   if (o.heads % o.groups != 0)
     throw InputError(fmt::format("--groups: must divide --heads ({}), got {}", o.heads, o.groups));
+  if (o.heads * o.head_dim > kMaxWidth)
+    throw InputError(fmt::format("--heads × --head-dim: D = H·d_head must be at most {}, got {}", kMaxWidth,
+                                 o.heads * o.head_dim));
   require_range("--layers", o.layers, 1, kMaxLayers);
   require_range("--batch", o.batch, 1, kMaxBatch);
   require_range("--ctx", o.ctx, 1, kMaxCtx);
