@@ -166,6 +166,7 @@ inline void run_gqa_trained(const GqaTrainedOptions& o, const PoolerF32& pool, c
            "layer-1 error, trained ÷ random of the same shape"}, {}};
   t.rows.push_back({std::string("MHA (trained)"), std::int64_t{c.n_kv_head}, base_loss, 0.0, 0.0, 0.0,
                     std::string("—"), std::string("—")});
+  const MiniGPT<float> random_mha(c, 1234);  // a random model of the same shape, for the last column
   std::map<int, std::vector<double>> pooled_losses;
   std::map<int, MiniGPT<float>> pooled;
   for (int G = c.n_kv_head; G >= 1; G /= 2) {
@@ -184,10 +185,9 @@ inline void run_gqa_trained(const GqaTrainedOptions& o, const PoolerF32& pool, c
                 diff, std::nullopt, ""});
       continue;
     }
-    // The same conversion of a random model of the trained one's shape (nanoGPT's N(0, 0.02²)
-    // draws, seed 1234): trained heads against unrelated ones, on the random mode's metric (the
+    // The same conversion of random_mha (nanoGPT's N(0, 0.02²) draws, seed 1234, the trained
+    // model's shape): trained heads against unrelated ones, on the random mode's metric (the
     // relative error of layer 1's attention output on the same window).
-    const MiniGPT<float> random_mha(c, 1234);
     const MiniGPT<float> random_g = pool(random_mha, G);
     const auto rel_att = [&](const MiniGPT<float>& a, const MiniGPT<float>& b) {
       const Mat<float> x = layer1_attention(a, ids);
