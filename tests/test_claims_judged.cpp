@@ -250,6 +250,19 @@ TEST_CASE("kv-size judges every cell of the cheatsheet's missing tables, and fai
     CHECK_MESSAGE(!bad.passed(), name);
     CHECK(row_starting(bad, fmt::format("cheatsheet {}:", name))->measured == 1);
   }
+  // 000 §9.3's two figures: a 7B draft counted at 1 GB more, an EAGLE head at one layer less.
+  checks::KvSizeParts heavier;
+  heavier.cheat_table = [](const std::string& n) {
+    CheatTable t = cheatsheet_entry(n).build({});
+    if (n == "000-9.3") {
+      std::get<double>(t.table.rows.at(1).at(1)) += 1.0;
+      std::get<double>(t.table.rows.at(2).at(1)) -= 0.8;
+    }
+    return t;
+  };
+  const Result heavy = checks::run_kv_size({}, checks::RunContext{}, heavier);
+  CHECK_FALSE(row_starting(heavy, "memory a vanilla SD draft adds")->holds());
+  CHECK_FALSE(row_starting(heavy, "an EAGLE draft head for a 70B target")->holds());
 }
 
 // ---- gqa-meanpool's trained mode: pooling costs loss on every window; uptraining must recover ----
