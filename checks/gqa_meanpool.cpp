@@ -40,22 +40,6 @@ namespace {
 constexpr int kMaxTokens = 256;
 constexpr double kEps[] = {1.0, 0.3, 0.1, 0.03, 0.01, 0.0};
 
-/// Layer 1's attention output [S, n_head·head_dim] of `model` on `ids` (before W_O), computed with
-/// the library's ops as MiniGPT::forward does.
-template <class T>
-Mat<T> layer1_attention(const MiniGPT<T>& model, const std::vector<int>& ids) {
-  const auto& c = model.config();
-  const auto& w = model.weights();
-  const auto& b = w.blocks[0];
-  Mat<T> x(static_cast<Eigen::Index>(ids.size()), c.d_model);
-  for (std::size_t t = 0; t < ids.size(); ++t) x.row(t) = w.wte.row(ids[t]) + w.wpe.row(t);
-  const Mat<T> h = layer_norm(x, b.ln1_gain, b.ln1_bias);
-  const Mat<T> q = linear(h, b.w_q, b.b_q), k = linear(h, b.w_k, b.b_k), v = linear(h, b.w_v, b.b_v);
-  return grouped_query_attention<T>(q, ConstMatView<T>(k.data(), k.rows(), k.cols()),
-                                    ConstMatView<T>(v.data(), v.rows(), v.cols()), c.n_head, c.n_kv_head, c.head_dim,
-                                    0, true);
-}
-
 /// Heads made redundant within each group of r: head i ← head_first + ε·(head i − head_first), for
 /// the K and V projections and biases of every layer. ε = 1 leaves the model as drawn.
 template <class T>
@@ -139,7 +123,7 @@ Result run_impl(const GqaMeanpoolOptions& o, const RunContext& ctx,
                     "The error is first order in ε (relative / ε about constant as ε → 0).");
   r.notes.push_back("The course's claim is about trained models (redundant heads, then ~5% uptraining recovering the "
                     "loss): the trained mode below (data/weights/target.safetensors; uptraining with --long) measures "
-                    "it, shown, not judged; the ε sweep shows the mechanism: the closer a group's heads, the smaller "
+                    "it; the ε sweep shows the mechanism: the closer a group's heads, the smaller "
                     "the loss.");
   return r;
 }

@@ -24,6 +24,7 @@
 
 #include "cost/layers.hpp"
 #include "report/writers.hpp"
+#include "support/cheatsheet_cells.hpp"
 #include "support/cost_common.hpp"
 #include "support/path_option.hpp"
 
@@ -325,6 +326,7 @@ Result course_table(const KvSizeParts& parts) {
   r.metric_exact("bytes_llama_3_70b_4k_fp16", s3.total_bytes);
   r.metric_exact("bytes_deepseek_v2_4k_fp16", sd.total_bytes);
   r.metric("max_batch_8xa100_80gb", max_batch);
+  judge_cheatsheet_tables(r, parts.cheat_table);
   r.notes.push_back(
       "metrics bytes_per_token and bytes are the 004 §1.4 estimate (llama-2-70b, GQA-8, batch 32 × "
       "8192, bf16); `kvlab kv-size --model NAME` computes them for any model.");

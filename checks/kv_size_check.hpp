@@ -7,6 +7,7 @@
 #include <optional>
 #include <string>
 
+#include "cheatsheet/cheatsheet.hpp"
 #include "cost/kv_cache.hpp"
 #include "io/catalogue.hpp"
 #include "report/result.hpp"
@@ -35,6 +36,9 @@ struct KvSizeParts {
   };
   std::function<KvCacheSize(const ModelSpec&, const KvQuery&)> cache_size =
       [](const ModelSpec& m, const KvQuery& q) { return kvlab::kv_cache_size(m, q); };
+  /// The cheatsheet table the default run judges cell by cell (support/cheatsheet_cells.hpp);
+  /// empty: `kvlab cheatsheet`'s own.
+  std::function<CheatTable(const std::string&)> cheat_table;
 };
 
 /// Runs kv-size. Throws InputError (naming the option) for invalid options.

@@ -316,6 +316,86 @@ Plot roofline_plot(const GpuSpec& g, const std::vector<std::pair<std::string, De
   return p;
 }
 
+// ---- 000 §1.1, §3.1, 003 Q6, 004 §1.5's last row: judged against the check's closed forms ------
+//
+// Expected values below are the check's own arithmetic from the figures the documents and
+// facts.md give (N, L, d, the catalogue's independent kv_bytes_per_token_16bit, the GPU's two
+// rates); measured values come from the library (decode_step, compute_bound_batch). Rounding:
+// a handful of float64 operations on each side, so ± 1e-9 relative.
+void course_claims_000_003(const RooflineParts& parts, const ModelSpec& m7, const GpuSpec& a100, const DecodeStep& s64,
+                           Result& r) {
+  constexpr double kRel = 1e-9;
+  const char* why_rel = "float64 rounding of a few products and one division on each side: 1e-9 relative";
+  // 000 §1.1: 70B at batch 1 on H100s. Utilization ≤ intensity / ridge (tensor parallelism splits FLOPs
+  // and bytes alike, so 8 GPUs have the same ratio as one).
+  const ModelSpec m70 = parts.load_model("llama-3-70b");
+  const GpuSpec h100 = parts.load_gpu("h100-sxm");
+  const double n70 = 70e9, ctx70 = 4096;
+  const DecodeStep s70 = parts.decode_step(m70, h100, DecodeQuery{n70, kDefaultWeightBytes, KvQuery{1, 4096, CacheDtype::bf16, {}}});
+  const double kv70 = static_cast<double>(m70.kv_bytes_per_token_16bit.value_or(0));
+  const double i70 = (2 * n70 + 4 * ctx70 * 80 * 8192) / (n70 * kDefaultWeightBytes + ctx70 * kv70);
+  const double ridge_h100 = h100.bf16_flops_per_s / h100.bandwidth_bytes_per_s;
+  const double util_expected = 100 * i70 / ridge_h100, util = 100 * s70.intensity / s70.ridge;
+  r.expect({"decode FLOP utilization bound (intensity / ridge), llama-3-70b, N = 70e9, batch 1, ctx 4096, h100-sxm",
+            "000 §1.1", "%", util_expected, kRel * util_expected, why_rel, util,
+            Stated{"往往 1-5% (often 1–5%)", 3.0, 2.0},
+            fmt::format("(2·70e9 + 4·4096·80·8192) / (2·70e9 + 4096·{}) = {:.4g} FLOP/B over a ridge of {:.4g} FLOP/B "
+                        "= {:.3g}%; 1–5% needs batch ≈ 3–16 (E10)",
+                        kv70, i70, ridge_h100, util_expected)});
+  r.metric("utilization_70b_batch1_percent", util);
+
+  // 000 §3.1: "A100 BF16 ≈ 200 FLOPs/byte" — the A100-40GB's ridge (E5: the 80 GB card's is 153).
+  const GpuSpec a100_40 = parts.load_gpu("a100-40gb");
+  r.expect({"ridge point, A100-40GB, bf16 dense (datasheet 312 TFLOP/s / 1.555 TB/s)", "000 §3.1", "FLOP/B",
+            312e12 / 1.555e12, kRel * 200.0, why_rel, ridge_flops_per_byte(a100_40),
+            Stated::parse("200", "A100 BF16 ≈ 200 FLOPs/byte"),
+            "312e12 / 1.555e12 = 200.6: the 40 GB card; the 80 GB card of 004 §1.5 is 312 / 2.039 = 153 (E5)"});
+
+  // 000 §3.1: decode stays bandwidth-bound until the batch fills the compute. The intensity
+  // I(B) = (2N·B + 4·B·ctx·L·d) / (2N + B·ctx·kv) rises towards I(∞) = (2N + 4·ctx·L·d) / (ctx·kv);
+  // the crossover B* = ridge·2N / (2N + 4·ctx·L·d − ridge·ctx·kv) exists only when I(∞) > ridge.
+  const double n7 = kCourseParams, L7 = static_cast<double>(m7.n_layer), d7 = static_cast<double>(m7.n_head * m7.head_dim);
+  const double kv7 = static_cast<double>(m7.kv_bytes_per_token_16bit.value_or(0));
+  const double ridge_a100 = a100.bf16_flops_per_s / a100.bandwidth_bytes_per_s;
+  for (const double ctx : {1024.0, 128.0}) {
+    const ComputeBoundBatch cb = compute_bound_batch(m7, a100, DecodeQuery{n7, kDefaultWeightBytes,
+                                                                           KvQuery{1, static_cast<std::uint64_t>(ctx), CacheDtype::bf16, {}}});
+    const double limit = (2 * n7 + 4 * ctx * L7 * d7) / (ctx * kv7);
+    r.expect({fmt::format("decode intensity as batch → ∞, llama-2-7b, N = 7e9, ctx {:g}, a100-80gb", ctx), "000 §3.1",
+              "FLOP/B", limit, kRel * limit, why_rel, cb.intensity_limit, std::nullopt,
+              "", limit < ridge_a100 ? "stays below the ridge: bandwidth-bound at every batch (E23)" : ""});
+    const double b_star = limit > ridge_a100 ? std::ceil(ridge_a100 * 2 * n7 / (2 * n7 + 4 * ctx * L7 * d7 - ridge_a100 * ctx * kv7)) : 0.0;
+    r.expect({fmt::format("smallest batch that makes decode compute-bound, ctx {:g} (0 = none)", ctx), "000 §3.1",
+              "sequences", b_star, 0.0, "an integer: ⌈B*⌉ from the closed form, exact", static_cast<double>(cb.min_batch),
+              std::nullopt, "", "小到中等 batch 的 decode 是带宽瓶颈 (bandwidth-bound until the batch fills the compute)"});
+  }
+
+  // 003 Q6 point 4: at batch sizes in the thousands "weight traffic dominates again". The KV share
+  // of the bytes read grows with the batch instead (E16).
+  for (const std::uint64_t b : {std::uint64_t{1}, std::uint64_t{1000}}) {
+    const DecodeStep s = parts.decode_step(m7, a100, DecodeQuery{n7, kDefaultWeightBytes, KvQuery{b, 1024, CacheDtype::bf16, {}}});
+    const double kv = static_cast<double>(b) * 1024 * kv7;
+    const double expected = 100 * kv / (2 * n7 + kv), measured = 100 * static_cast<double>(s.kv_bytes) / s.bytes;
+    std::optional<Stated> stated;
+    if (b == 1000) stated = Stated{"模型权重的访存开销再次占据主导 (weights dominate again: KV share < 50%)", 25.0, 25.0};
+    r.expect({fmt::format("KV share of the bytes a decode step reads, llama-2-7b, N = 7e9, batch {}, ctx 1024", b),
+              "003 Q6", "%", expected, kRel * expected, why_rel, measured, stated,
+              b == 1000 ? fmt::format("B·ctx·kv / (2N + B·ctx·kv) = {:.4g}%: the cache, not the weights, dominates (E16)",
+                                      expected)
+                        : std::string()});
+    r.metric(fmt::format("kv_share_percent_batch{}", b), measured);
+  }
+
+  // 004 §1.5: "the last row no longer fits one 80 GB card".
+  const double need = 2 * n7 + 64.0 * 4096 * kv7;
+  r.expect({"weights + KV of the last row (7B, batch 64 × ctx 4096, bf16)", "004 §1.5", "GB", need / 1e9,
+            kRel * need / 1e9, why_rel, (s64.weight_bytes + static_cast<double>(s64.kv_bytes)) / 1e9, std::nullopt, "",
+            "最后一行已超过单卡 80GB (exceeds one 80 GB card)"});
+  r.expect({"the last row fits one a100-80gb (1 = yes)", "004 §1.5", "", 0.0, 0.0, "a yes/no: exact",
+            s64.weight_bytes + static_cast<double>(s64.kv_bytes) <= static_cast<double>(a100.memory_bytes) ? 1.0 : 0.0,
+            std::nullopt, "", "最后一行已超过单卡 80GB"});
+}
+
 // ---- with no options: 004 §1.5's table ------------------------------------------------------
 
 Result course_table(const RooflineParts& parts) {
@@ -438,6 +518,7 @@ Result course_table(const RooflineParts& parts) {
   r.metric("tokens_per_s_batch8", s8.tokens_per_s);
   r.metric("intensity_batch64_ctx4096", s64.intensity);
   r.metric_exact("kv_bytes_batch64_ctx4096", s64.kv_bytes);
+  course_claims_000_003(parts, m7, a100, s64, r);
   return r;
 }
 

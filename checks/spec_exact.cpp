@@ -37,6 +37,7 @@
 #include "core/rng.hpp"
 #include "core/stats.hpp"
 #include "model/gpt.hpp"
+#include "model/sequence_model.hpp"
 #include "spec/monte_carlo.hpp"
 #include "support/model_setup.hpp"
 #include "support/options.hpp"
@@ -184,6 +185,10 @@ void spec_exactness_rows(Result& r, const MiniGPT<T>& target, const MiniGPT<T>& 
       {fmt::format("speculative, soft draft (T = {}), K = {}", o.temperature, o.k), 1, o.k, "spec_soft"},
       {fmt::format("speculative, greedy draft (one-hot q), K = {}", o.k), 2, o.k, "spec_greedy"}};
   std::uint64_t stream = 10;
+  // Every sample prefills the same prompt: run it once per model and copy its K/V (the same bits).
+  const std::span<const int> head(prompt.data(), prompt.empty() ? 0 : prompt.size() - 1);
+  const int max_len = static_cast<int>(prompt.size()) + o.new_tokens + std::max(1, o.k);
+  PrefilledSequenceModel<T> target_seq(target, head, max_len), draft_seq(draft, head, max_len);
   for (const auto& s : samplers) {
     Rng rng(spec::derive_seed(seed, stream++));
     if (s.kind == 0 && !with_direct) continue;
@@ -200,7 +205,9 @@ void spec_exactness_rows(Result& r, const MiniGPT<T>& target, const MiniGPT<T>& 
       if (s.kind == 0) {
         out = spec::autoregressive_decode(target, prompt, o.new_tokens, ts, rng);
       } else {
-        auto run = spec::speculative_decode(target, draft, prompt, sc, rng, faults);
+        target_seq.truncate(0);
+        draft_seq.truncate(0);
+        auto run = spec::speculative_decode<T>(target_seq, draft_seq, prompt, sc, rng, faults);
         out = std::move(run.tokens);
         const auto& st = run.stats;
         total.steps += st.steps, total.accepted += st.accepted, total.evaluated += st.evaluated,

@@ -34,6 +34,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -274,6 +275,27 @@ Result run_impl(const SpecSpeedupOptions& o, const RunContext& ctx, const SpecSp
     r.metric(fmt::format("tokens_per_step_k{}", pk.k), pk.tokens_per_step());
   }
   r.tables.push_back(std::move(per_k));
+  // 003 part 5: "about 2× lossless speedup". kvlab's pair at the FLOP cost ratio: the best K's
+  // E[τ]/(1 + K·c), recomputed here from the closed form (1 − α^(K+1))/(1 − α) at α exact.
+  {
+    // Measured: the per-position E[τ] the loop's rows use (parts.expected_tokens) at a_1 = .. =
+    // a_K = α exact; expected: the geometric closed form. Best over K on each side.
+    double best_closed = 0.0, best_positional = 0.0;
+    for (const auto& pk : ks) {
+      const double a = pk.alpha_exact();
+      const double etau = a >= 1.0 ? pk.k + 1.0 : (1.0 - std::pow(a, pk.k + 1.0)) / (1.0 - a);
+      best_closed = std::max(best_closed, etau / (1.0 + pk.k * c_flops));
+      const std::vector<double> same(static_cast<std::size_t>(pk.k), a);
+      best_positional = std::max(best_positional, parts.expected_tokens(same) / (1.0 + pk.k * c_flops));
+    }
+    const double u = std::numeric_limits<double>::epsilon() / 2;
+    r.expect({fmt::format("predicted speedup E[τ](α exact)/(1 + K·c) at the best K ({}), c = {:.4f} by weight FLOPs",
+                          best_k_flops, c_flops),
+              "003 part 5; 000 §7.4", "×", best_closed, (4.0 * kMaxK + 8) * u * best_closed,
+              "float64: the closed form and the per-position sum each within (2K + 4)·u relative",
+              best_positional, Stated{"约 2 倍的无损提速 (about 2×)", 2.0, 0.5}, ""});
+    r.metric("predicted_speedup_best_k_flops", best_positional);
+  }
   // How α varies with the position in the step (K = 8): the i.i.d. caveat made visible.
   const PerK& k8 = ks.back();
   Table profile{"per-position α (K = 8): mean and SD of Σ min(p̃, q̃) over the steps that reached "

@@ -332,6 +332,31 @@ TEST_CASE("continuous-batching: passes, and fails with a static scheduler that s
   CHECK_FALSE(lost.passed());
   CHECK(row_fails(lost, "continuous: tokens emitted"));
 
+  // 003 part 6's "zero idle": a continuous scheduler that keeps a finished request's slot stepping
+  // once, or pauses a millisecond while a request waits, fails.
+  ContinuousBatchingParts pads;
+  pads.simulate = [](const std::vector<Request>& t, const SimConfig& c, const StepTimeModel& m, const SimParts& p) {
+    SimResult r = simulate(t, c, m, p);
+    if (c.policy == Policy::continuous) r.steps.at(1).padding += 1;
+    return r;
+  };
+  CHECK(row_fails(run_continuous_batching(o, ctx, pads), "continuous: decodes spent on finished requests"));
+  ContinuousBatchingParts pauses;  // admits one request that arrived at an idle engine 1 ms late
+  pauses.simulate = [](const std::vector<Request>& t, const SimConfig& c, const StepTimeModel& m, const SimParts& p) {
+    SimResult r = simulate(t, c, m, p);
+    if (c.policy != Policy::continuous) return r;
+    for (auto& q : r.requests)
+      if (q.admitted_s == q.arrival_s) {  // it started a step on arrival (an idle engine)
+        for (auto& s : r.steps)
+          if (s.start_s >= q.admitted_s) s.start_s += 1e-3;
+        for (auto& other : r.requests)
+          if (other.admitted_s >= q.admitted_s) other.admitted_s += 1e-3;
+        break;
+      }
+    return r;
+  };
+  CHECK(row_fails(run_continuous_batching(o, ctx, pauses), "continuous: engine idle time while a request waits"));
+
   o.rate = 0;
   CHECK(input_error([&] { run_continuous_batching(o, ctx); }).find("--rate") != std::string::npos);
   o = ContinuousBatchingOptions{};

@@ -143,6 +143,7 @@ TEST_CASE("spec-speedup bites: α^K instead of α^(K+1), and a loop that drops t
   CHECK_FALSE(f.passed());
   CHECK(failed_row(f, "tokens per step vs E[τ | drafts]"));
   CHECK(failed_row(f, "(1 − α^(K+1))/(1 − α)"));
+  CHECK(failed_row(f, "predicted speedup E[τ](α exact)/(1 + K·c) at the best K"));  // 003 part 5's "about 2×"
 
   kvlab::checks::SpecSpeedupParts loop;
   loop.faults.drop_bonus = true;

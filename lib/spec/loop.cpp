@@ -33,12 +33,17 @@ std::vector<double> process_logits(std::span<const double> logits, const Sampler
     out[static_cast<std::size_t>(it - logits.begin())] = 1.0;
     return out;
   }
-  // Token order by logit, descending, ties by lower id: used by top-k and top-p.
-  std::vector<std::size_t> order(v);
-  std::iota(order.begin(), order.end(), std::size_t{0});
-  std::stable_sort(order.begin(), order.end(),
-                   [&](std::size_t a, std::size_t b) { return logits[a] > logits[b]; });
-  const double mx = logits[order[0]];
+  // Token order by logit, descending, ties by lower id: used by top-k and top-p only, so plain
+  // temperature sampling (most calls) skips the sort.
+  const bool truncates = (s.top_k > 0 && static_cast<std::size_t>(s.top_k) < v) || s.top_p < 1.0;
+  std::vector<std::size_t> order;
+  if (truncates) {
+    order.resize(v);
+    std::iota(order.begin(), order.end(), std::size_t{0});
+    std::stable_sort(order.begin(), order.end(),
+                     [&](std::size_t a, std::size_t b) { return logits[a] > logits[b]; });
+  }
+  const double mx = truncates ? logits[order[0]] : *std::max_element(logits.begin(), logits.end());
   double z = 0.0;
   for (std::size_t i = 0; i < v; ++i) z += out[i] = std::exp((logits[i] - mx) / s.temperature);
   for (auto& x : out) x /= z;

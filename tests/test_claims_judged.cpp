@@ -1,0 +1,293 @@
+// Claims docs/claims.md once only showed or planned, now judged: the checks attn-params (000 §4.2),
+// cache-shape (000 §A.2 [b]) and linear-attention (003 part 3); roofline's rows for 000 §1.1, §3.1,
+// 003 Q6 and 004 §1.5; kv-size's cell-by-cell judgment of the cheatsheet's tables. Each passes with
+// kvlab's parts and fails with a broken one.
+#include <doctest/doctest.h>
+
+#include <memory>
+
+#include <fmt/format.h>
+
+#include "attention/linear_attention.hpp"
+#include "checks/attn_params.hpp"
+#include "checks/cache_shape.hpp"
+#include "checks/kv_size_check.hpp"
+#include "checks/linear_attention.hpp"
+#include "checks/roofline_check.hpp"
+#include "checks/support/gqa_trained.hpp"
+#include "model/gqa_convert.hpp"
+#include "core/rng.hpp"
+#include "test_util.hpp"
+
+using namespace kvlab;
+
+TEST_CASE("attn-params passes, and fails when the model ignores n_kv_head (every variant MHA)") {
+  checks::RunContext ctx;
+  checks::AttnParamsOptions o;
+  const Result ok = checks::run_attn_params(o, ctx);
+  CHECK(ok.passed());
+  CHECK(ok.metric_value("mha_kv_params_per_layer") == 2.0 * 128 * 128);  // 2D², D = 16 · 8
+  CHECK(ok.metric_value("mqa_kv_params_per_layer") == 2.0 * 128 * 8);
+  CHECK(ok.metric_value("gqa_kv_params_per_layer") == 2.0 * 2 * 128 * 8);
+  checks::AttnParamsParts all_mha;
+  all_mha.build = [](ModelConfig c, std::uint64_t seed) {
+    c.n_kv_head = c.n_head;
+    return MiniGPT<double>(c, seed);
+  };
+  CHECK_FALSE(checks::run_attn_params(o, ctx, all_mha).passed());
+  checks::AttnParamsParts one_layer_mqa;  // the second layer keeps MHA's width: only the per-layer scan sees it
+  one_layer_mqa.build = [](const ModelConfig& c, std::uint64_t seed) {
+    MiniGPT<double> m(c, seed);
+    if (c.n_kv_head == 1) {
+      ModelConfig mha = c;
+      mha.n_kv_head = c.n_head;
+      const MiniGPT<double> wide(mha, seed);
+      m.weights().blocks[1].w_k = wide.weights().blocks[1].w_k;
+    }
+    return m;
+  };
+  CHECK_FALSE(checks::run_attn_params(o, ctx, one_layer_mqa).passed());
+  o.groups = 3;
+  CHECK(test::input_error([&] { checks::run_attn_params(o, ctx); }).find("--groups") != std::string::npos);
+}
+
+TEST_CASE("cache-shape passes, and fails with a formula that drops K+V's 2, counts query heads, or doubles MLA") {
+  checks::RunContext ctx;
+  checks::CacheShapeOptions o;
+  const Result ok = checks::run_cache_shape(o, ctx);
+  CHECK(ok.passed());
+  CHECK(ok.metric_value("mha_bytes") == 2.0 * 2 * 16 * 8 * 2 * 24 * 4);
+  CHECK(ok.metric_value("mla_bytes") == 2.0 * (32 + 4) * 2 * 24 * 4);
+  checks::CacheShapeParts no_two;
+  no_two.formula = [](const ModelSpec& m, const KvQuery& q) {
+    KvCacheSize s = kv_cache_size(m, q);
+    if (!m.is_mla()) s.total_bytes /= 2;
+    return s;
+  };
+  CHECK_FALSE(checks::run_cache_shape(o, ctx, no_two).passed());
+  checks::CacheShapeParts query_heads;
+  query_heads.formula = [](ModelSpec m, const KvQuery& q) {
+    m.n_kv_head = m.n_head;
+    return kv_cache_size(m, q);
+  };
+  CHECK_FALSE(checks::run_cache_shape(o, ctx, query_heads).passed());
+  checks::CacheShapeParts mla_doubled;
+  mla_doubled.formula = [](const ModelSpec& m, const KvQuery& q) {
+    KvCacheSize s = kv_cache_size(m, q);
+    if (m.is_mla()) s.total_bytes *= 2;
+    return s;
+  };
+  CHECK_FALSE(checks::run_cache_shape(o, ctx, mla_doubled).passed());
+  o.head_dim = 7;  // odd: d_r = 4
+  CHECK(checks::run_cache_shape(o, ctx).passed());
+  o.groups = 3;
+  CHECK(test::input_error([&] { checks::run_cache_shape(o, ctx); }).find("--groups") != std::string::npos);
+}
+
+namespace {
+
+/// Keeps every past key and value beside the state, as a KV cache would: its bytes grow with t.
+class HoardingLayer final : public LinearAttention {
+ public:
+  using LinearAttention::LinearAttention;
+  Vec<double> step(const Vec<double>& q, const Vec<double>& k, const Vec<double>& v) override {
+    ++kept_;
+    return LinearAttention::step(q, k, v);
+  }
+  std::size_t state_bytes() const override {
+    return LinearAttention::state_bytes() + static_cast<std::size_t>(kept_) * (key_dim_ + value_dim_) * sizeof(double);
+  }
+
+ private:
+  int kept_ = 0;
+};
+
+/// Forgets to decay the normaliser z: the recurrent form no longer equals the parallel one (γ < 1).
+class UndecayedNormaliser final : public LinearAttention {
+ public:
+  using LinearAttention::LinearAttention;
+  Vec<double> step(const Vec<double>& q, const Vec<double>& k, const Vec<double>& v) override {
+    const Vec<double> fq = linear_attention_feature(q), fk = linear_attention_feature(k);
+    s_ = decay_ * s_ + fk * v.transpose();
+    z_ += fk;
+    last_macs_ = 2 * static_cast<std::uint64_t>(key_dim_) * value_dim_ + 2 * key_dim_;  // honest count
+    return (fq.transpose() * s_).transpose() / fq.dot(z_);
+  }
+};
+
+}  // namespace
+
+TEST_CASE("linear attention: recurrent = parallel; state and work per step are constant") {
+  Rng rng(7);
+  const int T = 20, d = 5;
+  Mat<double> q(T, d), k(T, d), v(T, d);
+  for (int t = 0; t < T; ++t)
+    for (int j = 0; j < d; ++j) q(t, j) = rng.normal(), k(t, j) = rng.normal(), v(t, j) = rng.normal();
+  for (const double gamma : {1.0, 0.5}) {
+    LinearAttention layer(d, d, gamma);
+    const Mat<double> par = linear_attention_parallel(q, k, v, gamma);
+    for (int t = 0; t < T; ++t) {
+      const Vec<double> y = layer.step(q.row(t).transpose(), k.row(t).transpose(), v.row(t).transpose());
+      CHECK((y - par.row(t).transpose()).cwiseAbs().maxCoeff() < 1e-13);
+      CHECK(layer.state_bytes() == (d * d + d) * sizeof(double));
+      CHECK(layer.last_step_macs() == static_cast<std::uint64_t>(2 * d * d + 2 * d));
+    }
+  }
+  // t = 0 sees only itself: y_0 = v_0 whatever q and γ are.
+  LinearAttention first(d, d, 0.5);
+  CHECK((first.step(q.row(0).transpose(), k.row(0).transpose(), v.row(0).transpose()) - v.row(0).transpose())
+            .cwiseAbs()
+            .maxCoeff() < 1e-15);
+  CHECK(test::input_error([] { LinearAttention(4, 4, 0.0); }).find("decay") != std::string::npos);
+  CHECK(test::input_error([] { LinearAttention(0, 4); }).find("key_dim") != std::string::npos);
+  CHECK_THROWS_AS(LinearAttention(4, 4).step(Vec<double>::Zero(3), Vec<double>::Zero(4), Vec<double>::Zero(4)),
+                  std::invalid_argument);
+}
+
+TEST_CASE("linear-attention passes, and fails with a state that grows or a normaliser that is not decayed") {
+  checks::RunContext ctx;
+  checks::LinearAttentionOptions o;
+  const Result ok = checks::run_linear_attention(o, ctx);
+  CHECK(ok.passed());
+  CHECK(ok.metric_value("linear_state_bytes") == (16.0 * 16 + 16) * 8);
+  CHECK(ok.metric_value("kv_cache_bytes_at_T") == 2.0 * 64 * 16 * 8);
+  checks::LinearAttentionParts hoarding;
+  hoarding.make_layer = [](int dk, int dv, double g) { return std::make_unique<HoardingLayer>(dk, dv, g); };
+  CHECK_FALSE(checks::run_linear_attention(o, ctx, hoarding).passed());
+  checks::LinearAttentionParts undecayed;
+  undecayed.make_layer = [](int dk, int dv, double g) { return std::make_unique<UndecayedNormaliser>(dk, dv, g); };
+  const Result bad = checks::run_linear_attention(o, ctx, undecayed);
+  CHECK_FALSE(bad.passed());
+  int failing = 0;
+  for (const auto& e : bad.expectations) failing += !e.holds();
+  CHECK(failing == 1);  // only γ = 0.9's recurrent-vs-parallel row
+  o.steps = 1;
+  CHECK(test::input_error([&] { checks::run_linear_attention(o, ctx); }).find("--steps") != std::string::npos);
+}
+
+// ---- roofline's judged rows for 000 §1.1, §3.1, 003 Q6 and 004 §1.5's last row ----------------
+
+
+namespace {
+
+/// The expectation of `r` whose quantity starts with `prefix`; fails the test when there is none.
+const Expectation* row_starting(const Result& r, const std::string& prefix) {
+  for (const auto& e : r.expectations)
+    if (e.quantity.rfind(prefix, 0) == 0) return &e;
+  FAIL("no expectation starts with: " << prefix);
+  return nullptr;
+}
+
+}  // namespace
+
+TEST_CASE("roofline judges 70B utilization (E10), the 40 GB ridge, the crossover, the KV share (E16) and 80 GB") {
+  const Result ok = checks::run_roofline({}, checks::RunContext{});
+  CHECK(ok.passed());
+  CHECK(ok.metric_value("utilization_70b_batch1_percent") == doctest::Approx(0.361059).epsilon(1e-5));
+  CHECK(row_starting(ok, "decode FLOP utilization bound")->is_erratum());
+  CHECK(row_starting(ok, "KV share of the bytes a decode step reads, llama-2-7b, N = 7e9, batch 1000")->is_erratum());
+  CHECK_FALSE(row_starting(ok, "ridge point, A100-40GB")->is_erratum());
+  CHECK(row_starting(ok, "smallest batch that makes decode compute-bound, ctx 128")->measured == 564);
+
+  // A step that forgets the KV cache's bytes: utilization, KV share and the 80 GB rows fail.
+  checks::RooflineParts no_kv;
+  no_kv.decode_step = [](const ModelSpec& m, const GpuSpec& g, const DecodeQuery& q) {
+    DecodeStep s = decode_step(m, g, q);
+    s.bytes -= static_cast<double>(s.kv_bytes);
+    s.kv_bytes = 0;
+    s.intensity = s.flops / s.bytes;
+    return s;
+  };
+  const Result bad = checks::run_roofline({}, checks::RunContext{}, no_kv);
+  CHECK_FALSE(bad.passed());
+  CHECK_FALSE(row_starting(bad, "decode FLOP utilization bound")->holds());
+  CHECK_FALSE(row_starting(bad, "KV share of the bytes a decode step reads, llama-2-7b, N = 7e9, batch 1000")->holds());
+  CHECK_FALSE(row_starting(bad, "the last row fits one a100-80gb")->holds());
+
+  // A llama-2-7b read as MQA (its facts.md bytes per token unchanged): the crossover rows fail.
+  checks::RooflineParts gqa7;
+  gqa7.load_model = [](const std::string& n) {
+    ModelSpec m = load_model(n);
+    if (n == "llama-2-7b") m.n_kv_head = 1;
+    return m;
+  };
+  const Result crossed = checks::run_roofline({}, checks::RunContext{}, gqa7);
+  CHECK_FALSE(row_starting(crossed, "decode intensity as batch → ∞, llama-2-7b, N = 7e9, ctx 1024")->holds());
+  CHECK_FALSE(row_starting(crossed, "smallest batch that makes decode compute-bound, ctx 1024")->holds());
+
+  // A catalogue whose A100-40GB has the 80 GB card's bandwidth: the ≈ 200 row fails.
+  checks::RooflineParts wrong_40;
+  wrong_40.load_gpu = [](const std::string& n) {
+    GpuSpec g = load_gpu(n);
+    if (n == "a100-40gb") g.bandwidth_bytes_per_s = 2.039e12;
+    return g;
+  };
+  CHECK_FALSE(row_starting(checks::run_roofline({}, checks::RunContext{}, wrong_40), "ridge point, A100-40GB")->holds());
+}
+
+// ---- kv-size judges the cheatsheet's tables cell by cell --------------------------------------
+
+
+TEST_CASE("kv-size judges every cell of the cheatsheet's missing tables, and fails on one wrong cell") {
+  const Result ok = checks::run_kv_size({}, checks::RunContext{});
+  CHECK(ok.passed());
+  CHECK(row_starting(ok, "an EAGLE draft head for a 70B target")->is_erratum());  // E11
+  CHECK_FALSE(row_starting(ok, "memory a vanilla SD draft adds")->is_erratum());   // +14 GB ✓
+  for (const char* name : {"000-2.2", "000-4.1", "000-9.1", "000-9.3", "003-Q7", "004-2.5"}) {
+    checks::KvSizeParts parts;
+    parts.cheat_table = [name](const std::string& n) {
+      CheatTable t = cheatsheet_entry(n).build({});
+      if (n == name) {  // the last numeric cell of the first row, off by one part in a million
+        auto& row = t.table.rows.at(0);
+        for (auto it = row.rbegin(); it != row.rend(); ++it) {
+          if (auto* d = std::get_if<double>(&*it)) { *d *= 1 + 1e-6; break; }
+          if (auto* i = std::get_if<std::int64_t>(&*it)) { *i += 1; break; }
+        }
+      }
+      return t;
+    };
+    const Result bad = checks::run_kv_size({}, checks::RunContext{}, parts);
+    CHECK_MESSAGE(!bad.passed(), name);
+    CHECK(row_starting(bad, fmt::format("cheatsheet {}:", name))->measured == 1);
+  }
+  // 000 §9.3's two figures: a 7B draft counted at 1 GB more, an EAGLE head at one layer less.
+  checks::KvSizeParts heavier;
+  heavier.cheat_table = [](const std::string& n) {
+    CheatTable t = cheatsheet_entry(n).build({});
+    if (n == "000-9.3") {
+      std::get<double>(t.table.rows.at(1).at(1)) += 1.0;
+      std::get<double>(t.table.rows.at(2).at(1)) -= 0.8;
+    }
+    return t;
+  };
+  const Result heavy = checks::run_kv_size({}, checks::RunContext{}, heavier);
+  CHECK_FALSE(row_starting(heavy, "memory a vanilla SD draft adds")->holds());
+  CHECK_FALSE(row_starting(heavy, "an EAGLE draft head for a 70B target")->holds());
+}
+
+// ---- gqa-meanpool's trained mode: pooling costs loss on every window; uptraining must recover ----
+
+TEST_CASE("gqa-meanpool trained mode: a conversion that changes nothing, or an uptraining too short, fails") {
+  checks::GqaTrainedOptions o;  // the committed target and the fortunes text; skipped where absent
+  o.windows = 2;
+  const checks::PoolerF32 pool = [](const MiniGPT<float>& m, int g) { return mean_pool_kv_heads<float>(m, g); };
+  Result ok;
+  checks::run_gqa_trained(o, pool, {}, ok);
+  if (ok.expectations.empty()) {
+    MESSAGE("trained mode skipped here (no checkpoint or fortunes text)");
+    return;
+  }
+  CHECK(ok.passed());
+  CHECK(row_starting(ok, "trained target, G = 2: validation windows")->measured == 0);
+
+  Result same;  // "pooling" that keeps every head: the loss does not rise, the row fails
+  checks::run_gqa_trained(o, [](const MiniGPT<float>& m, int) { return m; }, {}, same);
+  CHECK_FALSE(row_starting(same, "trained target, G = 2: validation windows")->holds());
+
+  checks::GqaTrainedOptions brief = o;  // one uptraining step (0.1% of the original run) recovers little
+  brief.uptrain = true;
+  brief.uptrain_share = 0.001;
+  Result up;
+  checks::run_gqa_trained(brief, pool, {}, up);
+  CHECK_FALSE(row_starting(up, "uptraining 1 steps")->holds());
+}
