@@ -11,7 +11,7 @@
 // Expected: ε = 0: the conversion is exact up to rounding (bound 2·(n + r)·u·max|att|, n the
 // reduction length, r = h/G summed heads); the error shrinks at every step of ε = 1, 0.3, 0.1,
 // 0.03, 0.01, 0 by more than that bound (a count, exact). The course's claim about *trained* models
-// needs trained weights: the trained mode (checks/support/gqa_trained.hpp, issue 10) adds the
+// needs trained weights: the trained mode (checks/support/gqa_trained.hpp) adds the
 // committed MHA target's validation loss against its G = 2 and G = 1 conversions (shown), the
 // identity conversion G = n_kv_head (judged: exact), and with --long uptraining ~5% of the steps.
 //
@@ -139,7 +139,7 @@ Result run_gqa_meanpool(const GqaMeanpoolOptions& o, const RunContext& ctx, cons
     if (!pool) pool = [](const MiniGPT<T>& m, int g) { return mean_pool_kv_heads<T>(m, g); };
     return run_impl<T>(o, ctx, pool);
   });
-  // Trained mode (issue 10): the committed MHA target against its conversions; skipped with a note
+  // Trained mode: the committed MHA target against its conversions; skipped with a note
   // when the checkpoint or the text is absent.
   GqaTrainedOptions t{o.trained_weights, o.fortunes, o.long_run ? std::max(o.windows, 64) : o.windows, o.long_run};
   PoolerF32 pool32 = parts.pool_f32;
@@ -175,7 +175,7 @@ class GqaMeanpool final : public Check {
   }
   void bind(OptionSet& sub) override {
     sub.add_option("--tokens", opts_.tokens, "Positions compared")->check(IntRange(1, kMaxTokens));
-    // --weights: the name every other model check uses for a file (issue 10); --trained-weights
+    // --weights: the name every other model check uses for a file; --trained-weights
     // stays, since option names are a contract.
     sub.add_option("--trained-weights,--weights", opts_.trained_weights,
                    "Trained mode: MHA checkpoint (default data/weights/target.safetensors)")

@@ -4,7 +4,7 @@
 // The course's formula, bytes = 2 · L · n_kv · head_dim · (batch · ctx) · bytes/element (MLA:
 // L · (d_c + d_r) · (batch · ctx) · bytes/element, no factor 2), evaluated by kvlab's cost library
 // on the catalogue's real configs. With no options: every KV-size figure the documents give. The
-// expected values come from the catalogue's independent per-token reference (facts.md) scaled to
+// expected values come from the catalogue's independent per-token reference (data/facts.md) scaled to
 // the tokens asked; the measured values come from the library's formula on the config fields; the
 // document's own figure is checked at the precision it is written, and flagged as an erratum when
 // it disagrees (0.27 GB; "1.25 GB" that is GiB, and the max batch 320 that the same slip gives;
@@ -148,7 +148,7 @@ Result course_table(const KvSizeParts& parts) {
   const ModelSpec dsv2 = parts.load_model("deepseek-v2");
 
   // 004 §1.4, group 4: the four models' bytes per token in bf16.
-  Table group4{"004 §1.4 group 4: K+V bytes per token, bf16 (kvlab's formula; facts.md reference)",
+  Table group4{"004 §1.4 group 4: K+V bytes per token, bf16 (kvlab's formula; data/facts.md reference)",
                {"model", "attention", "L", "K/V heads", "head_dim", "bytes/token", "reference",
                 "KiB/token", "GiB per 4096-token sequence"},
                {}};
@@ -163,7 +163,7 @@ Result course_table(const KvSizeParts& parts) {
                            static_cast<double>(seq.total_bytes) / kGiB});
     r.expect({fmt::format("K+V bytes per token, {}, bf16", m->name), "004 §1.4 (group 4)", "B",
               static_cast<double>(reference_of(*m)), 0.0,
-              "kvlab's formula against facts.md's independent figure; integer byte counts: exact",
+              "kvlab's formula against data/facts.md's independent figure; integer byte counts: exact",
               s.bytes_per_token, std::nullopt, formula_text(s, KvQuery{1, 1, CacheDtype::bf16, {}})});
   }
   r.tables.push_back(std::move(group4));
@@ -331,7 +331,7 @@ Result course_table(const KvSizeParts& parts) {
       "metrics bytes_per_token and bytes are the 004 §1.4 estimate (llama-2-70b, GQA-8, batch 32 × "
       "8192, bf16); `kvlab kv-size --model NAME` computes them for any model.");
   r.notes.push_back(
-      "expected = the catalogue's independent per-token reference (facts.md) × tokens; measured = "
+      "expected = the catalogue's independent per-token reference (data/facts.md) × tokens; measured = "
       "kvlab's formula on the config fields; 'document' is the course's own figure, checked at the "
       "precision it is written (an erratum does not fail the check).");
   return r;
@@ -436,8 +436,8 @@ Result calculator(const KvSizeOptions& o, const KvSizeParts& parts) {
     r.expect({fmt::format("K+V bytes per token, {}, 16-bit, {}", m.name,
                           s.layout.mla ? std::string("MLA latent + RoPE key")
                                        : fmt::format("its own {} K/V heads", m.n_kv_head)),
-              "004 §1.4; facts.md", "B", static_cast<double>(*m.kv_bytes_per_token_16bit), 0.0,
-              "kvlab's formula on the config against facts.md's independent figure; integer byte counts: exact",
+              "004 §1.4; data/facts.md", "B", static_cast<double>(*m.kv_bytes_per_token_16bit), 0.0,
+              "kvlab's formula on the config against data/facts.md's independent figure; integer byte counts: exact",
               own16.bytes_per_token, std::nullopt, ""});
   } else {
     r.notes.push_back(

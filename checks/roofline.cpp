@@ -41,7 +41,7 @@
 namespace kvlab::checks {
 namespace {
 
-// The contract's roofline metrics (issue 2): intensity, tokens_per_s, ridge, kv_bytes, weight_bytes.
+// The contract's roofline metrics (JSON keys programs outside kvlab read): intensity, tokens_per_s, ridge, kv_bytes, weight_bytes.
 void add_step_metrics(Result& r, const DecodeStep& s) {
   r.metric("intensity", s.intensity);
   r.metric("tokens_per_s", s.tokens_per_s);
@@ -72,7 +72,7 @@ constexpr double kCourseParams = 7e9;
 // ---- the check's own arithmetic ------------------------------------------------------------
 //
 // The expectations compare the library's DecodeStep with a recomputation written out here from
-// the config fields, the catalogue's kv_bytes_per_token_16bit (facts.md), the MoE figures and the
+// the config fields, the catalogue's kv_bytes_per_token_16bit (data/facts.md), the MoE figures and the
 // GPU's datasheet rates. It calls nothing of lib/cost, so a wrong formula in decode_step disagrees
 // with it. What it shares with the library is the model (004 §1.5's FLOP and byte count, and for
 // MoE the uniform-routing model of lib/cost/roofline.hpp), not the code.
@@ -275,7 +275,7 @@ Expectation time_expectation(const std::string& what, const std::string& source,
       fmt::format("rounding only: the bytes (or FLOPs) bound / the rate, + γ_{} (division and × 1e3 "
                   "on both paths); u = 2^-53", kTimeRounds),
       s.time_s * 1e3, std::nullopt,
-      c.kv_reference ? "KV bytes from the catalogue's kv_bytes_per_token_16bit (facts.md)"
+      c.kv_reference ? "KV bytes from the catalogue's kv_bytes_per_token_16bit (data/facts.md)"
                      : "KV bytes from the config fields (no independent reference)"};
 }
 
@@ -319,7 +319,7 @@ Plot roofline_plot(const GpuSpec& g, const std::vector<std::pair<std::string, De
 // ---- 000 §1.1, §3.1, 003 Q6, 004 §1.5's last row: judged against the check's closed forms ------
 //
 // Expected values below are the check's own arithmetic from the figures the documents and
-// facts.md give (N, L, d, the catalogue's independent kv_bytes_per_token_16bit, the GPU's two
+// data/facts.md give (N, L, d, the catalogue's independent kv_bytes_per_token_16bit, the GPU's two
 // rates); measured values come from the library (decode_step, compute_bound_batch). Rounding:
 // a handful of float64 operations on each side, so ± 1e-9 relative.
 void course_claims_000_003(const RooflineParts& parts, const ModelSpec& m7, const GpuSpec& a100, const DecodeStep& s64,
@@ -425,7 +425,7 @@ Result course_table(const RooflineParts& parts) {
             "the document writes 892: ± half a unit", s8.tokens_per_s, Stated::parse("892", "892 tok/s"), ""});
   r.expect({"KV bytes read, 7B MHA, batch 64 × ctx 4096, bf16", "004 §1.5 (group 5)", "GiB",
             static_cast<double>(m7.kv_bytes_per_token_16bit.value_or(0)) * 64.0 * 4096.0 / kGiB, 0.0,
-            "integer byte counts (facts.md reference × tokens vs the library): exact",
+            "integer byte counts (data/facts.md reference × tokens vs the library): exact",
             static_cast<double>(s64.kv_bytes) / kGiB, Stated::parse("128", "128 GiB"), ""});
   r.expect({"weight bytes read, 7B (7e9 × 2 B)", "004 §1.5 (group 5)", "GiB", 13.0, 0.5,
             "the document writes 13: ± half a unit", s64.weight_bytes / kGiB,
@@ -741,7 +741,7 @@ Result calculator(const RooflineOptions& o, const RooflineParts& parts) {
                        : "2·N_used·B + 4·B·ctx·L·H·head_dim"});
   r.expect({fmt::format("KV bytes per step, {}: library vs {}", at,
                         c.kv_reference ? "the catalogue's reference" : "the check's own count"),
-            c.kv_reference ? "004 §1.4; facts.md" : "004 §1.4", "B", static_cast<double>(c.kv_bytes),
+            c.kv_reference ? "004 §1.4; data/facts.md" : "004 §1.4", "B", static_cast<double>(c.kv_bytes),
             0.0, "integer byte counts: exact", static_cast<double>(s.kv_bytes), std::nullopt,
             c.kv_reference ? "kv_bytes_per_token_16bit / layers × bits/16 × B × positions held (ctx per full layer)"
                            : "2·n_kv·head_dim (MLA: d_c + d_r) × bits/8 × B × positions held (ctx per full layer)"});

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # docs/claims.md: no claim row may be "shown (not judged)" or "planned (proposed)", and the count
 # line at the end of "How this page is kept true" must match the status column, recounted here
-# (a row counts by the first words of its status: checked, shown (not judged), planned (#N),
+# (a row counts by the first words of its status: checked, shown (not judged), planned (GPU),
 # planned (proposed), not checkable).
 #   tests/claims_status.sh [path/to/claims.md]
 set -u
@@ -22,13 +22,13 @@ count() {  # count DOC PREFIX-REGEX
 line=""
 for d in 000 003 004; do
   total=$(printf '%s\n' "$rows" | grep -cE "^\| $d-")
-  c=$(count $d '^checked'); sh=$(count $d '^shown \\(not judged\\)'); pi=$(count $d '^planned \\(#')
+  c=$(count $d '^checked'); sh=$(count $d '^shown \\(not judged\\)'); pi=$(count $d '^planned \\(GPU\\)')
   pp=$(count $d '^planned \\(proposed\\)'); nc=$(count $d '^not checkable')
   if [ $((c + sh + pi + pp + nc)) != "$total" ]; then
     echo "FAIL: $d: $total rows, but only $((c + sh + pi + pp + nc)) start with a known status"; fail=1
   fi
   if [ $d = 000 ]; then
-    line="000: $total claims ($c checked, $sh shown (not judged), $pi planned in an issue, $pp proposed, $nc not checkable)"
+    line="000: $total claims ($c checked, $sh shown (not judged), $pi planned for a GPU run, $pp proposed, $nc not checkable)"
   else
     line="$line; $d: $total claims ($c, $sh, $pi, $pp, $nc)"
   fi

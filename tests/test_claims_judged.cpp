@@ -204,7 +204,7 @@ TEST_CASE("roofline judges 70B utilization (E10), the 40 GB ridge, the crossover
   CHECK_FALSE(row_starting(bad, "KV share of the bytes a decode step reads, llama-2-7b, N = 7e9, batch 1000")->holds());
   CHECK_FALSE(row_starting(bad, "the last row fits one a100-80gb")->holds());
 
-  // A llama-2-7b read as MQA (its facts.md bytes per token unchanged): the crossover rows fail.
+  // A llama-2-7b read as MQA (its data/facts.md bytes per token unchanged): the crossover rows fail.
   checks::RooflineParts gqa7;
   gqa7.load_model = [](const std::string& n) {
     ModelSpec m = load_model(n);

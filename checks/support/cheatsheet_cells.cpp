@@ -75,7 +75,7 @@ void judge_cheatsheet_tables(Result& r, const CheatTableSource& source_in) {
                             tally.wrong ? tally.first_wrong : std::string("—")});
   };
 
-  // 000 §2.2: bytes per token from facts.md; elements = bytes / 2 (fp16); one 4096-token sequence.
+  // 000 §2.2: bytes per token from data/facts.md; elements = bytes / 2 (fp16); one 4096-token sequence.
   {
     Expected want;
     for (const char* m : {"llama-2-7b", "llama-2-13b", "llama-2-70b", "llama-3-8b", "llama-3-70b", "mistral-7b",
@@ -112,7 +112,7 @@ void judge_cheatsheet_tables(Result& r, const CheatTableSource& source_in) {
     judge("000-4.1", "000 §4.1", want);
   }
   // 003 after Q7: each technique against the MHA of its own model (deepseek-v2: 60 layers,
-  // 128 heads × 128; its MLA bytes from facts.md).
+  // 128 heads × 128; its MLA bytes from data/facts.md).
   {
     const double ds_mha = 2.0 * 60 * 128 * 128 * 2, ds = static_cast<double>(facts_bytes("deepseek-v2"));
     Expected want;
@@ -123,7 +123,7 @@ void judge_cheatsheet_tables(Result& r, const CheatTableSource& source_in) {
     judge("003-Q7", "003 after Q7", want);
   }
   // 000 §9.3: 8 × 80 GB, 70e9 fp16 weights; one 4096-token sequence of llama-3-70b's cache
-  // (facts.md); the 7B draft's 2·7e9 B; EAGLE's head = one LLaMA-70B layer (attention 2d² for Q
+  // (data/facts.md); the 7B draft's 2·7e9 B; EAGLE's head = one LLaMA-70B layer (attention 2d² for Q
   // and O, 2·d·1024 for GQA-8's K and V, SwiGLU 3·d·28672) + the 2d → d fusion layer, d = 8192.
   const double seq = static_cast<double>(facts_bytes("llama-3-70b")) * ctx;
   const double d = 8192, eagle = 2 * d * d + 2 * d * 1024 + 3 * d * 28672 + 2 * d * d;

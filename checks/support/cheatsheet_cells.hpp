@@ -1,6 +1,6 @@
 // The cheatsheet's tables whose bodies are missing from the course text (000 §2.2, §4.1, §9.1,
 // §9.3; 003 after Q7; 004 §2.5), judged cell by cell: each numeric cell `kvlab cheatsheet` prints
-// against a closed form computed here from the models' shape fields and facts.md's independent
+// against a closed form computed here from the models' shape fields and data/facts.md's independent
 // per-token bytes (data/models), never from the function that built the table. kv-size's default
 // run calls it.
 #pragma once
