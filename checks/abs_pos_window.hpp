@@ -5,7 +5,7 @@
 
 #include <vector>
 
-#include "support/spec.hpp"
+#include "framework/spec.hpp"
 
 namespace kvlab::checks {
 

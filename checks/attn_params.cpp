@@ -14,7 +14,7 @@
 
 #include "checks/attn_params.hpp"
 #include "core/error.hpp"
-#include "support/options.hpp"
+#include "framework/options.hpp"
 
 namespace kvlab::checks {
 namespace {

@@ -5,7 +5,7 @@
 
 #include "model/config.hpp"
 #include "model/gpt.hpp"
-#include "support/check.hpp"
+#include "framework/check.hpp"
 
 namespace kvlab::checks {
 

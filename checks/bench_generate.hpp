@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "model/generate.hpp"
-#include "support/check.hpp"
+#include "framework/check.hpp"
 
 namespace kvlab::checks {
 

@@ -25,7 +25,7 @@
 #include "cost/generation_flops.hpp"
 #include "model/gpt.hpp"
 #include "support/model_setup.hpp"
-#include "support/options.hpp"
+#include "framework/options.hpp"
 
 namespace kvlab::checks {
 namespace {

@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <functional>
 
-#include "support/check.hpp"
+#include "framework/check.hpp"
 
 namespace kvlab::checks {
 

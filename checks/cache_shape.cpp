@@ -21,7 +21,7 @@
 #include "core/rng.hpp"
 #include "model/gpt.hpp"
 #include "model/mla.hpp"
-#include "support/options.hpp"
+#include "framework/options.hpp"
 
 namespace kvlab::checks {
 namespace {

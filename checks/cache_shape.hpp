@@ -4,7 +4,7 @@
 #include <functional>
 
 #include "cost/kv_cache.hpp"
-#include "support/check.hpp"
+#include "framework/check.hpp"
 
 namespace kvlab::checks {
 

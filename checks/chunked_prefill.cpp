@@ -31,7 +31,7 @@
 #include "core/error.hpp"
 #include "cost/kv_cache.hpp"
 #include "report/writers.hpp"
-#include "support/options.hpp"
+#include "framework/options.hpp"
 #include "support/serve_common.hpp"
 
 namespace kvlab::checks {

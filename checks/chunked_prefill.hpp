@@ -6,7 +6,7 @@
 #include <string>
 
 #include "serve/simulator.hpp"
-#include "support/check.hpp"
+#include "framework/check.hpp"
 
 namespace kvlab::checks {
 

@@ -26,7 +26,7 @@
 #include "core/finite.hpp"
 #include "model/gpt.hpp"
 #include "support/model_setup.hpp"
-#include "support/options.hpp"
+#include "framework/options.hpp"
 
 namespace kvlab::checks {
 namespace {

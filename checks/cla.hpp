@@ -5,7 +5,7 @@
 #include <memory>
 
 #include "cache/kv_cache.hpp"
-#include "support/check.hpp"
+#include "framework/check.hpp"
 
 namespace kvlab::checks {
 

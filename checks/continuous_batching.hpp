@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "serve/simulator.hpp"
-#include "support/check.hpp"
+#include "framework/check.hpp"
 
 namespace kvlab::checks {
 

@@ -32,7 +32,7 @@
 #include "core/work_budget.hpp"
 #include "model/f32_kernels.hpp"
 #include "model/fast_gpt.hpp"
-#include "support/options.hpp"
+#include "framework/options.hpp"
 
 namespace kvlab::checks {
 namespace {

@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "model/config.hpp"
-#include "support/check.hpp"
+#include "framework/check.hpp"
 
 namespace kvlab::checks {
 

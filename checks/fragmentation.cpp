@@ -37,7 +37,7 @@
 #include "core/error.hpp"
 #include "report/writers.hpp"
 #include "serve/simulator.hpp"
-#include "support/options.hpp"
+#include "framework/options.hpp"
 #include "support/serve_common.hpp"
 
 namespace kvlab::checks {

@@ -8,7 +8,7 @@
 #include <string>
 
 #include "serve/kv_memory.hpp"
-#include "support/check.hpp"
+#include "framework/check.hpp"
 
 namespace kvlab::checks {
 

@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "core/tensor.hpp"
-#include "support/spec.hpp"
+#include "framework/spec.hpp"
 
 namespace kvlab::checks {
 

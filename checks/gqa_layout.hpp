@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "support/spec.hpp"
+#include "framework/spec.hpp"
 
 namespace kvlab::checks {
 

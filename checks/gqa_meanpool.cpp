@@ -11,7 +11,7 @@
 // Expected: ε = 0: the conversion is exact up to rounding (bound 2·(n + r)·u·max|att|, n the
 // reduction length, r = h/G summed heads); the error shrinks at every step of ε = 1, 0.3, 0.1,
 // 0.03, 0.01, 0 by more than that bound (a count, exact). The course's claim about *trained* models
-// needs trained weights: the trained mode (checks/support/gqa_trained.hpp) adds the
+// needs trained weights: the trained mode (checks/gqa_meanpool_trained.hpp) adds the
 // committed MHA target's validation loss against its G = 2 and G = 1 conversions (shown), the
 // identity conversion G = n_kv_head (judged: exact), and with --long uptraining ~5% of the steps.
 //
@@ -28,9 +28,9 @@
 #include "model/gqa_convert.hpp"
 #include "model/ops.hpp"
 #include "support/model_setup.hpp"
-#include "support/gqa_trained.hpp"
-#include "support/options.hpp"
-#include "support/path_option.hpp"
+#include "checks/gqa_meanpool_trained.hpp"
+#include "framework/options.hpp"
+#include "framework/path_option.hpp"
 
 namespace kvlab::checks {
 namespace {

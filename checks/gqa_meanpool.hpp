@@ -5,13 +5,13 @@
 #include <string>
 
 #include "model/gpt.hpp"
-#include "support/check.hpp"
+#include "framework/check.hpp"
 
 namespace kvlab::checks {
 
 struct GqaMeanpoolOptions {
   int tokens = 16;  ///< positions of the sequence the outputs are compared on
-  /// Trained mode (checks/support/gqa_trained.hpp): the committed target, or this file.
+  /// Trained mode (checks/gqa_meanpool_trained.hpp): the committed target, or this file.
   std::string trained_weights;
   std::string fortunes;   ///< fortunes directory; empty: /usr/share/games/fortunes
   int windows = 4;        ///< validation windows of the trained mode (--long: at least 64)

@@ -25,7 +25,7 @@
 #include "core/finite.hpp"
 #include "support/device_model.hpp"
 #include "support/model_setup.hpp"
-#include "support/options.hpp"
+#include "framework/options.hpp"
 #include "train/corpus.hpp"
 
 namespace kvlab::checks {

@@ -21,7 +21,7 @@
 #include "checks/incremental_vs_full.hpp"
 #include "core/error.hpp"
 #include "core/finite.hpp"
-#include "support/options.hpp"
+#include "framework/options.hpp"
 #include "model/gpt.hpp"
 #include "model/mla.hpp"
 #include "checks/mla_absorb.hpp"

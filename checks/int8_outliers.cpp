@@ -34,7 +34,7 @@
 #include "core/finite.hpp"
 #include "core/rng.hpp"
 #include "core/stats.hpp"
-#include "support/options.hpp"
+#include "framework/options.hpp"
 
 namespace kvlab::checks {
 namespace {

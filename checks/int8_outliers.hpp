@@ -4,7 +4,7 @@
 #include <functional>
 
 #include "quant/int8_matmul.hpp"
-#include "support/check.hpp"
+#include "framework/check.hpp"
 
 namespace kvlab::checks {
 

@@ -27,7 +27,7 @@
 #include "cost/traffic.hpp"
 #include "report/writers.hpp"
 #include "support/cost_common.hpp"
-#include "support/options.hpp"
+#include "framework/options.hpp"
 
 namespace kvlab::checks {
 namespace {

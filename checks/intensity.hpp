@@ -8,7 +8,7 @@
 
 #include "io/catalogue.hpp"
 #include "model/generate.hpp"
-#include "support/check.hpp"
+#include "framework/check.hpp"
 
 namespace kvlab::checks {
 

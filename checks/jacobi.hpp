@@ -2,7 +2,7 @@
 #pragma once
 
 #include "spec/jacobi.hpp"
-#include "support/check.hpp"
+#include "framework/check.hpp"
 
 namespace kvlab::checks {
 

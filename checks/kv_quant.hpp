@@ -5,7 +5,7 @@
 #include <memory>
 
 #include "quant/quant_cache.hpp"
-#include "support/check.hpp"
+#include "framework/check.hpp"
 
 namespace kvlab::checks {
 

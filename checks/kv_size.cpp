@@ -26,7 +26,7 @@
 #include "report/writers.hpp"
 #include "support/cheatsheet_cells.hpp"
 #include "support/cost_common.hpp"
-#include "support/path_option.hpp"
+#include "framework/path_option.hpp"
 
 namespace kvlab::checks {
 namespace {

@@ -11,7 +11,7 @@
 #include "cost/kv_cache.hpp"
 #include "io/catalogue.hpp"
 #include "report/result.hpp"
-#include "support/check.hpp"
+#include "framework/check.hpp"
 
 namespace kvlab::checks {
 

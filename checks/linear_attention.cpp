@@ -25,7 +25,7 @@
 #include "core/error.hpp"
 #include "core/op_count.hpp"
 #include "core/rng.hpp"
-#include "support/options.hpp"
+#include "framework/options.hpp"
 
 namespace kvlab::checks {
 namespace {

@@ -5,7 +5,7 @@
 #include <memory>
 
 #include "attention/linear_attention.hpp"
-#include "support/check.hpp"
+#include "framework/check.hpp"
 
 namespace kvlab::checks {
 

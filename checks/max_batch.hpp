@@ -8,7 +8,7 @@
 
 #include "cost/capacity.hpp"
 #include "io/catalogue.hpp"
-#include "support/check.hpp"
+#include "framework/check.hpp"
 
 namespace kvlab::checks {
 

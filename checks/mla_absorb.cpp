@@ -21,7 +21,7 @@
 #include "core/finite.hpp"
 #include "io/catalogue.hpp"
 #include "support/model_setup.hpp"
-#include "support/options.hpp"
+#include "framework/options.hpp"
 
 namespace kvlab::checks {
 namespace {

@@ -21,7 +21,7 @@
 #include "cost/kv_cache.hpp"
 #include "model/mla.hpp"
 #include "support/model_setup.hpp"
-#include "support/options.hpp"
+#include "framework/options.hpp"
 
 namespace kvlab::checks {
 namespace {

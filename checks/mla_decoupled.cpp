@@ -23,7 +23,7 @@
 #include "core/finite.hpp"
 #include "core/rng.hpp"
 #include "support/model_setup.hpp"
-#include "support/options.hpp"
+#include "framework/options.hpp"
 
 namespace kvlab::checks {
 namespace {

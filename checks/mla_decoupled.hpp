@@ -4,7 +4,7 @@
 #include <functional>
 
 #include "model/mla.hpp"
-#include "support/check.hpp"
+#include "framework/check.hpp"
 
 namespace kvlab::checks {
 

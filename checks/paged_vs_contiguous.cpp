@@ -23,7 +23,7 @@
 #include "model/gpt.hpp"
 #include "support/device_model.hpp"
 #include "support/model_setup.hpp"
-#include "support/options.hpp"
+#include "framework/options.hpp"
 
 namespace kvlab::checks {
 namespace {

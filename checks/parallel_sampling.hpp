@@ -2,7 +2,7 @@
 #pragma once
 
 #include "cache/paged.hpp"
-#include "support/check.hpp"
+#include "framework/check.hpp"
 
 namespace kvlab::checks {
 

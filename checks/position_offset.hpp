@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "model/config.hpp"
-#include "support/spec.hpp"
+#include "framework/spec.hpp"
 
 namespace kvlab::checks {
 

@@ -22,7 +22,7 @@
 #include "core/rng.hpp"
 #include "model/ragged.hpp"
 #include "support/model_setup.hpp"
-#include "support/options.hpp"
+#include "framework/options.hpp"
 
 namespace kvlab::checks {
 namespace {

@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "model/gpt.hpp"
-#include "support/check.hpp"
+#include "framework/check.hpp"
 
 namespace kvlab::checks {
 

@@ -35,8 +35,8 @@
 #include "io/hardware.hpp"
 #include "report/writers.hpp"
 #include "support/cost_common.hpp"
-#include "support/options.hpp"
-#include "support/path_option.hpp"
+#include "framework/options.hpp"
+#include "framework/path_option.hpp"
 
 namespace kvlab::checks {
 namespace {

@@ -10,7 +10,7 @@
 #include "cost/roofline.hpp"
 #include "io/catalogue.hpp"
 #include "report/result.hpp"
-#include "support/check.hpp"
+#include "framework/check.hpp"
 
 namespace kvlab::checks {
 

@@ -22,7 +22,7 @@
 #include "core/finite.hpp"
 #include "core/rng.hpp"
 #include "model/mla.hpp"
-#include "support/options.hpp"
+#include "framework/options.hpp"
 
 namespace kvlab::checks {
 namespace {

@@ -2,7 +2,7 @@
 #pragma once
 
 #include "checks/rope_relative.hpp"
-#include "support/check.hpp"
+#include "framework/check.hpp"
 
 namespace kvlab::checks {
 

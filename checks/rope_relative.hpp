@@ -5,7 +5,7 @@
 #include <functional>
 
 #include "core/tensor.hpp"
-#include "support/check.hpp"
+#include "framework/check.hpp"
 
 namespace kvlab::checks {
 

@@ -35,7 +35,7 @@
 #include "model/gpt.hpp"
 #include "model/ops.hpp"
 #include "support/model_setup.hpp"
-#include "support/options.hpp"
+#include "framework/options.hpp"
 
 namespace kvlab::checks {
 namespace {

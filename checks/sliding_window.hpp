@@ -7,7 +7,7 @@
 #include <string>
 
 #include "cache/kv_cache.hpp"
-#include "support/check.hpp"
+#include "framework/check.hpp"
 
 namespace kvlab::checks {
 

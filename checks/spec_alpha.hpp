@@ -6,7 +6,7 @@
 #include <functional>
 
 #include "spec/acceptance.hpp"
-#include "support/check.hpp"
+#include "framework/check.hpp"
 
 namespace kvlab::checks {
 

@@ -35,7 +35,7 @@
 #include "core/stats.hpp"
 #include "spec/distribution.hpp"
 #include "spec/monte_carlo.hpp"
-#include "support/options.hpp"
+#include "framework/options.hpp"
 
 namespace kvlab::checks {
 namespace {

@@ -8,7 +8,7 @@
 
 #include "spec/acceptance.hpp"
 #include "spec/expected_tokens.hpp"
-#include "support/check.hpp"
+#include "framework/check.hpp"
 
 namespace kvlab::checks {
 

@@ -40,7 +40,7 @@
 #include "model/sequence_model.hpp"
 #include "spec/monte_carlo.hpp"
 #include "support/model_setup.hpp"
-#include "support/options.hpp"
+#include "framework/options.hpp"
 
 namespace kvlab::checks {
 namespace {

@@ -9,7 +9,7 @@
 #include "model/gpt.hpp"
 
 #include "spec/loop.hpp"
-#include "support/check.hpp"
+#include "framework/check.hpp"
 
 namespace kvlab::checks {
 

@@ -28,7 +28,7 @@
 #include "spec/monte_carlo.hpp"
 #include "support/device_model.hpp"
 #include "support/model_setup.hpp"
-#include "support/options.hpp"
+#include "framework/options.hpp"
 
 namespace kvlab::checks {
 namespace {

@@ -2,7 +2,7 @@
 #pragma once
 
 #include "spec/loop.hpp"
-#include "support/check.hpp"
+#include "framework/check.hpp"
 
 namespace kvlab::checks {
 

@@ -45,10 +45,10 @@
 #include "spec/expected_tokens.hpp"
 #include "spec/monte_carlo.hpp"
 #include "support/model_setup.hpp"
-#include "support/options.hpp"
+#include "framework/options.hpp"
 #include "support/trained_pair.hpp"
 #include "train/backprop.hpp"
-#include "support/path_option.hpp"
+#include "framework/path_option.hpp"
 
 namespace kvlab::checks {
 namespace {

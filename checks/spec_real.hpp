@@ -11,7 +11,7 @@
 #include "model/gpt.hpp"
 #include "spec/loop.hpp"
 #include "spec/positional.hpp"
-#include "support/check.hpp"
+#include "framework/check.hpp"
 
 namespace kvlab::checks {
 

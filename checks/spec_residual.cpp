@@ -30,7 +30,7 @@
 #include "core/error.hpp"
 #include "core/rng.hpp"
 #include "spec/distribution.hpp"
-#include "support/options.hpp"
+#include "framework/options.hpp"
 
 namespace kvlab::checks {
 namespace {

@@ -6,7 +6,7 @@
 
 #include "spec/acceptance.hpp"
 #include "spec/step_law.hpp"
-#include "support/check.hpp"
+#include "framework/check.hpp"
 
 namespace kvlab::checks {
 

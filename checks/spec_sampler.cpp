@@ -39,7 +39,7 @@
 #include "spec/monte_carlo.hpp"
 #include "spec/step_law.hpp"
 #include "support/model_setup.hpp"
-#include "support/options.hpp"
+#include "framework/options.hpp"
 
 namespace kvlab::checks {
 namespace {

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "spec/loop.hpp"
-#include "support/check.hpp"
+#include "framework/check.hpp"
 
 namespace kvlab::checks {
 

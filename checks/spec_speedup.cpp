@@ -46,7 +46,7 @@
 #include "spec/expected_tokens.hpp"
 #include "spec/monte_carlo.hpp"
 #include "support/model_setup.hpp"
-#include "support/options.hpp"
+#include "framework/options.hpp"
 
 namespace kvlab::checks {
 namespace {

@@ -6,7 +6,7 @@
 
 #include "spec/loop.hpp"
 #include "spec/positional.hpp"
-#include "support/check.hpp"
+#include "framework/check.hpp"
 
 namespace kvlab::checks {
 

@@ -8,7 +8,7 @@
 #include "attention/masked.hpp"
 #include "spec/token_tree.hpp"
 #include "spec/tree_sampling.hpp"
-#include "support/check.hpp"
+#include "framework/check.hpp"
 
 namespace kvlab::checks {
 

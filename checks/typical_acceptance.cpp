@@ -44,7 +44,7 @@
 #include "spec/loop.hpp"
 #include "spec/monte_carlo.hpp"
 #include "support/model_setup.hpp"
-#include "support/options.hpp"
+#include "framework/options.hpp"
 
 namespace kvlab::checks {
 namespace {

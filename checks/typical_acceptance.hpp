@@ -7,7 +7,7 @@
 #include "spec/acceptance.hpp"
 #include "spec/step_law.hpp"
 #include "spec/typical.hpp"
-#include "support/check.hpp"
+#include "framework/check.hpp"
 
 namespace kvlab::checks {
 

@@ -14,7 +14,7 @@
 #include "checks/kv_size_check.hpp"
 #include "checks/linear_attention.hpp"
 #include "checks/roofline_check.hpp"
-#include "checks/support/gqa_trained.hpp"
+#include "checks/gqa_meanpool_trained.hpp"
 #include "model/gqa_convert.hpp"
 #include "core/rng.hpp"
 #include "test_util.hpp"

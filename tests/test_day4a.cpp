@@ -11,7 +11,7 @@
 #include "attention/gqa.hpp"
 #include "attention/kv_layout.hpp"
 #include "checks/cache_flops.hpp"
-#include "support/check.hpp"
+#include "framework/check.hpp"
 #include "checks/gqa_meanpool.hpp"
 #include "core/error.hpp"
 #include "core/op_count.hpp"

@@ -9,7 +9,7 @@
 #include <sstream>
 
 #include "report/writers.hpp"
-#include "support/check.hpp"
+#include "framework/check.hpp"
 
 using namespace kvlab;
 

@@ -15,7 +15,7 @@
 #include "checks/kv_invariance.hpp"
 #include "checks/paged_vs_contiguous.hpp"
 #include "checks/spec_greedy.hpp"
-#include "support/check.hpp"
+#include "framework/check.hpp"
 
 using namespace kvlab;
 using namespace kvlab::checks;

@@ -4,7 +4,7 @@
 #include <sstream>
 #include <string>
 
-#include "support/check.hpp"
+#include "framework/check.hpp"
 
 namespace kvlab::checks {
 namespace {

@@ -19,7 +19,7 @@
 #include "model/weights_io.hpp"
 #include "spec/jacobi.hpp"
 #include "spec/loop.hpp"
-#include "support/check.hpp"
+#include "framework/check.hpp"
 #include "test_util.hpp"
 
 namespace {

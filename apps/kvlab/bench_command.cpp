@@ -24,7 +24,7 @@
 #include "io/safe_write.hpp"
 #include "model/fast_gpt.hpp"
 #include "report/writers.hpp"
-#include "support/options.hpp"
+#include "framework/options.hpp"
 
 namespace kvlab::app {
 namespace {

@@ -12,7 +12,7 @@
 #include "core/error.hpp"
 #include "io/catalogue.hpp"
 #include "report/writers.hpp"
-#include "support/options.hpp"
+#include "framework/options.hpp"
 
 namespace kvlab::app {
 

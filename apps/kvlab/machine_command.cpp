@@ -15,7 +15,7 @@
 #include "io/catalogue.hpp"
 #include "io/safe_write.hpp"
 #include "report/writers.hpp"
-#include "support/options.hpp"
+#include "framework/options.hpp"
 
 namespace kvlab::app {
 

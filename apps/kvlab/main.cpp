@@ -47,9 +47,9 @@
 #include "plan_command.hpp"
 #include "quiz_command.hpp"
 #include "train_command.hpp"
-#include "support/check.hpp"
-#include "support/options.hpp"
-#include "support/path_option.hpp"
+#include "framework/check.hpp"
+#include "framework/options.hpp"
+#include "framework/path_option.hpp"
 
 namespace {
 

@@ -23,9 +23,9 @@
 #include "model/work.hpp"
 #include "report/writers.hpp"
 #include "model/weights_io.hpp"
-#include "support/options.hpp"
+#include "framework/options.hpp"
 #include "train/corpus.hpp"
-#include "support/path_option.hpp"
+#include "framework/path_option.hpp"
 
 namespace kvlab::app {
 namespace {

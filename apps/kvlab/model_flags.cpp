@@ -3,7 +3,7 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
-#include "support/options.hpp"
+#include "framework/options.hpp"
 
 namespace kvlab::app {
 

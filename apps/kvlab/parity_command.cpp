@@ -12,7 +12,7 @@
 #include "backend/device.hpp"
 #include "backend/parity.hpp"
 #include "report/writers.hpp"
-#include "support/options.hpp"
+#include "framework/options.hpp"
 
 namespace kvlab::app {
 

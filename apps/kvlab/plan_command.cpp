@@ -15,7 +15,7 @@
 #include "io/units.hpp"
 #include "report/plot.hpp"
 #include "report/writers.hpp"
-#include "support/options.hpp"
+#include "framework/options.hpp"
 
 namespace kvlab::app {
 namespace {

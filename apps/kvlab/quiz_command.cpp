@@ -9,7 +9,7 @@
 #include <limits>
 
 #include "quiz/quiz.hpp"
-#include "support/options.hpp"
+#include "framework/options.hpp"
 
 namespace kvlab::app {
 namespace {

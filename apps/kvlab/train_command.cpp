@@ -23,12 +23,12 @@
 #include "io/safe_write.hpp"
 #include "model/gpt.hpp"
 #include "model/work.hpp"
-#include "support/options.hpp"
+#include "framework/options.hpp"
 #include "train/backprop.hpp"
 #include "train/checkpoint.hpp"
 #include "train/corpus.hpp"
 #include "train/trainer.hpp"
-#include "support/path_option.hpp"
+#include "framework/path_option.hpp"
 
 namespace kvlab::app {
 

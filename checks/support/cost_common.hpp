@@ -3,7 +3,7 @@
 // exact byte counts into table cells. No arithmetic of the claims lives here.
 #pragma once
 
-#include "support/options.hpp"
+#include "framework/options.hpp"
 
 #include <charconv>
 #include <cstdint>

@@ -14,7 +14,7 @@
 #include "backend/device_gpt.hpp"
 #include "core/finite.hpp"
 #include "model/weights_io.hpp"
-#include "support/check.hpp"
+#include "framework/check.hpp"
 
 namespace kvlab::checks {
 

@@ -15,7 +15,7 @@
 #include "model/config.hpp"
 #include "model/gpt.hpp"
 #include "model/weights_io.hpp"
-#include "support/check.hpp"
+#include "framework/check.hpp"
 
 namespace kvlab::checks {
 

@@ -1,4 +1,4 @@
-// The check framework (checks/support/spec.hpp, registry.cpp): registration, the option table's
+// The check framework (checks/framework/): registration, the option table's
 // one rule for the command line and for code, and the refusal of a row that cannot fail.
 #include <doctest/doctest.h>
 
@@ -6,7 +6,7 @@
 
 #include "checks/causal_mask.hpp"
 #include "core/error.hpp"
-#include "support/spec.hpp"
+#include "framework/spec.hpp"
 
 using namespace kvlab;
 

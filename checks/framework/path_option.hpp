@@ -3,7 +3,7 @@
 // take no path do not depend on it.
 #pragma once
 
-#include "support/options.hpp"
+#include "framework/options.hpp"
 
 namespace kvlab::checks {
 

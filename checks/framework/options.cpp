@@ -1,7 +1,7 @@
 // The option facade of options.hpp over CLI11: the one translation unit under checks/ that pays
 // for <CLI/CLI.hpp>.
-#include "support/options.hpp"
-#include "support/path_option.hpp"
+#include "framework/options.hpp"
+#include "framework/path_option.hpp"
 
 #include <charconv>
 #include <cmath>

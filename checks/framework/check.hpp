@@ -5,7 +5,7 @@
 //   - an options struct with the check's own flags and their defaults;
 //   - a pure function  Result run_<name>(const Options&, const RunContext&, <injectable parts>)
 //     that the unit tests call with deliberately broken parts to show the check can fail;
-//   - a Check subclass that declares the options (support/options.hpp) and calls that function,
+//   - a Check subclass that declares the options (framework/options.hpp) and calls that function,
 //     registered with KVLAB_REGISTER_CHECK(order, Class) so that `kvlab list` and `kvlab all`
 //     show it.
 #pragma once
@@ -19,7 +19,7 @@
 #include "backend/device.hpp"
 #include "core/dtype.hpp"
 #include "report/result.hpp"
-#include "support/options.hpp"
+#include "framework/options.hpp"
 
 namespace kvlab::kernels {
 class ModelOps;

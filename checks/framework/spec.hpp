@@ -30,8 +30,8 @@
 #include <vector>
 
 #include "report/result.hpp"
-#include "support/check.hpp"
-#include "support/options.hpp"
+#include "framework/check.hpp"
+#include "framework/options.hpp"
 
 namespace kvlab::checks {
 

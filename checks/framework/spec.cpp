@@ -1,5 +1,5 @@
-// The option table's rules (support/spec.hpp): one wording for the command line and for validate_options.
-#include "support/spec.hpp"
+// The option table's rules (framework/spec.hpp): one wording for the command line and for validate_options.
+#include "framework/spec.hpp"
 
 #include <algorithm>
 #include <cmath>

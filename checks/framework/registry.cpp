@@ -2,7 +2,7 @@
 #include <stdexcept>
 #include <utility>
 
-#include "support/check.hpp"
+#include "framework/check.hpp"
 
 namespace kvlab::checks {
 namespace {
