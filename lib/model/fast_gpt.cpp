@@ -336,8 +336,11 @@ void FastGpt::layer_forward(int rows, int l, bool decode, int pos0) {
   } else {
     // Prefill: per (head, block of kPrefillBlock queries), one OpenMP task: S = Q K^T over the keys
     // the block may see (a GEMM), a causal softmax, then O = P V (a GEMM).
+    // Small products (a verify step of K + 1 tokens at a short context) stay on the calling thread,
+    // as decode's: waking the other threads costs more than the work.
     const int blocks = (rows + kPrefillBlock - 1) / kPrefillBlock, tasks = c_.n_head * blocks;
-#pragma omp parallel for schedule(dynamic, 1)
+    const bool threaded = static_cast<long long>(rows) * (pos0 + rows) * q_w_ >= (1ll << 18);
+#pragma omp parallel for schedule(dynamic, 1) if (threaded)
     for (int task = 0; task < tasks; ++task) {
 #ifdef _OPENMP
       const int tid = omp_get_thread_num();
