@@ -74,6 +74,16 @@ StepCost decode_step_cost(const ModelConfig& c, int batch, int ctx) {
   return s;
 }
 
+StepCost verify_step_cost(const ModelConfig& c, int rows, int ctx) {
+  if (rows < 1 || ctx < 0) throw std::invalid_argument("verify_step_cost: rows >= 1 and ctx >= 0");
+  const double q_w = static_cast<double>(c.n_head) * c.head_dim, kv_w = c.kv_width(), L = c.n_layer, R = rows;
+  const double params = static_cast<double>(streamed_parameters(c));
+  StepCost s;
+  s.bytes = 4.0 * params + 4.0 * L * 2.0 * kv_w * (ctx + R) + 4.0 * R * 2.0 * c.d_model;
+  s.flops = 2.0 * params * R + 4.0 * L * q_w * (R * ctx + R * (R + 1.0) / 2.0);
+  return s;
+}
+
 StepCost prefill_cost(const ModelConfig& c, int len) {
   if (len < 1) throw std::invalid_argument("prefill_cost: len >= 1");
   const double q_w = static_cast<double>(c.n_head) * c.head_dim, kv_w = c.kv_width(), L = c.n_layer, T = len;

@@ -56,6 +56,10 @@ struct StepCost {
 /// A decode step of `batch` sequences that each hold `ctx` cached positions (the new token
 /// attends to ctx + 1). Throws std::invalid_argument for batch < 1 or ctx < 0.
 StepCost decode_step_cost(const ModelConfig& c, int batch, int ctx);
+/// A verify step (FastGpt::extend): `rows` new tokens of one sequence over `ctx` cached positions,
+/// logits for every row: every weight read once, the cache read and the rows' K/V written; token t
+/// attends to ctx + t + 1 positions. Throws std::invalid_argument for rows < 1 or ctx < 0.
+StepCost verify_step_cost(const ModelConfig& c, int rows, int ctx);
 /// A prefill of one prompt of `len` tokens from position 0 (causal attention: token t attends to
 /// t + 1 positions), with the LM head applied to the last token only (FastGpt::prefill without
 /// all_logits). Throws std::invalid_argument for len < 1.
