@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstddef>
 #include <cstring>
+#include <type_traits>
 
 #include <Eigen/Core>
 
@@ -30,6 +31,14 @@
 #define KVLAB_MULTIVERSION 0
 #define KVLAB_BODY inline
 #endif
+// GCC only (clang spells the target region differently): tiles for AVX2 with intrinsic loads.
+#if KVLAB_MULTIVERSION && defined(__GNUC__) && !defined(__clang__)
+#define KVLAB_WIDE_TILES 1
+#define KVLAB_AVX2_BODY [[gnu::always_inline]] inline __attribute__((target("avx2,fma")))
+#include <immintrin.h>
+#else
+#define KVLAB_WIDE_TILES 0
+#endif
 
 namespace kvlab {
 namespace {
@@ -49,16 +58,26 @@ KVLAB_BODY float sum8(Float8 v) { return ((v[0] + v[4]) + (v[1] + v[5])) + ((v[2
 
 // How a tile reads its weight rows: float32 (F32Rows), int8 (Q8Rows) or packed int4 (Q4Rows),
 // 8 weights at a time as floats; the quantized ones scaled per row after the dot product.
+// load_wide: the same with AVX2 intrinsics, for the tiles compiled for AVX2 (KVLAB_WIDE_TILES).
 struct F32Rows {
   using T = float;
   static const T* row(const T* w, int o, int in) { return w + static_cast<std::ptrdiff_t>(o) * in; }
   KVLAB_BODY static Float8 load(const T* r, int i) { return load8(r + i); }
+#if KVLAB_WIDE_TILES
+  KVLAB_AVX2_BODY static Float8 load_wide(const T* r, int i) { return load8(r + i); }
+#endif
   static float at(const T* r, int j) { return r[j]; }
 };
 struct Q8Rows {
   using T = std::int8_t;
   using I8 = std::int8_t __attribute__((vector_size(8)));
   static const T* row(const T* w, int o, int in) { return w + static_cast<std::ptrdiff_t>(o) * in; }
+#if KVLAB_WIDE_TILES
+  KVLAB_AVX2_BODY static Float8 load_wide(const T* r, int i) {
+    const __m128i b = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(r + i));
+    return reinterpret_cast<Float8>(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(b)));
+  }
+#endif
   KVLAB_BODY static Float8 load(const T* r, int i) {
     I8 v;
     std::memcpy(&v, r + i, sizeof v);
@@ -73,6 +92,16 @@ struct Q4Rows {
   using U4 = std::uint8_t __attribute__((vector_size(4)));
   using U8 = std::uint8_t __attribute__((vector_size(8)));
   static const T* row(const T* w, int o, int in) { return w + static_cast<std::ptrdiff_t>(o) * (in / 2); }
+#if KVLAB_WIDE_TILES
+  KVLAB_AVX2_BODY static Float8 load_wide(const T* r, int i) {
+    std::int32_t word;
+    std::memcpy(&word, r + i / 2, sizeof word);
+    const __m128i b = _mm_cvtsi32_si128(word), mask = _mm_set1_epi8(15);
+    const __m128i lo = _mm_and_si128(b, mask), hi = _mm_and_si128(_mm_srli_epi16(b, 4), mask);
+    const __m256 f = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_unpacklo_epi32(lo, hi)));
+    return reinterpret_cast<Float8>(_mm256_sub_ps(f, _mm256_set1_ps(8.0f)));
+  }
+#endif
   KVLAB_BODY static Float8 load(const T* r, int i) {
     U4 b;
     std::memcpy(&b, r + i / 2, sizeof b);
@@ -87,62 +116,23 @@ struct Q4Rows {
   }
 };
 
-// A WO x RB tile: weight rows o .. o + WO - 1 against batch rows r .. r + RB - 1, WO x RB
-// independent accumulators (enough chains to keep both FMA pipes busy), each weight vector loaded
-// once for the RB rows and each input vector once for the WO weight rows.
-template <class W, int WO, int RB>
-KVLAB_BODY void stream_tile(const float* x, int in, const typename W::T* wt, const float* scale, const float* bias,
-                            int o, int r, float* y, int ldy) {
-  Float8 acc[WO][RB] = {};
-  const typename W::T* w[WO];
-  const float* xr[RB];
-  for (int a = 0; a < WO; ++a) w[a] = W::row(wt, o + a, in);
-  for (int b = 0; b < RB; ++b) xr[b] = x + static_cast<std::ptrdiff_t>(r + b) * in;
-  int i = 0;
-  for (; i + 8 <= in; i += 8) {
-    Float8 xv[RB];
-    for (int b = 0; b < RB; ++b) xv[b] = load8(xr[b] + i);
-    for (int a = 0; a < WO; ++a) {
-      const Float8 wv = W::load(w[a], i);
-      for (int b = 0; b < RB; ++b) acc[a][b] += wv * xv[b];
-    }
-  }
-  for (int a = 0; a < WO; ++a)
-    for (int b = 0; b < RB; ++b) {
-      float s = sum8(acc[a][b]);
-      for (int j = i; j < in; ++j) s += W::at(w[a], j) * xr[b][j];
-      if (scale) s *= scale[o + a];
-      y[static_cast<std::ptrdiff_t>(r + b) * ldy + o + a] = s + (bias ? bias[o + a] : 0.0f);
-    }
-}
+#define KVLAB_TILE_LOAD(W, row, i) W::load(row, i)
+#include "model/f32_tiles.inc"
+#undef KVLAB_TILE_LOAD
 
-// WO weight rows against every batch row, four batch rows per tile.
-template <class W, int WO>
-KVLAB_BODY void stream_weight_rows(const float* x, int rows, int in, const typename W::T* wt, const float* scale,
-                                   const float* bias, int o, float* y, int ldy) {
-  int r = 0;
-  for (; r + 4 <= rows; r += 4) stream_tile<W, WO, 4>(x, in, wt, scale, bias, o, r, y, ldy);
-  switch (rows - r) {
-    case 3: stream_tile<W, WO, 3>(x, in, wt, scale, bias, o, r, y, ldy); break;
-    case 2: stream_tile<W, WO, 2>(x, in, wt, scale, bias, o, r, y, ldy); break;
-    case 1: stream_tile<W, WO, 1>(x, in, wt, scale, bias, o, r, y, ldy); break;
-    default: break;
-  }
-}
-
-// Rows o0..o1 of wt against all `rows` rows of x. Each weight row is read from memory once
-// whatever the batch: a tile of 2 weight rows (4 for batches of 1 or 2, to keep 4+ independent
-// sums) runs over all batch rows, four at a time, while its rows stay in L1.
-template <class W>
-KVLAB_BODY void stream_rows_body(const float* x, int rows, int in, const typename W::T* wt, const float* scale,
-                                 const float* bias, int o0, int o1, float* y, int ldy) {
-  int o = o0;
-  if (rows <= 2)
-    for (; o + 4 <= o1; o += 4) stream_weight_rows<W, 4>(x, rows, in, wt, scale, bias, o, y, ldy);
-  else
-    for (; o + 2 <= o1; o += 2) stream_weight_rows<W, 2>(x, rows, in, wt, scale, bias, o, y, ldy);
-  for (; o < o1; ++o) stream_weight_rows<W, 1>(x, rows, in, wt, scale, bias, o, y, ldy);
-}
+#if KVLAB_WIDE_TILES
+// The same tiles compiled for AVX2 + FMA, widening int8 / int4 weights with one instruction each
+// (Q8Rows::load_wide, Q4Rows::load_wide). GCC 12 turns the generic __builtin_convertvector from
+// 8-bit lanes into 8 scalar conversions per vector (the int8 draft ran 3x slower than float32).
+#pragma GCC push_options
+#pragma GCC target("avx2,fma")
+namespace wide {
+#define KVLAB_TILE_LOAD(W, row, i) W::load_wide(row, i)
+#include "model/f32_tiles.inc"
+#undef KVLAB_TILE_LOAD
+}  // namespace wide
+#pragma GCC pop_options
+#endif
 
 // The widest instruction set this CPU supports, by feature bits (checked once).
 enum class Isa { avx512, avx2, baseline };
@@ -167,15 +157,20 @@ Isa isa() {
 template <class W, class... A>
 KVLAB_AVX512 void stream_rows_avx512(A... a) { stream_rows_body<W>(a...); }
 template <class W, class... A>
-KVLAB_AVX2 void stream_rows_avx2(A... a) { stream_rows_body<W>(a...); }
+KVLAB_AVX2 void stream_rows_avx2(A... a) {
+#if KVLAB_WIDE_TILES
+  if constexpr (!std::is_same_v<W, F32Rows>) return wide::stream_rows_body<W>(a...);
+#endif
+  stream_rows_body<W>(a...);
+}
 #endif
 
 template <class W>
 void stream_rows(const float* x, int rows, int in, const typename W::T* wt, const float* scale, const float* bias, int o0,
                  int o1, float* y, int ldy) {
 #if KVLAB_MULTIVERSION
-  if (isa() == Isa::avx512) return stream_rows_avx512<W>(x, rows, in, wt, scale, bias, o0, o1, y, ldy);
-  if (isa() == Isa::avx2) return stream_rows_avx2<W>(x, rows, in, wt, scale, bias, o0, o1, y, ldy);
+  if (isa() == Isa::avx512 && std::is_same_v<W, F32Rows>) return stream_rows_avx512<W>(x, rows, in, wt, scale, bias, o0, o1, y, ldy);
+  if (isa() != Isa::baseline) return stream_rows_avx2<W>(x, rows, in, wt, scale, bias, o0, o1, y, ldy);
 #endif
   stream_rows_body<W>(x, rows, in, wt, scale, bias, o0, o1, y, ldy);
 }
