@@ -58,7 +58,7 @@ constexpr int kPrompt = 8;
 constexpr int kMaxK = 8;
 constexpr double kWithin = 0.15;  // the goal: measured within 15% of the prediction
 constexpr DraftKind kKinds[] = {DraftKind::int8, DraftKind::int4, DraftKind::layer_skip};
-constexpr int kPairs = 3;         // back-to-back pairs per repeat for c and the verify cost
+constexpr int kPairs = 2;         // back-to-back pairs per repeat for c and the verify cost
 constexpr int kBlock = 4;         // forwards per timing of such a pair
 
 #if defined(__SANITIZE_ADDRESS__)
