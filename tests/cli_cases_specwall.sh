@@ -5,6 +5,7 @@ tmp_specwall=$(mktemp -d)
 expect_exit 2 spec-wallclock --k 9
 expect_usage_error skip-layers spec-wallclock --skip-layers 6
 expect_usage_error d-model spec-wallclock --d-model 800
+expect_usage_error "--d-model 4096" spec-wallclock --d-model 4096 --layers 48   # the work budget, before any weight
 kv spec-wallclock --quick --format json > "$tmp_specwall/q.json"; rc=$?
 if { [ $rc = 0 ] || [ $rc = 1 ]; } && python3 -c 'import json,sys
 j = json.load(open(sys.argv[1]))
