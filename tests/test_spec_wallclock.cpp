@@ -86,6 +86,15 @@ TEST_CASE("spec-wallclock: holds on a sound synthetic machine; a loop with uncou
   const Result noisy = checks::run_spec_wallclock(o, ctx, busy);
   CHECK_FALSE(noisy.passed());
   CHECK_FALSE(noisy.expectations[2].holds());
+  CHECK(noisy.expectations[3].holds());  // the plain decodings were not disturbed
+
+  // The plain decoding of one repeat disturbed (twice as long): fails on its own spread.
+  auto jumpy = sound.parts();
+  auto base_calls = std::make_shared<int>(0);
+  jumpy.time_baseline = [base_calls](int n) { return static_cast<double>(n) * ((*base_calls)++ == 1 ? 2.0 : 1.0); };
+  const Result disturbed = checks::run_spec_wallclock(o, ctx, jumpy);
+  CHECK_FALSE(disturbed.passed());
+  CHECK_FALSE(disturbed.expectations[3].holds());
 
   Synthetic slow_loop;  // one more target step per speculative step, which τ̄/(verify + f·c) does not count
   slow_loop.extra_per_step = 1.0;
