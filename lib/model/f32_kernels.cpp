@@ -62,6 +62,7 @@ KVLAB_BODY float sum8(Float8 v) { return ((v[0] + v[4]) + (v[1] + v[5])) + ((v[2
 struct F32Rows {
   using T = float;
   static const T* row(const T* w, int o, int in) { return w + static_cast<std::ptrdiff_t>(o) * in; }
+  static const void* address(const T* r, int i) { return r + i; }
   KVLAB_BODY static Float8 load(const T* r, int i) { return load8(r + i); }
 #if KVLAB_WIDE_TILES
   KVLAB_AVX2_BODY static Float8 load_wide(const T* r, int i) { return load8(r + i); }
@@ -72,6 +73,7 @@ struct Q8Rows {
   using T = std::int8_t;
   using I8 = std::int8_t __attribute__((vector_size(8)));
   static const T* row(const T* w, int o, int in) { return w + static_cast<std::ptrdiff_t>(o) * in; }
+  static const void* address(const T* r, int i) { return r + i; }
 #if KVLAB_WIDE_TILES
   KVLAB_AVX2_BODY static Float8 load_wide(const T* r, int i) {
     const __m128i b = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(r + i));
@@ -92,6 +94,7 @@ struct Q4Rows {
   using U4 = std::uint8_t __attribute__((vector_size(4)));
   using U8 = std::uint8_t __attribute__((vector_size(8)));
   static const T* row(const T* w, int o, int in) { return w + static_cast<std::ptrdiff_t>(o) * (in / 2); }
+  static const void* address(const T* r, int i) { return r + i / 2; }
 #if KVLAB_WIDE_TILES
   KVLAB_AVX2_BODY static Float8 load_wide(const T* r, int i) {
     std::int32_t word;
