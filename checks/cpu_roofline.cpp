@@ -1,5 +1,5 @@
 // cpu-roofline — decode is bandwidth-bound and prefill compute-bound on the student's own machine.
-// Source: 004 §1.5 (group 5); 000 §3.1; issue 9.
+// Source: 004 §1.5 (group 5); 000 §3.1; the 80% and 60% thresholds are kvlab's own goals for its fast path.
 //
 // The machine's two roofs are measured in the same run (lib/bench/machine.hpp): STREAM copy
 // bandwidth over arrays far larger than the caches, and the float32 GEMM rate. A bench-size
@@ -9,9 +9,16 @@
 // (prompt 32…512) is timed against its bound max(bytes / bandwidth, FLOPs / rate), bytes and FLOPs
 // counted as 004 §1.5 counts them (model/fast_gpt.hpp, decode_step_cost, prefill_cost).
 //
-// Verdict: batch-1 decode reaches at least 80% of the measured bandwidth, and the longest prefill
-// at least 60% of the measured GEMM rate (the issue's thresholds), each judged on the median of
-// --repeats timings; the range of the repeats is in the tables, so a noisy run shows as a spread.
+// Paired table: at the smallest context, decode at batch 1, 2, 4, 8 and the verify step of
+// speculative decoding (FastGpt::extend of K + 1 = 2, 5, 9 tokens over the cached prefix), each
+// timing preceded by one copy pass over the same arrays (bench/machine.hpp, CopyProbe): copy,
+// step, copy, step …, so that each step's achieved bandwidth is divided by the roof of that moment
+// (a roof measured once drifted 17.7–25 GB/s between runs on this shared machine).
+//
+// Verdict: batch-1 decode reaches at least 80% of the copy rate (median of its --repeats paired
+// ratios), and the longest prefill at least 60% of the measured GEMM rate (median of --repeats
+// timings); the ranges are in the tables, so a noisy run shows as a spread. The paired batches 2-8
+// and the verify steps are shown (metrics bw_fraction_batch_N, bw_fraction_verify_N), not judged.
 // The batch where decode turns compute-bound is compared with the ridge point, not judged.
 // A benchmark: not in `kvlab all` (only `kvlab all --bench`) nor in ctest's verdict; its logic is
 // unit-tested on synthetic timings (tests/test_cpuroof.cpp).
@@ -39,8 +46,13 @@ namespace {
 
 constexpr const char* kName = "cpu-roofline";
 constexpr const char* kSource = "004 §1.5 (group 5); 000 §3.1";
-constexpr double kDecodeShare = 0.8;   // issue 9: batch-1 decode ≥ 80% of the measured bandwidth
-constexpr double kPrefillShare = 0.6;  // issue 9: long prefill ≥ 60% of the measured GEMM rate
+constexpr double kDecodeShare = 0.8;   // kvlab's goal: batch-1 decode ≥ 80% of the measured bandwidth
+constexpr double kPrefillShare = 0.6;  // kvlab's goal: long prefill ≥ 60% of the measured GEMM rate
+// The paired table: batched decode and the verify step of speculative decoding (K + 1 rows over a
+// cached prefix), each timing paired with a copy pass measured just before it.
+constexpr int kPairedBatches[] = {1, 2, 4, 8};
+constexpr int kPairedVerify[] = {2, 5, 9};
+constexpr int kPairedMaxRows = 9;
 
 std::string range_ms(const std::vector<double>& t) {
   const auto [lo, hi] = std::minmax_element(t.begin(), t.end());
@@ -60,6 +72,12 @@ struct Point {
   double median_s = 0.0, bound_s = 0.0;
 };
 
+// Positions the bench model holds: the longest decode context and its new token, the paired verify
+// steps over the smallest context, the longest prompt.
+int model_max_ctx(const CpuRooflineOptions& o) {
+  return std::max({o.contexts.back() + 1, o.contexts.front() + kPairedMaxRows, o.prompts.back()});
+}
+
 }  // namespace
 
 ModelConfig cpu_roofline_config(const CpuRooflineOptions& o) {
@@ -70,9 +88,7 @@ ModelConfig cpu_roofline_config(const CpuRooflineOptions& o) {
   c.n_kv_head = o.quick ? 2 : o.n_kv_head;
   c.head_dim = c.d_model / c.n_head;
   c.vocab_size = o.quick ? 512 : o.vocab;
-  const int max_ctx = o.quick ? 64 : *std::max_element(o.contexts.begin(), o.contexts.end());
-  const int max_prompt = o.quick ? 64 : *std::max_element(o.prompts.begin(), o.prompts.end());
-  c.block_size = std::max(max_ctx + 1, max_prompt);
+  c.block_size = model_max_ctx(o) + 1;
   return c;
 }
 
@@ -85,7 +101,7 @@ CpuRooflineWork cpu_roofline_work(const CpuRooflineOptions& o) {
   const MachineWork machine = machine_work(mo);
   const double d = c.d_model, kv_w = c.kv_width(), L = c.n_layer;
   const double params = static_cast<double>(streamed_parameters(c)) + (c.vocab_size + c.block_size) * d;
-  const int max_batch = o.batches.back(), max_ctx = std::max(o.contexts.back() + 1, o.prompts.back());
+  const int max_batch = std::max(o.batches.back(), kPairedBatches[3]), max_ctx = model_max_ctx(o);
   const double cache_floats = 2.0 * L * kv_w * static_cast<double>(o.max_cached_tokens);
   const double rows = std::max(max_batch, o.prompts.back());
   const double activations = rows * (6.0 * d + 3.0 * kv_w + c.vocab_size) + 2.0 * 256.0 * max_ctx;  // x, h, qkv, att, mlp; scores
@@ -101,6 +117,10 @@ CpuRooflineWork cpu_roofline_work(const CpuRooflineOptions& o) {
     for (int n : o.contexts)
       if (static_cast<std::int64_t>(B) * (n + 1) <= o.max_cached_tokens) seconds += point(decode_step_cost(c, B, n));
   for (int len : o.prompts) seconds += point(prefill_cost(c, len));
+  // The paired table: per repeat and point, one copy pass and a warm-up plus a timed step.
+  const double copy_pass = 2.0 * static_cast<double>(mo.stream_bytes_per_array) / kRefStreamBytesPerSecond;
+  for (int B : kPairedBatches) seconds += o.repeats * (copy_pass + 2.0 * decode_step_cost(c, B, o.contexts.front()).bytes / kRefStreamBytesPerSecond);
+  for (int R : kPairedVerify) seconds += o.repeats * (copy_pass + 2.0 * verify_step_cost(c, R, o.contexts.front()).bytes / kRefStreamBytesPerSecond);
   w.seconds = kBudgetMargin * seconds;
   return w;
 }
@@ -163,8 +183,10 @@ Result run_cpu_roofline(const CpuRooflineOptions& in, const RunContext& ctx, con
   auto model = [&]() -> FastGpt& {
     if (!fast) {
       const MiniGPT<float> ref(c, ctx.seed);
-      const int max_batch = o.batches.back(), max_ctx = std::max(o.contexts.back() + 1, o.prompts.back());
-      fast = std::make_shared<FastGpt>(ref, max_batch, max_ctx, o.prompts.back(), o.max_cached_tokens);
+      const int max_batch = std::max(o.batches.back(), kPairedBatches[3]);
+      const int max_ctx = model_max_ctx(o);
+      fast = std::make_shared<FastGpt>(ref, max_batch, max_ctx, std::max(o.prompts.back(), kPairedMaxRows),
+                                       std::max<std::int64_t>(o.max_cached_tokens, kPairedBatches[3] * (o.contexts.front() + 1)));
       fast->fill_cache(ctx.seed);
     }
     return *fast;
@@ -195,6 +217,27 @@ Result run_cpu_roofline(const CpuRooflineOptions& in, const RunContext& ctx, con
         if (r > 0) t.push_back(steady_seconds() - t0);
       }
       return t;
+    };
+  if (!p.time_verify)
+    p.time_verify = [&](const ModelConfig& cfg, int rows, int n_ctx, int repeats) {
+      FastGpt& f = model();
+      f.set_shape(1, n_ctx + rows);
+      std::vector<int> tok(rows, 1);
+      std::vector<float> logits(static_cast<std::size_t>(rows) * cfg.vocab_size);
+      std::vector<double> t;
+      for (int r = 0; r <= repeats; ++r) {  // run 0 warms the caches and threads
+        f.set_length(n_ctx);
+        const double t0 = steady_seconds();
+        f.extend(tok, logits);
+        if (r > 0) t.push_back(steady_seconds() - t0);
+      }
+      return t;
+    };
+  std::shared_ptr<CopyProbe> probe;
+  if (!p.copy_rate && !parts.machine)
+    p.copy_rate = [&] {
+      if (!probe) probe = std::make_shared<CopyProbe>(static_cast<std::uint64_t>(o.stream_mib) << 20);
+      return probe->measure();
     };
   if (!p.time_prefill)
     p.time_prefill = [&](const ModelConfig& cfg, int len, int repeats) {
@@ -236,6 +279,31 @@ Result run_cpu_roofline(const CpuRooflineOptions& in, const RunContext& ctx, con
     finish(pt);
     prefill.push_back(std::move(pt));
   }
+  // Paired: copy, step, copy, step ... at the smallest context, repeat by repeat over all points,
+  // so that each step's achieved bandwidth is divided by a roof measured a moment before it.
+  struct Paired {
+    std::string what, key;
+    StepCost cost;
+    std::vector<double> times, rates, fractions;
+  };
+  std::vector<Paired> paired;
+  const int ctx0 = o.contexts.front();
+  for (int B : kPairedBatches)
+    paired.push_back({fmt::format("decode, batch {}", B), fmt::format("batch_{}", B), decode_step_cost(c, B, ctx0), {}, {}, {}});
+  for (int R : kPairedVerify)
+    paired.push_back({fmt::format("verify, K + 1 = {} rows", R), fmt::format("verify_{}", R), verify_step_cost(c, R, ctx0), {}, {}, {}});
+  for (int rep = 0; rep < o.repeats; ++rep)
+    for (std::size_t i = 0; i < paired.size(); ++i) {
+      Paired& pp = paired[i];
+      const double rate = p.copy_rate ? p.copy_rate() : bw;
+      const bool verify = i >= std::size(kPairedBatches);
+      const int n = verify ? kPairedVerify[i - std::size(kPairedBatches)] : kPairedBatches[i];
+      const std::vector<double> t = verify ? p.time_verify(c, n, ctx0, 1) : p.time_decode(c, n, ctx0, 1);
+      if (t.empty() || !(rate > 0) || !std::isfinite(rate)) throw std::runtime_error("cpu-roofline: a paired timing gave no value");
+      pp.times.push_back(t.front());
+      pp.rates.push_back(rate);
+      pp.fractions.push_back(pp.cost.bytes / t.front() / rate);
+    }
 
   // ---- report --------------------------------------------------------------------------------
   Result r;
@@ -259,6 +327,13 @@ Result run_cpu_roofline(const CpuRooflineOptions& in, const RunContext& ctx, con
                        std::string(mem ? "memory" : "compute")});
     if (pt.batch == o.batches.front()) b1_fraction.push_back(pt.cost.bytes / pt.median_s / bw);
   }
+  Table tpair{fmt::format("paired with the copy rate measured just before each step (ctx {}; copy, step, copy, step …)", ctx0),
+              {"step", "MB", "median ms", "copy GB/s (median)", "achieved / copy (median)", "range"}, {}};
+  for (const auto& pp : paired) {
+    const auto [lo, hi] = std::minmax_element(pp.fractions.begin(), pp.fractions.end());
+    tpair.rows.push_back({pp.what, pp.cost.bytes / 1e6, median(pp.times) * 1e3, median(pp.rates) / 1e9,
+                          median(pp.fractions), fmt::format("{:.3f}–{:.3f}", *lo, *hi)});
+  }
   Table tp{"prefill against the roof", {"prompt", "GFLOP", "FLOP/B", "bound ms", "median ms", "range ms", "GFLOP/s",
                                         "% of rate"}, {}};
   for (const auto& pt : prefill) {
@@ -271,7 +346,6 @@ Result run_cpu_roofline(const CpuRooflineOptions& in, const RunContext& ctx, con
   // Predicted: the batch where FLOPs / rate overtakes bytes / bandwidth. Measured: the flat
   // (memory) time of the smallest batch, crossed by the line through the largest batch's time
   // (t ∝ B once compute-bound).
-  const int ctx0 = o.contexts.front();
   std::vector<const Point*> sweep;
   for (const auto& pt : decode)
     if (pt.ctx == ctx0) sweep.push_back(&pt);
@@ -295,17 +369,18 @@ Result run_cpu_roofline(const CpuRooflineOptions& in, const RunContext& ctx, con
                      std::isnan(measured) ? std::string(fmt::format("not reached by batch {}", o.batches.back()))
                                           : Cell(measured)});
 
-  const double b1 = median(b1_fraction);
+  const double b1_unpaired = median(b1_fraction);
+  const double b1 = median(paired.front().fractions);
   const Point& longest = prefill.back();
   const double pf = longest.cost.flops / longest.median_s / rate;
   const std::string judged = fmt::format("judged on the median of {} timings per point; their range is in the table", o.repeats);
-  r.expect({fmt::format("decode at batch {}: achieved / measured bandwidth (median over {} contexts; capped at 1)",
-                        o.batches.front(), b1_fraction.size()),
-            "issue 9; 004 §1.5", "ratio", 1.0, 1.0 - kDecodeShare,
+  r.expect({fmt::format("decode at batch 1, ctx {}: achieved / copy rate measured just before (median of {} pairs; capped at 1)",
+                        ctx0, paired.front().fractions.size()),
+            "004 §1.5 (kvlab's goal)", "ratio", 1.0, 1.0 - kDecodeShare,
             fmt::format("the claim's threshold: at least {:.0f}% of the roof; {}", kDecodeShare * 100, judged),
             std::min(1.0, b1)});
   r.expect({fmt::format("prefill of {} tokens: achieved / measured GEMM rate (capped at 1)", longest.ctx),
-            "issue 9; 004 §1.5", "ratio", 1.0, 1.0 - kPrefillShare,
+            "004 §1.5 (kvlab's goal)", "ratio", 1.0, 1.0 - kPrefillShare,
             fmt::format("the claim's threshold: at least {:.0f}% of the roof; {}", kPrefillShare * 100, judged),
             std::min(1.0, pf)});
 
@@ -313,12 +388,15 @@ Result run_cpu_roofline(const CpuRooflineOptions& in, const RunContext& ctx, con
   r.metric("gemm_flops_per_s", rate);
   r.metric("ridge", ridge);
   r.metric("decode_bandwidth_fraction", b1);
+  r.metric("decode_bandwidth_fraction_unpaired", b1_unpaired);
+  for (const auto& pp : paired) r.metric("bw_fraction_" + pp.key, median(pp.fractions));
   r.metric("prefill_rate_fraction", pf);
   // 0 where there is none (the roof never turns, or the sweep did not reach the turn): no NaN in
   // the output contract.
   r.metric("crossover_batch_predicted", std::isnan(predicted) ? 0.0 : predicted);
   r.metric("crossover_batch_measured", std::isnan(measured) ? 0.0 : measured);
   r.metric("weight_bytes", 4.0 * static_cast<double>(streamed_parameters(c)));
+  r.tables.push_back(std::move(tpair));
   r.tables.push_back(std::move(td));
   r.tables.push_back(std::move(tp));
   r.tables.push_back(std::move(tc));

@@ -41,6 +41,12 @@ struct CpuRooflineParts {
   std::function<MachineRoof()> machine;
   /// Seconds of one decode step of `batch` sequences at context `ctx`, one per repeat.
   std::function<std::vector<double>(const ModelConfig&, int batch, int ctx, int repeats)> time_decode;
+  /// Seconds of one verify step (FastGpt::extend) of `rows` tokens over `ctx` cached positions, one
+  /// per repeat.
+  std::function<std::vector<double>(const ModelConfig&, int rows, int ctx, int repeats)> time_verify;
+  /// One copy pass's rate in bytes/s (bench/machine.hpp, CopyProbe), measured before each timing
+  /// of the paired table; empty with an injected `machine`: every pair then uses its bandwidth.
+  std::function<double()> copy_rate;
   /// Seconds of one prefill of `len` tokens, one per repeat.
   std::function<std::vector<double>(const ModelConfig&, int len, int repeats)> time_prefill;
 };

@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <limits>
+#include <memory>
 #include <vector>
 
 #include "bench/machine.hpp"
@@ -243,6 +244,9 @@ checks::CpuRooflineParts synthetic(double decode_eff, double prefill_eff) {
   p.time_decode = [=](const ModelConfig& c, int batch, int ctx, int repeats) {
     return spread(bound(decode_step_cost(c, batch, ctx)) / decode_eff, repeats);
   };
+  p.time_verify = [=](const ModelConfig& c, int rows, int ctx, int repeats) {
+    return spread(bound(verify_step_cost(c, rows, ctx)) / decode_eff, repeats);
+  };
   p.time_prefill = [=](const ModelConfig& c, int len, int repeats) {
     return spread(bound(prefill_cost(c, len)) / prefill_eff, repeats);
   };
@@ -262,6 +266,29 @@ TEST_CASE("cpu-roofline: holds on timings near the roof, fails when decode or pr
   CHECK(good.metric_value("crossover_batch_measured") ==
         doctest::Approx(good.metric_value("crossover_batch_predicted")).epsilon(0.35));
   CHECK_FALSE(good.plots.empty());
+
+  for (const char* key : {"bw_fraction_batch_1", "bw_fraction_batch_2", "bw_fraction_batch_4", "bw_fraction_batch_8",
+                          "bw_fraction_verify_5"}) {
+    CAPTURE(key);
+    CHECK(good.metric_value(key) == doctest::Approx(0.9).epsilon(0.05));
+  }
+
+  // Paired: the copy rate swings between 5 and 20 GB/s from one measurement to the next and each
+  // step runs at 90% of the rate measured just before it; the verdict follows the pairs, not a
+  // roof measured once.
+  auto swinging = synthetic(0.9, 0.8);
+  auto rate = std::make_shared<double>(5e9);
+  swinging.copy_rate = [rate] {
+    *rate = *rate == 5e9 ? 20e9 : 5e9;
+    return *rate;
+  };
+  swinging.time_decode = [rate](const ModelConfig& c, int batch, int n, int repeats) {
+    return std::vector<double>(static_cast<std::size_t>(repeats), decode_step_cost(c, batch, n).bytes / (0.9 * *rate));
+  };
+  const Result paired = checks::run_cpu_roofline(o, ctx, swinging);
+  CHECK(paired.expectations[0].holds());
+  CHECK(paired.metric_value("bw_fraction_batch_1") == doctest::Approx(0.9));
+  CHECK(paired.metric_value("bw_fraction_batch_8") == doctest::Approx(0.9));
 
   const Result slow_decode = checks::run_cpu_roofline(o, ctx, synthetic(0.5, 0.8));  // half the bandwidth
   CHECK_FALSE(slow_decode.passed());

@@ -66,6 +66,40 @@ double stream_bandwidth(StreamKernel kernel, std::uint64_t bytes_per_array, int 
   return moved / best;
 }
 
+CopyProbe::CopyProbe(std::uint64_t bytes_per_array) {
+  if (bytes_per_array < 64) throw std::invalid_argument("CopyProbe: bytes >= 64");
+  n_ = static_cast<std::ptrdiff_t>(bytes_per_array / sizeof(double));
+  const std::size_t bytes = static_cast<std::size_t>(n_) * sizeof(double);
+  a_ = static_cast<double*>(allocate_streamed(bytes));
+  try {
+    b_ = static_cast<double*>(allocate_streamed(bytes));
+  } catch (...) {
+    free_streamed(a_, bytes);
+    throw;
+  }
+  double *pa = a_, *pb = b_;
+  const std::ptrdiff_t n = n_;
+#pragma omp parallel for schedule(static)
+  for (std::ptrdiff_t i = 0; i < n; ++i) pa[i] = 1.0, pb[i] = 2.0;
+  measure();  // warms the pages and the threads
+}
+
+CopyProbe::~CopyProbe() {
+  const std::size_t bytes = static_cast<std::size_t>(n_) * sizeof(double);
+  free_streamed(a_, bytes);
+  free_streamed(b_, bytes);
+}
+
+double CopyProbe::measure() {
+  double *pa = a_, *pb = b_;
+  const std::ptrdiff_t n = n_;
+  const double t0 = steady_seconds();
+#pragma omp parallel for schedule(static)
+  for (std::ptrdiff_t i = 0; i < n; ++i) pb[i] = pa[i];
+  const double dt = steady_seconds() - t0;
+  return 2.0 * static_cast<double>(n) * sizeof(double) / dt;
+}
+
 double gemm_rate(int n, int repeats) {
   if (n < 16 || repeats < 1) throw std::invalid_argument("gemm_rate: n >= 16, repeats >= 1");
   const std::size_t nn = static_cast<std::size_t>(n) * n;

@@ -10,6 +10,7 @@
 // counted, as STREAM does not.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -30,6 +31,24 @@ enum class StreamKernel { copy, triad };
 /// OpenMP thread (static split, first-touch by the same threads), best of `repeats` timed passes
 /// after one untimed pass. Throws std::invalid_argument for bytes_per_array < 64 or repeats < 1.
 double stream_bandwidth(StreamKernel kernel, std::uint64_t bytes_per_array, int repeats);
+
+/// A STREAM copy over two arrays allocated (huge pages, first touch by the OpenMP threads) and
+/// warmed once, then timed pass by pass: the roof measured between other timings (copy, decode,
+/// copy, decode, ...), so that each timing is paired with a roof of the same moment on a shared
+/// machine. Throws std::invalid_argument for bytes_per_array < 64.
+class CopyProbe {
+ public:
+  explicit CopyProbe(std::uint64_t bytes_per_array);
+  ~CopyProbe();
+  CopyProbe(const CopyProbe&) = delete;
+  CopyProbe& operator=(const CopyProbe&) = delete;
+  /// Bytes/s of one timed copy pass (2 x 8 bytes per element, STREAM's convention).
+  double measure();
+
+ private:
+  double *a_ = nullptr, *b_ = nullptr;
+  std::ptrdiff_t n_ = 0;
+};
 
 /// Float32 FLOP/s of an n x n x n product (2 n^3 FLOPs) through linear_f32 (OpenBLAS sgemm when
 /// built with it, else Eigen split across threads), best of `repeats`. Throws

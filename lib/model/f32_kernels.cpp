@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
+#include <cstring>
+#include <type_traits>
 
 #include <Eigen/Core>
 
@@ -29,46 +31,111 @@
 #define KVLAB_MULTIVERSION 0
 #define KVLAB_BODY inline
 #endif
+// GCC only (clang spells the target region differently): tiles for AVX2 with intrinsic loads.
+#if KVLAB_MULTIVERSION && defined(__GNUC__) && !defined(__clang__)
+#define KVLAB_WIDE_TILES 1
+#define KVLAB_AVX2_BODY [[gnu::always_inline]] inline __attribute__((target("avx2,fma")))
+#include <immintrin.h>
+#else
+#define KVLAB_WIDE_TILES 0
+#endif
 
 namespace kvlab {
 namespace {
 
-// Rows o0..o1 of wt against all `rows` rows of x: four batch rows at a time share one load of the
-// weight row, so W^T is read from memory once whatever the batch.
-KVLAB_BODY void stream_rows_body(const float* x, int rows, int in, const float* wt, const float* bias, int o0, int o1,
-                                 float* y, int ldy) {
-  for (int o = o0; o < o1; ++o) {
-    const float* w = wt + static_cast<std::ptrdiff_t>(o) * in;
-    const float b = bias ? bias[o] : 0.0f;
-    int r = 0;
-    for (; r + 4 <= rows; r += 4) {
-      const float* x0 = x + static_cast<std::ptrdiff_t>(r) * in;
-      const float* x1 = x0 + in;
-      const float* x2 = x1 + in;
-      const float* x3 = x2 + in;
-      float s0 = 0, s1 = 0, s2 = 0, s3 = 0;
-#pragma omp simd reduction(+ : s0, s1, s2, s3)
-      for (int i = 0; i < in; ++i) {
-        const float wi = w[i];
-        s0 += wi * x0[i];
-        s1 += wi * x1[i];
-        s2 += wi * x2[i];
-        s3 += wi * x3[i];
-      }
-      y[static_cast<std::ptrdiff_t>(r) * ldy + o] = s0 + b;
-      y[static_cast<std::ptrdiff_t>(r + 1) * ldy + o] = s1 + b;
-      y[static_cast<std::ptrdiff_t>(r + 2) * ldy + o] = s2 + b;
-      y[static_cast<std::ptrdiff_t>(r + 3) * ldy + o] = s3 + b;
-    }
-    for (; r < rows; ++r) {
-      const float* xr = x + static_cast<std::ptrdiff_t>(r) * in;
-      float s = 0;
-#pragma omp simd reduction(+ : s)
-      for (int i = 0; i < in; ++i) s += w[i] * xr[i];
-      y[static_cast<std::ptrdiff_t>(r) * ldy + o] = s + b;
-    }
-  }
+// Eight floats, loaded unaligned (GCC/Clang vector extension: one ymm register under AVX2, two
+// xmm registers in the baseline build). With -ffp-contract=fast (lib/CMakeLists.txt) `acc += w * x`
+// is one fused multiply-add.
+using Float8 = float __attribute__((vector_size(32)));
+
+KVLAB_BODY Float8 load8(const float* p) {
+  Float8 v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
 }
+
+KVLAB_BODY float sum8(Float8 v) { return ((v[0] + v[4]) + (v[1] + v[5])) + ((v[2] + v[6]) + (v[3] + v[7])); }
+
+// How a tile reads its weight rows: float32 (F32Rows), int8 (Q8Rows) or packed int4 (Q4Rows),
+// 8 weights at a time as floats; the quantized ones scaled per row after the dot product.
+// load_wide: the same with AVX2 intrinsics, for the tiles compiled for AVX2 (KVLAB_WIDE_TILES).
+struct F32Rows {
+  using T = float;
+  static const T* row(const T* w, int o, int in) { return w + static_cast<std::ptrdiff_t>(o) * in; }
+  static const void* address(const T* r, int i) { return r + i; }
+  KVLAB_BODY static Float8 load(const T* r, int i) { return load8(r + i); }
+#if KVLAB_WIDE_TILES
+  KVLAB_AVX2_BODY static Float8 load_wide(const T* r, int i) { return load8(r + i); }
+#endif
+  static float at(const T* r, int j) { return r[j]; }
+};
+struct Q8Rows {
+  using T = std::int8_t;
+  using I8 = std::int8_t __attribute__((vector_size(8)));
+  static const T* row(const T* w, int o, int in) { return w + static_cast<std::ptrdiff_t>(o) * in; }
+  static const void* address(const T* r, int i) { return r + i; }
+#if KVLAB_WIDE_TILES
+  KVLAB_AVX2_BODY static Float8 load_wide(const T* r, int i) {
+    const __m128i b = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(r + i));
+    return reinterpret_cast<Float8>(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(b)));
+  }
+#endif
+  KVLAB_BODY static Float8 load(const T* r, int i) {
+    I8 v;
+    std::memcpy(&v, r + i, sizeof v);
+    return __builtin_convertvector(v, Float8);
+  }
+  static float at(const T* r, int j) { return r[j]; }
+};
+// int4: weights 8j .. 8j + 7 of a row in bytes 4j .. 4j + 3, byte 4j + k holding weight 8j + k in
+// its low nibble and 8j + k + 4 in its high one, each stored as q + 8 (q in [-7, 7]).
+struct Q4Rows {
+  using T = std::uint8_t;
+  using U4 = std::uint8_t __attribute__((vector_size(4)));
+  using U8 = std::uint8_t __attribute__((vector_size(8)));
+  static const T* row(const T* w, int o, int in) { return w + static_cast<std::ptrdiff_t>(o) * (in / 2); }
+  static const void* address(const T* r, int i) { return r + i / 2; }
+#if KVLAB_WIDE_TILES
+  KVLAB_AVX2_BODY static Float8 load_wide(const T* r, int i) {
+    std::int32_t word;
+    std::memcpy(&word, r + i / 2, sizeof word);
+    const __m128i b = _mm_cvtsi32_si128(word), mask = _mm_set1_epi8(15);
+    const __m128i lo = _mm_and_si128(b, mask), hi = _mm_and_si128(_mm_srli_epi16(b, 4), mask);
+    const __m256 f = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_unpacklo_epi32(lo, hi)));
+    return reinterpret_cast<Float8>(_mm256_sub_ps(f, _mm256_set1_ps(8.0f)));
+  }
+#endif
+  KVLAB_BODY static Float8 load(const T* r, int i) {
+    U4 b;
+    std::memcpy(&b, r + i / 2, sizeof b);
+    const U4 lo = b & static_cast<std::uint8_t>(15), hi = b >> static_cast<std::uint8_t>(4);
+    const U8 both = __builtin_shufflevector(lo, hi, 0, 1, 2, 3, 4, 5, 6, 7);
+    return __builtin_convertvector(both, Float8) - 8.0f;
+  }
+  static float at(const T* r, int j) {
+    const int k = j % 8;
+    const std::uint8_t b = r[(j / 8) * 4 + k % 4];
+    return static_cast<float>((k < 4 ? b & 15 : b >> 4) - 8);
+  }
+};
+
+#define KVLAB_TILE_LOAD(W, row, i) W::load(row, i)
+#include "model/f32_tiles.inc"
+#undef KVLAB_TILE_LOAD
+
+#if KVLAB_WIDE_TILES
+// The same tiles compiled for AVX2 + FMA, widening int8 / int4 weights with one instruction each
+// (Q8Rows::load_wide, Q4Rows::load_wide). GCC 12 turns the generic __builtin_convertvector from
+// 8-bit lanes into 8 scalar conversions per vector (the int8 draft ran 3x slower than float32).
+#pragma GCC push_options
+#pragma GCC target("avx2,fma")
+namespace wide {
+#define KVLAB_TILE_LOAD(W, row, i) W::load_wide(row, i)
+#include "model/f32_tiles.inc"
+#undef KVLAB_TILE_LOAD
+}  // namespace wide
+#pragma GCC pop_options
+#endif
 
 // The widest instruction set this CPU supports, by feature bits (checked once).
 enum class Isa { avx512, avx2, baseline };
@@ -90,18 +157,25 @@ Isa isa() {
 }
 
 #if KVLAB_MULTIVERSION
-template <class... A>
-KVLAB_AVX512 void stream_rows_avx512(A... a) { stream_rows_body(a...); }
-template <class... A>
-KVLAB_AVX2 void stream_rows_avx2(A... a) { stream_rows_body(a...); }
+template <class W, class... A>
+KVLAB_AVX512 void stream_rows_avx512(A... a) { stream_rows_body<W>(a...); }
+template <class W, class... A>
+KVLAB_AVX2 void stream_rows_avx2(A... a) {
+#if KVLAB_WIDE_TILES
+  if constexpr (!std::is_same_v<W, F32Rows>) return wide::stream_rows_body<W>(a...);
+#endif
+  stream_rows_body<W>(a...);
+}
 #endif
 
-void stream_rows(const float* x, int rows, int in, const float* wt, const float* bias, int o0, int o1, float* y, int ldy) {
+template <class W>
+void stream_rows(const float* x, int rows, int in, const typename W::T* wt, const float* scale, const float* bias, int o0,
+                 int o1, float* y, int ldy) {
 #if KVLAB_MULTIVERSION
-  if (isa() == Isa::avx512) return stream_rows_avx512(x, rows, in, wt, bias, o0, o1, y, ldy);
-  if (isa() == Isa::avx2) return stream_rows_avx2(x, rows, in, wt, bias, o0, o1, y, ldy);
+  if (isa() == Isa::avx512 && std::is_same_v<W, F32Rows>) return stream_rows_avx512<W>(x, rows, in, wt, scale, bias, o0, o1, y, ldy);
+  if (isa() != Isa::baseline) return stream_rows_avx2<W>(x, rows, in, wt, scale, bias, o0, o1, y, ldy);
 #endif
-  stream_rows_body(x, rows, in, wt, bias, o0, o1, y, ldy);
+  stream_rows_body<W>(x, rows, in, wt, scale, bias, o0, o1, y, ldy);
 }
 
 // Output features in chunks handed out dynamically: on a shared machine a descheduled thread
@@ -115,12 +189,14 @@ constexpr int kChunk = 64;
 // product threaded).
 constexpr long long kParallelMacs = 1ll << 20;
 
-void stream_parallel(const float* x, int rows, int in, const float* wt, const float* bias, int out, float* y, int ldy) {
+template <class W = F32Rows>
+void stream_parallel(const float* x, int rows, int in, const typename W::T* wt, const float* scale, const float* bias,
+                     int out, float* y, int ldy) {
   const int chunks = (out + kChunk - 1) / kChunk;
   const bool big = static_cast<long long>(rows) * in * out >= kParallelMacs;
 #pragma omp parallel for schedule(dynamic, 1) if (chunks > 1 && big)
   for (int ch = 0; ch < chunks; ++ch)
-    stream_rows(x, rows, in, wt, bias, ch * kChunk, std::min(out, (ch + 1) * kChunk), y, ldy);
+    stream_rows<W>(x, rows, in, wt, scale, bias, ch * kChunk, std::min(out, (ch + 1) * kChunk), y, ldy);
 }
 
 #ifdef KVLAB_HAVE_OPENBLAS
@@ -138,12 +214,12 @@ void single_threaded_blas() {
 }  // namespace
 
 void stream_matmul_f32(const float* x, int rows, int in, const float* wt, int out, float* y, int ldy) {
-  stream_parallel(x, rows, in, wt, nullptr, out, y, ldy);
+  stream_parallel(x, rows, in, wt, nullptr, nullptr, out, y, ldy);
 }
 
 void linear_f32(const float* x, int rows, int in, const float* wt, const float* bias, int out, float* y, int ldy) {
   if (rows < kGemmRows) {
-    stream_parallel(x, rows, in, wt, bias, out, y, ldy);
+    stream_parallel(x, rows, in, wt, nullptr, bias, out, y, ldy);
     return;
   }
 #ifdef KVLAB_HAVE_OPENBLAS
@@ -171,6 +247,39 @@ void linear_f32(const float* x, int rows, int in, const float* wt, const float* 
       float* yr = y + static_cast<std::ptrdiff_t>(r) * ldy;
 #pragma omp simd
       for (int o = 0; o < out; ++o) yr[o] += bias[o];
+    }
+  }
+}
+
+void linear_q8(const float* x, int rows, int in, const std::int8_t* wq, const float* scale, const float* bias, int out,
+               float* y, int ldy) {
+  stream_parallel<Q8Rows>(x, rows, in, wq, scale, bias, out, y, ldy);
+}
+
+void linear_q4(const float* x, int rows, int in, const std::uint8_t* wq, const float* scale, const float* bias, int out,
+               float* y, int ldy) {
+  stream_parallel<Q4Rows>(x, rows, in, wq, scale, bias, out, y, ldy);
+}
+
+void quantize_rows(const float* wt, int out, int in, int bits, std::uint8_t* q, float* scale) {
+  const int levels = bits == 8 ? 127 : 7;
+  for (int o = 0; o < out; ++o) {
+    const float* w = wt + static_cast<std::ptrdiff_t>(o) * in;
+    float mx = 0.0f;
+    for (int i = 0; i < in; ++i) mx = std::max(mx, std::abs(w[i]));
+    const float s = mx > 0.0f ? mx / static_cast<float>(levels) : 1.0f;
+    scale[o] = s;
+    auto level = [&](int i) {
+      return static_cast<int>(std::clamp(std::nearbyint(w[i] / s), static_cast<float>(-levels), static_cast<float>(levels)));
+    };
+    if (bits == 8) {
+      auto* row = reinterpret_cast<std::int8_t*>(q) + static_cast<std::ptrdiff_t>(o) * in;
+      for (int i = 0; i < in; ++i) row[i] = static_cast<std::int8_t>(level(i));
+    } else {
+      std::uint8_t* row = q + static_cast<std::ptrdiff_t>(o) * (in / 2);
+      for (int j = 0; j < in; j += 8)
+        for (int k = 0; k < 4; ++k)
+          row[j / 2 + k] = static_cast<std::uint8_t>((level(j + k) + 8) | ((level(j + k + 4) + 8) << 4));
     }
   }
 }

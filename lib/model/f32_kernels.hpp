@@ -10,6 +10,8 @@
 // Eigen's GEMM. The choice and its measurements: docs/perf.md.
 #pragma once
 
+#include <cstdint>
+
 namespace kvlab {
 
 /// Rows at or above which linear_f32 calls the GEMM (OpenBLAS or Eigen) rather than the
@@ -21,6 +23,21 @@ inline constexpr int kGemmRows = 16;
 /// dimension ldy >= out). Allocates nothing. Preconditions (not checked): all sizes positive,
 /// y does not overlap x or wt.
 void linear_f32(const float* x, int rows, int in, const float* wt, const float* bias, int out, float* y, int ldy);
+
+/// linear_f32 with weights quantized per output row (quantize_rows): y[r, o] = bias[o] +
+/// scale[o] * sum_i x[r, i] q[o, i], streaming the packed weights (1 byte per weight for int8,
+/// half a byte for int4) once for all rows, whatever `rows` (no GEMM branch). Preconditions (not
+/// checked): in a multiple of 8, sizes positive, y disjoint from the inputs.
+void linear_q8(const float* x, int rows, int in, const std::int8_t* wq, const float* scale, const float* bias, int out,
+               float* y, int ldy);
+void linear_q4(const float* x, int rows, int in, const std::uint8_t* wq, const float* scale, const float* bias, int out,
+               float* y, int ldy);
+
+/// Symmetric per-row absmax quantization of W^T [out, in] (in a multiple of 8) to `bits` = 8
+/// (levels -127..127, `q` holds out x in int8 bytes) or 4 (levels -7..7, `q` holds out x in / 2
+/// bytes: weights 8j..8j+7 of a row in bytes 4j..4j+3, byte 4j+k = (q[8j+k] + 8) | (q[8j+k+4] + 8) << 4).
+/// scale[o] = max_i |w[o, i]| / levels (1 for an all-zero row); w ≈ scale[o] · q[o, i].
+void quantize_rows(const float* wt, int out, int in, int bits, std::uint8_t* q, float* scale);
 
 /// y[r, o] = sum_i x[r, i] wt[o, i] through the streaming kernel only, on `threads` threads
 /// (for the measurements of docs/perf.md and the unit test).

@@ -74,6 +74,16 @@ StepCost decode_step_cost(const ModelConfig& c, int batch, int ctx) {
   return s;
 }
 
+StepCost verify_step_cost(const ModelConfig& c, int rows, int ctx) {
+  if (rows < 1 || ctx < 0) throw std::invalid_argument("verify_step_cost: rows >= 1 and ctx >= 0");
+  const double q_w = static_cast<double>(c.n_head) * c.head_dim, kv_w = c.kv_width(), L = c.n_layer, R = rows;
+  const double params = static_cast<double>(streamed_parameters(c));
+  StepCost s;
+  s.bytes = 4.0 * params + 4.0 * L * 2.0 * kv_w * (ctx + R) + 4.0 * R * 2.0 * c.d_model;
+  s.flops = 2.0 * params * R + 4.0 * L * q_w * (R * ctx + R * (R + 1.0) / 2.0);
+  return s;
+}
+
 StepCost prefill_cost(const ModelConfig& c, int len) {
   if (len < 1) throw std::invalid_argument("prefill_cost: len >= 1");
   const double q_w = static_cast<double>(c.n_head) * c.head_dim, kv_w = c.kv_width(), L = c.n_layer, T = len;
@@ -101,8 +111,15 @@ int fast_threads() {
 #endif
 }
 
-FastGpt::FastGpt(const MiniGPT<float>& ref, int max_batch, int max_ctx, int max_prompt, std::int64_t max_cached_tokens)
-    : c_(ref.config()), max_batch_(max_batch), max_ctx_(max_ctx), max_prompt_(max_prompt) {
+FastGpt::FastGpt(const MiniGPT<float>& ref, int max_batch, int max_ctx, int max_prompt, std::int64_t max_cached_tokens,
+                 FastOptions opts)
+    : c_(ref.config()), opts_(opts), max_batch_(max_batch), max_ctx_(max_ctx), max_prompt_(max_prompt) {
+  if (opts.layers < 0 || opts.layers > c_.n_layer)
+    throw InputError(fmt::format("layers: the draft keeps 0 (all) to n_layer = {} blocks (got {})", c_.n_layer, opts.layers));
+  if (opts.weights != FastWeights::f32 && (c_.d_model % 8 != 0 || (c_.n_head * c_.head_dim) % 8 != 0))
+    throw InputError(fmt::format("fast path: quantized weights need d_model and n_head x head_dim multiples of 8 (got {} "
+                                 "and {})", c_.d_model, c_.n_head * c_.head_dim));
+  if (opts.layers > 0) c_.n_layer = opts.layers;
   check_size("max_batch", max_batch);
   check_size("max_ctx", max_ctx);
   check_size("max_prompt", max_prompt);
@@ -119,26 +136,34 @@ FastGpt::FastGpt(const MiniGPT<float>& ref, int max_batch, int max_ctx, int max_
   const auto& w = ref.weights();
   wte_.assign(w.wte.data(), w.wte.data() + w.wte.size());
   if (c_.positional == Positional::learned) wpe_.assign(w.wpe.data(), w.wpe.data() + w.wpe.size());
-  for (const auto& b : w.blocks) {
+  for (int li = 0; li < c_.n_layer; ++li) {
+    const auto& b = w.blocks[static_cast<std::size_t>(li)];
     Layer l;
+    StreamedFloats qkv, o, fc, proj;
     l.ln1_g = copy(b.ln1_gain), l.ln1_b = copy(b.ln1_bias);
-    append_transposed(l.wqkv_t, b.w_q);
-    append_transposed(l.wqkv_t, b.w_k);
-    append_transposed(l.wqkv_t, b.w_v);
+    append_transposed(qkv, b.w_q);
+    append_transposed(qkv, b.w_k);
+    append_transposed(qkv, b.w_v);
+    l.wqkv_t = make_matrix(std::move(qkv), q_w_ + 2 * kv_w_, d);
     l.bqkv = copy(b.b_q);
     l.bqkv.insert(l.bqkv.end(), b.b_k.data(), b.b_k.data() + b.b_k.size());
     l.bqkv.insert(l.bqkv.end(), b.b_v.data(), b.b_v.data() + b.b_v.size());
-    append_transposed(l.wo_t, b.w_o);
+    append_transposed(o, b.w_o);
+    l.wo_t = make_matrix(std::move(o), d, q_w_);
     l.bo = copy(b.b_o);
     l.ln2_g = copy(b.ln2_gain), l.ln2_b = copy(b.ln2_bias);
-    append_transposed(l.wfc_t, b.w_fc);
+    append_transposed(fc, b.w_fc);
+    l.wfc_t = make_matrix(std::move(fc), 4 * d, d);
     l.bfc = copy(b.b_fc);
-    append_transposed(l.wproj_t, b.w_proj);
+    append_transposed(proj, b.w_proj);
+    l.wproj_t = make_matrix(std::move(proj), d, 4 * d);
     l.bproj = copy(b.b_proj);
     layers_.push_back(std::move(l));
   }
   lnf_g_ = copy(w.lnf_gain), lnf_b_ = copy(w.lnf_bias);
-  append_transposed(wlm_t_, w.w_lm);
+  StreamedFloats lm;
+  append_transposed(lm, w.w_lm);
+  wlm_t_ = make_matrix(std::move(lm), c_.vocab_size, d);
   const std::int64_t full = static_cast<std::int64_t>(max_batch) * max_ctx;
   cache_tokens_ = max_cached_tokens > 0 ? std::min(full, max_cached_tokens) : full;
   if (cache_tokens_ < max_ctx)
@@ -174,6 +199,65 @@ FastGpt::FastGpt(const MiniGPT<float>& ref, int max_batch, int max_ctx, int max_
   }
 }
 
+FastGpt::Matrix FastGpt::make_matrix(StreamedFloats wt, int out, int in) const {
+  Matrix m;
+  m.out = out, m.in = in;
+  if (opts_.weights == FastWeights::f32) {
+    m.f = std::move(wt);
+    return m;
+  }
+  const int bits = opts_.weights == FastWeights::int8 ? 8 : 4;
+  m.q.assign(static_cast<std::size_t>(out) * in * bits / 8, 0);
+  m.scale.assign(static_cast<std::size_t>(out), 0.0f);
+  quantize_rows(wt.data(), out, in, bits, m.q.data(), m.scale.data());
+  return m;
+}
+
+void FastGpt::linear(const Matrix& w, const float* x, int rows, const float* bias, float* y, int ldy) const {
+  switch (opts_.weights) {
+    case FastWeights::f32: linear_f32(x, rows, w.in, w.f.data(), bias, w.out, y, ldy); return;
+    case FastWeights::int8:
+      linear_q8(x, rows, w.in, reinterpret_cast<const std::int8_t*>(w.q.data()), w.scale.data(), bias, w.out, y, ldy);
+      return;
+    case FastWeights::int4: linear_q4(x, rows, w.in, w.q.data(), w.scale.data(), bias, w.out, y, ldy); return;
+  }
+}
+
+double FastGpt::streamed_weight_bytes() const {
+  auto bytes = [](const Matrix& m) { return 4.0 * (m.f.size() + m.scale.size()) + static_cast<double>(m.q.size()); };
+  double b = 4.0 * (lnf_g_.size() + lnf_b_.size()) + bytes(wlm_t_);
+  for (const auto& l : layers_)
+    b += bytes(l.wqkv_t) + bytes(l.wo_t) + bytes(l.wfc_t) + bytes(l.wproj_t) +
+         4.0 * (l.ln1_g.size() + l.ln1_b.size() + l.bqkv.size() + l.bo.size() + l.ln2_g.size() + l.ln2_b.size() +
+                l.bfc.size() + l.bproj.size());
+  return b;
+}
+
+void FastGpt::truncate(int len) {
+  if (len < 0 || len > len_) throw InputError(fmt::format("truncate: length must be in [0, {}] (got {})", len_, len));
+  len_ = len;
+}
+
+void FastGpt::extend(std::span<const int> tokens, std::span<float> logits) {
+  const int T = static_cast<int>(tokens.size()), d = c_.d_model, V = c_.vocab_size;
+  if (T < 1 || T > max_rows_)
+    throw InputError(fmt::format("extend: tokens must number 1 to {} (got {})", max_rows_, T));
+  if (static_cast<std::int64_t>(len_) + T > ctx_cap_)
+    throw InputError(fmt::format("extend: the cache holds {} of {} positions; {} more do not fit", len_, ctx_cap_, T));
+  if (logits.size() < static_cast<std::size_t>(T) * V) throw std::invalid_argument("extend: logits too small");
+  for (int t = 0; t < T; ++t) {
+    if (tokens[t] < 0 || tokens[t] >= V) throw InputError(fmt::format("token: id {} outside [0, {})", tokens[t], V));
+    float* xt = x_.data() + static_cast<std::size_t>(t) * d;
+    std::copy_n(wte_.data() + static_cast<std::size_t>(tokens[t]) * d, d, xt);
+    if (!wpe_.empty())
+      for (int i = 0; i < d; ++i) xt[i] += wpe_[static_cast<std::size_t>(len_ + t) * d + i];
+  }
+  for (int l = 0; l < c_.n_layer; ++l) layer_forward(T, l, false, len_);
+  len_ += T;
+  layer_norm_rows(x_.data(), T, d, lnf_g_.data(), lnf_b_.data(), h_.data());
+  linear(wlm_t_, h_.data(), T, nullptr, logits.data(), V);
+}
+
 void FastGpt::set_shape(int batch, int ctx) {
   if (batch < 1 || batch > max_batch_ || ctx < 1 || ctx > max_ctx_ ||
       static_cast<std::int64_t>(batch) * ctx > cache_tokens_)
@@ -206,7 +290,7 @@ void FastGpt::layer_forward(int rows, int l, bool decode, int pos0) {
   const int d = c_.d_model, hd = c_.head_dim, qkv_w = q_w_ + 2 * kv_w_, group = c_.group_size();
   const Layer& L = layers_[l];
   layer_norm_rows(x_.data(), rows, d, L.ln1_g.data(), L.ln1_b.data(), h_.data());
-  linear_f32(h_.data(), rows, d, L.wqkv_t.data(), L.bqkv.data(), qkv_w, qkv_.data(), qkv_w);
+  linear(L.wqkv_t, h_.data(), rows, L.bqkv.data(), qkv_.data(), qkv_w);
   if (c_.positional == Positional::rope) {
     const int half = hd / 2, heads = c_.n_head + c_.n_kv_head;  // q heads then k heads, contiguous
     for (int r = 0; r < rows; ++r) {
@@ -262,8 +346,11 @@ void FastGpt::layer_forward(int rows, int l, bool decode, int pos0) {
   } else {
     // Prefill: per (head, block of kPrefillBlock queries), one OpenMP task: S = Q K^T over the keys
     // the block may see (a GEMM), a causal softmax, then O = P V (a GEMM).
+    // Small products (a verify step of K + 1 tokens at a short context) stay on the calling thread,
+    // as decode's: waking the other threads costs more than the work.
     const int blocks = (rows + kPrefillBlock - 1) / kPrefillBlock, tasks = c_.n_head * blocks;
-#pragma omp parallel for schedule(dynamic, 1)
+    const bool threaded = static_cast<long long>(rows) * (pos0 + rows) * q_w_ >= (1ll << 18);
+#pragma omp parallel for schedule(dynamic, 1) if (threaded)
     for (int task = 0; task < tasks; ++task) {
 #ifdef _OPENMP
       const int tid = omp_get_thread_num();
@@ -291,12 +378,12 @@ void FastGpt::layer_forward(int rows, int l, bool decode, int pos0) {
     }
   }
   // x += att Wo + bo; x += GELU(LN2(x) Wfc + bfc) Wproj + bproj (residuals through h_ as scratch).
-  linear_f32(att_.data(), rows, q_w_, L.wo_t.data(), L.bo.data(), d, h_.data(), d);
+  linear(L.wo_t, att_.data(), rows, L.bo.data(), h_.data(), d);
   for (std::size_t i = 0; i < static_cast<std::size_t>(rows) * d; ++i) x_[i] += h_[i];
   layer_norm_rows(x_.data(), rows, d, L.ln2_g.data(), L.ln2_b.data(), h_.data());
-  linear_f32(h_.data(), rows, d, L.wfc_t.data(), L.bfc.data(), 4 * d, m_.data(), 4 * d);
+  linear(L.wfc_t, h_.data(), rows, L.bfc.data(), m_.data(), 4 * d);
   gelu_rows(m_.data(), static_cast<std::size_t>(rows) * 4 * d);
-  linear_f32(m_.data(), rows, 4 * d, L.wproj_t.data(), L.bproj.data(), d, h_.data(), d);
+  linear(L.wproj_t, m_.data(), rows, L.bproj.data(), h_.data(), d);
   for (std::size_t i = 0; i < static_cast<std::size_t>(rows) * d; ++i) x_[i] += h_[i];
 }
 
@@ -315,7 +402,7 @@ void FastGpt::decode(std::span<const int> tokens, std::span<float> logits) {
   }
   for (int l = 0; l < c_.n_layer; ++l) layer_forward(B, l, true, len_);
   layer_norm_rows(x_.data(), B, d, lnf_g_.data(), lnf_b_.data(), h_.data());
-  linear_f32(h_.data(), B, d, wlm_t_.data(), nullptr, c_.vocab_size, logits.data(), c_.vocab_size);
+  linear(wlm_t_, h_.data(), B, nullptr, logits.data(), c_.vocab_size);
   ++len_;
 }
 
@@ -338,12 +425,12 @@ void FastGpt::prefill(std::span<const int> prompt, std::span<float> last_logits,
   len_ = T;
   if (!all_logits.empty()) {
     layer_norm_rows(x_.data(), T, d, lnf_g_.data(), lnf_b_.data(), h_.data());
-    linear_f32(h_.data(), T, d, wlm_t_.data(), nullptr, V, all_logits.data(), V);
+    linear(wlm_t_, h_.data(), T, nullptr, all_logits.data(), V);
     std::copy_n(all_logits.data() + static_cast<std::size_t>(T - 1) * V, V, last_logits.data());
   } else {  // only the last token's logits (as a serving prefill does)
     const float* xl = x_.data() + static_cast<std::size_t>(T - 1) * d;
     layer_norm_rows(xl, 1, d, lnf_g_.data(), lnf_b_.data(), h_.data());
-    linear_f32(h_.data(), 1, d, wlm_t_.data(), nullptr, V, last_logits.data(), V);
+    linear(wlm_t_, h_.data(), 1, nullptr, last_logits.data(), V);
   }
 }
 

@@ -24,8 +24,25 @@
 #include "core/huge_pages.hpp"
 #include "model/config.hpp"
 #include "model/gpt.hpp"
+#include "model/sequence_model.hpp"
 
 namespace kvlab {
+
+/// How the fast path stores its weight matrices (Q/K/V, output, MLP and LM head; LayerNorms,
+/// biases and embeddings stay float32).
+enum class FastWeights {
+  f32,   ///< float32, 4 bytes per weight
+  int8,  ///< symmetric per-row absmax int8 (model/f32_kernels.hpp, quantize_rows): 1 byte
+  int4,  ///< symmetric per-row absmax int4, two per byte: half a byte
+};
+
+/// A variant of the model the fast path builds from the same reference weights: the self-drafts of
+/// speculative decoding that need no second trained model (000 §8.6): quantized weights, or the
+/// first `layers` blocks only followed by the final LayerNorm and the head (layer-skip early exit).
+struct FastOptions {
+  FastWeights weights = FastWeights::f32;
+  int layers = 0;  ///< blocks kept, in [1, n_layer]; 0 = all
+};
 
 /// Bytes and FLOPs of one forward call of the fast path, counted as the roofline counts them
 /// (004 §1.5): every weight read once (4 bytes each, f32), the KV cache read for every sequence
@@ -39,6 +56,10 @@ struct StepCost {
 /// A decode step of `batch` sequences that each hold `ctx` cached positions (the new token
 /// attends to ctx + 1). Throws std::invalid_argument for batch < 1 or ctx < 0.
 StepCost decode_step_cost(const ModelConfig& c, int batch, int ctx);
+/// A verify step (FastGpt::extend): `rows` new tokens of one sequence over `ctx` cached positions,
+/// logits for every row: every weight read once, the cache read and the rows' K/V written; token t
+/// attends to ctx + t + 1 positions. Throws std::invalid_argument for rows < 1 or ctx < 0.
+StepCost verify_step_cost(const ModelConfig& c, int rows, int ctx);
 /// A prefill of one prompt of `len` tokens from position 0 (causal attention: token t attends to
 /// t + 1 positions), with the LM head applied to the last token only (FastGpt::prefill without
 /// all_logits). Throws std::invalid_argument for len < 1.
@@ -60,7 +81,11 @@ class FastGpt {
   /// size is outside [1, 1,048,576] or max_ctx exceeds block_size with learned positions.
   /// `max_cached_tokens` (0: max_batch x max_ctx) bounds the cache's allocation: set_shape
   /// then trades batch against context within it.
-  FastGpt(const MiniGPT<float>& ref, int max_batch, int max_ctx, int max_prompt, std::int64_t max_cached_tokens = 0);
+  /// `opts` picks the weight format and the blocks kept (InputError for layers outside
+  /// [0, n_layer], or for quantized weights with d_model not a multiple of 8); config() then
+  /// reports the blocks kept as n_layer.
+  FastGpt(const MiniGPT<float>& ref, int max_batch, int max_ctx, int max_prompt, std::int64_t max_cached_tokens = 0,
+          FastOptions opts = {});
 
   /// Lays the cache out for `batch` sequences of up to `ctx` positions (batch <= max_batch,
   /// ctx <= max_ctx, batch x ctx <= max_cached_tokens) and empties it (length 0). Throws
@@ -77,6 +102,19 @@ class FastGpt {
   /// ([T, vocab]). Throws InputError for a bad token id or T outside [1, max_prompt]. Allocates
   /// nothing.
   void prefill(std::span<const int> prompt, std::span<float> last_logits, std::span<float> all_logits = {});
+  /// The verify step of speculative decoding (and a chunked prefill): tokens.size() = T new tokens
+  /// of sequence 0 at positions length() .. length() + T − 1, over the cached prefix, in one pass
+  /// over the weights; logits of every new token into `logits` ([T, vocab] row-major). Appends T
+  /// positions. Throws InputError for a bad token id, T outside [1, max(max_batch, max_prompt)]
+  /// or a cache that cannot hold T more positions. Allocates nothing.
+  void extend(std::span<const int> tokens, std::span<float> logits);
+  /// Keeps positions 0 .. len − 1 of every sequence (the rollback after rejected drafts). Throws
+  /// InputError for len outside [0, length()].
+  void truncate(int len);
+  /// Bytes of weights one step streams (matrices in their format, plus the float32 vectors): what
+  /// the draft's cost ratio c is about.
+  double streamed_weight_bytes() const;
+  FastWeights weight_format() const { return opts_.weights; }
   /// Sets every sequence's length to `len` without computing (the benchmark fills the cache with
   /// seeded values once, fill_cache, and times steps at any context). Throws InputError outside
   /// [0, ctx of the current shape].
@@ -89,19 +127,31 @@ class FastGpt {
   int max_ctx() const { return max_ctx_; }
 
  private:
+  /// A weight matrix W^T [out, in] in the model's format: f32 rows, or quantized bytes and scales.
+  struct Matrix {
+    StreamedFloats f;
+    std::vector<std::uint8_t, StreamedAllocator<std::uint8_t>> q;
+    StreamedFloats scale;
+    int out = 0, in = 0;
+  };
+  Matrix make_matrix(StreamedFloats wt, int out, int in) const;
+  void linear(const Matrix& w, const float* x, int rows, const float* bias, float* y, int ldy) const;
   void layer_forward(int rows, int layer, bool decode, int pos0);
   float* k_at(int layer, int b, int t) { return k_.data() + ((static_cast<std::size_t>(layer) * batch_cap_ + b) * ctx_cap_ + t) * kv_w_; }
   float* v_at(int layer, int b, int t) { return v_.data() + ((static_cast<std::size_t>(layer) * batch_cap_ + b) * ctx_cap_ + t) * kv_w_; }
 
   struct Layer {
-    StreamedFloats ln1_g, ln1_b, wqkv_t, bqkv, wo_t, bo, ln2_g, ln2_b, wfc_t, bfc, wproj_t, bproj;
+    StreamedFloats ln1_g, ln1_b, bqkv, bo, ln2_g, ln2_b, bfc, bproj;
+    Matrix wqkv_t, wo_t, wfc_t, wproj_t;
   };
   ModelConfig c_;
+  FastOptions opts_;
   int max_batch_, max_ctx_, max_prompt_, max_rows_, q_w_, kv_w_, threads_;
   int len_ = 0;
   int batch_cap_ = 0, ctx_cap_ = 0;   // the current shape (set_shape)
   std::int64_t cache_tokens_ = 0;
-  StreamedFloats wte_, wpe_, lnf_g_, lnf_b_, wlm_t_, zero_vocab_;
+  StreamedFloats wte_, wpe_, lnf_g_, lnf_b_, zero_vocab_;
+  Matrix wlm_t_;
   std::vector<Layer> layers_;
   StreamedFloats k_, v_;                        // [n_layer, batch_cap, ctx_cap, kv_w]
   StreamedFloats x_, h_, qkv_, att_, m_;        // [max_rows, ...] activations
@@ -112,6 +162,26 @@ class FastGpt {
   StreamedFloats rope_cos_, rope_sin_;          // [max_ctx, head_dim / 2] (RoPE)
   static constexpr int kPrefillBlock = 256;     // prefill queries per attention block
   StreamedFloats prefill_scores_;               // [threads, kPrefillBlock, max_ctx] (prefill)
+};
+
+/// The fast path as one sequence for a decoding loop (model/sequence_model.hpp): sequence 0 of a
+/// FastGpt (not owned; it must outlive this, with its shape's batch >= 1), forward = extend, so
+/// that spec/loop.hpp's speculative loop runs on it unchanged. forward allocates the returned
+/// logits (the loop's own distributions allocate too).
+class FastSequence final : public SequenceModel<float> {
+ public:
+  explicit FastSequence(FastGpt& model) : model_(model) {}
+  const ModelConfig& config() const override { return model_.config(); }
+  Mat<float> forward(std::span<const int> tokens) override {
+    Mat<float> out(static_cast<Eigen::Index>(tokens.size()), model_.config().vocab_size);
+    model_.extend(tokens, std::span<float>(out.data(), static_cast<std::size_t>(out.size())));
+    return out;
+  }
+  int length() const override { return model_.length(); }
+  void truncate(int len) override { model_.truncate(len); }
+
+ private:
+  FastGpt& model_;
 };
 
 }  // namespace kvlab

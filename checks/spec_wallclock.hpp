@@ -1,0 +1,59 @@
+// spec-wallclock: options, injectable parts and the pure run function (see spec_wallclock.cpp).
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "model/config.hpp"
+#include "framework/check.hpp"
+
+namespace kvlab::checks {
+
+/// The self-drafts measured: the target's own weights in int8 or int4, or its first blocks only.
+enum class DraftKind { int8, int4, layer_skip };
+
+/// Short name of a draft kind for tables and metrics: "int8", "int4", "layer-skip".
+std::string draft_name(DraftKind k);
+
+struct SpecWallclockOptions {
+  std::vector<int> ks{1, 2, 4, 8};        ///< draft lengths K, 1 to 8
+  int new_tokens = 32;                    ///< tokens generated per run, 8 to 256
+  int repeats = 2;                        ///< interleaved repeats of every run, 1 to 10
+  int skip_layers = 2;                    ///< blocks the layer-skip draft keeps, 1 to layers − 1
+  int d_model = 640;                      ///< the target's shape (139 MB: memory-bound, ≥ 4× a 32 MB LLC)
+  int layers = 6;
+  int vocab = 8192;
+  bool quick = false;                     ///< d 512, K 2 and 4; 24 tokens; 2 repeats (a tiny model under sanitizers)
+};
+
+/// One speculative run's outcome (spec/loop.hpp's statistics) and its wall-clock.
+struct SpecTiming {
+  double seconds = 0.0;
+  std::int64_t steps = 0, emitted = 0, accepted = 0, evaluated = 0, draft_forwards = 0;
+  bool same_tokens = true;  ///< the output equals the plain greedy decoding of the same repeat
+};
+
+/// What the check times; empty members: the fast path on this machine (model/fast_gpt.hpp). A
+/// unit test injects a synthetic machine, and a broken one to show the verdict fails.
+struct SpecWallclockParts {
+  /// Builds the target and the drafts for `config` (called once, before any timing).
+  std::function<void(const ModelConfig& config, int skip_layers)> build;
+  /// Seconds of the plain greedy decoding of `n` new tokens by the target alone.
+  std::function<double(int n)> time_baseline;
+  /// One greedy speculative run of `n` new tokens with draft `kind` and K = `k`.
+  std::function<SpecTiming(DraftKind kind, int k, int n)> time_spec;
+  /// Seconds of one forward of `rows` new tokens at the runs' mid context: the target's
+  /// (rows = 1: a decode step; rows = K + 1: the verify step) or a draft's (rows = 1).
+  std::function<double(int rows)> time_target;
+  std::function<double(DraftKind kind)> time_draft;
+  /// Weight bytes each streams per step (target, then draft).
+  std::function<double()> target_bytes;
+  std::function<double(DraftKind kind)> draft_bytes;
+};
+
+/// Runs the check. Throws InputError for options out of range or over the work budget.
+Result run_spec_wallclock(const SpecWallclockOptions& opts, const RunContext& ctx,
+                          const SpecWallclockParts& parts = {});
+
+}  // namespace kvlab::checks

@@ -1,0 +1,128 @@
+// spec-wallclock's verdict on a synthetic machine (no timing of this machine): a sound one passes,
+// a speculative loop with a cost the model does not count fails the prediction, and a verify step
+// that costs K + 1 decode steps (no batching) makes speculative decoding slower and fails.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <memory>
+
+#include "checks/spec_wallclock.hpp"
+#include "core/error.hpp"
+#include "spec/expected_tokens.hpp"
+
+using namespace kvlab;
+using checks::DraftKind;
+
+namespace {
+
+// A machine where a target step takes 1 s, a draft step c s and a verify of K + 1 rows `verify(K)`
+// s; each run emits its tokens in steps of the expected size E[τ](α) (deterministic).
+struct Synthetic {
+  double extra_per_step = 0.0;  // seconds per step the cost model does not count (a broken loop)
+  bool unbatched_verify = false;  // the verify step runs K + 1 decode steps
+
+  double alpha(DraftKind k) const { return k == DraftKind::int8 ? 0.9 : k == DraftKind::int4 ? 0.7 : 0.4; }
+  double c(DraftKind k) const { return k == DraftKind::int8 ? 0.27 : k == DraftKind::int4 ? 0.15 : 0.45; }
+  double verify(int rows) const { return unbatched_verify ? rows : 1.0 + 0.02 * (rows - 1); }
+
+  checks::SpecWallclockParts parts() const {
+    checks::SpecWallclockParts p;
+    const Synthetic self = *this;
+    p.build = [](const ModelConfig&, int) {};
+    p.time_baseline = [](int n) { return static_cast<double>(n); };
+    p.time_spec = [self](DraftKind kind, int k, int n) {
+      const double a = self.alpha(kind), tau = spec::expected_tokens(a, k);
+      checks::SpecTiming t;
+      t.steps = static_cast<std::int64_t>(std::ceil(n / tau));
+      t.emitted = static_cast<std::int64_t>(std::llround(tau * static_cast<double>(t.steps)));
+      // α = accepted / evaluated: per step, E[accepted] = τ − 1 and E[evaluated] = E[accepted] + P(reject).
+      const double accepted = tau - 1.0, evaluated = accepted + (1.0 - std::pow(a, k));
+      t.accepted = static_cast<std::int64_t>(std::llround(1000 * accepted));
+      t.evaluated = static_cast<std::int64_t>(std::llround(1000 * evaluated));
+      const double f = k + std::pow(a, k);
+      t.draft_forwards = static_cast<std::int64_t>(std::llround(f * static_cast<double>(t.steps)));
+      t.seconds = static_cast<double>(t.steps) * (self.verify(k + 1) + f * self.c(kind) + self.extra_per_step);
+      return t;
+    };
+    p.time_target = [self](int rows) { return self.verify(rows); };
+    p.time_draft = [self](DraftKind kind) { return self.c(kind); };
+    p.target_bytes = [] { return 100e6; };
+    p.draft_bytes = [self](DraftKind kind) { return 100e6 * self.c(kind); };
+    return p;
+  }
+};
+
+}  // namespace
+
+TEST_CASE("spec-wallclock: holds on a sound synthetic machine; a loop with uncounted cost or an unbatched verify fails") {
+  checks::SpecWallclockOptions o;
+  o.new_tokens = 240;  // steps large enough that the rounding of steps stays under 1%
+  o.repeats = 2;
+  const checks::RunContext ctx;
+  const Synthetic sound;
+  const Result good = checks::run_spec_wallclock(o, ctx, sound.parts());
+  CHECK(good.passed());
+  // int8 at α 0.9, c 0.27: the best K, predicted and measured well above 1.
+  CHECK(good.metric_value("speedup_measured_best") > 1.5);
+  CHECK(good.metric_value("speedup_measured_best") ==
+        doctest::Approx(good.metric_value("speedup_predicted_at_best")).epsilon(0.02));
+  CHECK(good.metric_value("c") == doctest::Approx(0.27));
+  CHECK(good.metric_value("alpha") == doctest::Approx(0.9).epsilon(0.01));
+  for (const char* key : {"best_k", "verify_cost", "speedup_measured_best_int4", "speedup_measured_best_layer_skip"})
+    CHECK_NOTHROW(good.metric_value(key));
+  REQUIRE(good.tables.size() >= 1);
+  CHECK(good.tables[0].rows.size() == 3 * o.ks.size());  // one row per draft kind and K
+  CHECK_FALSE(good.plots.empty());
+
+  // A busy machine: the second repeat of every speculative run takes three times as long. The
+  // spread of the repeats is then too wide for the comparison to mean anything, and it fails.
+  auto busy = sound.parts();
+  auto calls = std::make_shared<int>(0);
+  busy.time_spec = [inner = sound.parts().time_spec, calls, n_rows = 3 * o.ks.size()](DraftKind kind, int k, int n) {
+    checks::SpecTiming t = inner(kind, k, n);
+    if ((*calls)++ >= static_cast<int>(n_rows)) t.seconds *= 3.0;
+    return t;
+  };
+  const Result noisy = checks::run_spec_wallclock(o, ctx, busy);
+  CHECK_FALSE(noisy.passed());
+  CHECK_FALSE(noisy.expectations[2].holds());
+  CHECK(noisy.expectations[3].holds());  // the plain decodings were not disturbed
+
+  // The plain decoding of one repeat disturbed (twice as long): fails on its own spread.
+  auto jumpy = sound.parts();
+  auto base_calls = std::make_shared<int>(0);
+  jumpy.time_baseline = [base_calls](int n) { return static_cast<double>(n) * ((*base_calls)++ == 1 ? 2.0 : 1.0); };
+  const Result disturbed = checks::run_spec_wallclock(o, ctx, jumpy);
+  CHECK_FALSE(disturbed.passed());
+  CHECK_FALSE(disturbed.expectations[3].holds());
+
+  Synthetic slow_loop;  // one more target step per speculative step, which τ̄/(verify + f·c) does not count
+  slow_loop.extra_per_step = 1.0;
+  const Result slow = checks::run_spec_wallclock(o, ctx, slow_loop.parts());
+  CHECK_FALSE(slow.passed());
+  CHECK_FALSE(slow.expectations[1].holds());
+
+  Synthetic unbatched;  // verify = K + 1 decode steps: speculative decoding only adds work
+  unbatched.unbatched_verify = true;
+  const Result worse = checks::run_spec_wallclock(o, ctx, unbatched.parts());
+  CHECK_FALSE(worse.passed());
+  CHECK_FALSE(worse.expectations[0].holds());
+  CHECK(worse.metric_value("speedup_measured_best") < 1.0);
+}
+
+TEST_CASE("spec-wallclock: bad options are InputErrors naming the option") {
+  const checks::RunContext ctx;
+  const Synthetic sound;
+  checks::SpecWallclockOptions o;
+  o.ks = {0};
+  CHECK_THROWS_WITH_AS(checks::run_spec_wallclock(o, ctx, sound.parts()), doctest::Contains("--k"), InputError);
+  o = {};
+  o.ks.clear();
+  CHECK_THROWS_WITH_AS(checks::run_spec_wallclock(o, ctx, sound.parts()), doctest::Contains("--k"), InputError);
+  o = {};
+  o.skip_layers = o.layers;
+  CHECK_THROWS_WITH_AS(checks::run_spec_wallclock(o, ctx, sound.parts()), doctest::Contains("--skip-layers"), InputError);
+  o = {};
+  o.d_model = 800;
+  CHECK_THROWS_WITH_AS(checks::run_spec_wallclock(o, ctx, sound.parts()), doctest::Contains("--d-model"), InputError);
+}
