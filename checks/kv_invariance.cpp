@@ -112,8 +112,8 @@ std::string model_line(const KvInvarianceMeasured& m, bool device) {
                        cfg.n_kv_head, positions, ctx.seed);
   return fmt::format(
       "model: {}{} layers, d_model {}, {} heads, {} KV heads, {} positions, {} mask, {} on {}, seed {}",
-      ctx.weights.empty() ? "" : ctx.weights + " (--weights: --layers, --kv-heads, --positional, --bidirectional "
-                                               "do not apply), ",
+      ctx.weights.empty() ? "" : ctx.weights + " (--weights: --layers, --kv-heads and --positional do not "
+                                               "apply), ",
       cfg.n_layer, cfg.d_model, cfg.n_head, cfg.n_kv_head, positions, cfg.causal ? "causal" : "bidirectional",
       dtype_name(ctx.dtype), device_name(ctx.device), ctx.seed);
 }

@@ -75,9 +75,15 @@ void present(const QueryNotCachedMeasured& m, Result& r) {
   r.metric("max_abs_diff_earlier_queries", m.earlier_queries_diff);
   r.metric("positions_whose_key_matters", m.keys_matter);
   r.tables.push_back(std::move(detail));
-  r.notes.push_back(fmt::format("mini-GPT: 2 layers, d_model 64, 8 heads, {} KV heads, {}; attention rows: random "
-                                "q, K, V ~ N(0, 1), 8 heads of 8, float64; seed {}", m.options.kv_heads,
-                                dtype_name(m.context.dtype), m.context.seed));
+  if (!m.context.weights.empty())
+    r.notes.push_back(weights_note(m.config, m.context.weights) + fmt::format(
+                          " (--kv-heads applies to the attention rows only); attention rows: random q, K, V ~ "
+                          "N(0, 1), 8 heads of 8, {} KV heads, float64; seed {}",
+                          m.options.kv_heads, m.context.seed));
+  else
+    r.notes.push_back(fmt::format("mini-GPT: 2 layers, d_model 64, 8 heads, {} KV heads, {}; attention rows: random "
+                                  "q, K, V ~ N(0, 1), 8 heads of 8, float64; seed {}", m.options.kv_heads,
+                                  dtype_name(m.context.dtype), m.context.seed));
 }
 
 }  // namespace

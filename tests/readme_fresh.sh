@@ -5,8 +5,13 @@
 #   tests/readme_fresh.sh path/to/kvlab
 #   tests/readme_fresh.sh --refresh path/to/kvlab     rewrites the block from the registry
 set -u
+if [ $# -lt 1 ] || [ "$1" = -h ] || [ "$1" = --help ]; then
+  sed -n '2,6p' "$0" | sed 's/^# \{0,1\}//'
+  if [ $# -ge 1 ]; then exit 0; else exit 2; fi
+fi
 readme="$(dirname "$0")/../README.md"
-if [ "${1:-}" = --refresh ]; then
+if [ "$1" = --refresh ]; then
+  [ $# -ge 2 ] || { echo "usage: tests/readme_fresh.sh --refresh path/to/kvlab"; exit 2; }
   table=$("$2" list --format md) || { echo "kvlab list --format md failed"; exit 1; }
   TABLE="$table" python3 - "$readme" <<'PY'
 import os, re, sys

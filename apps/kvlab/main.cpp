@@ -290,7 +290,7 @@ int run_cli(int argc, char** argv) {
   add_common_flags(*all, all_flags);
   all->get_option("--dtype")->each([&all_flags](const std::string&) { all_flags.dtype_given = true; });
   bool all_bench = false;
-  all->add_flag("--bench", all_bench, "Also run the benchmarks (cpu-roofline: about a minute)");
+  all->add_flag("--bench", all_bench, "Also run the benchmarks (cpu-roofline, spec-wallclock: about a minute each)");
 
   kvlab::app::MachineFlags machine_flags;
   auto* machine = kvlab::app::add_machine_command(app, machine_flags);

@@ -22,8 +22,10 @@ double work_budget_seconds() {
     const std::string text = env;
     std::size_t used = 0;
     double v = 0;
+    // Plain decimal seconds, as every option takes them: stod alone would read "0x10" as 16.
+    const bool decimal = text.find_first_not_of("0123456789.eE+-") == std::string::npos;
     try {
-      v = std::stod(text, &used);
+      if (decimal) v = std::stod(text, &used);
     } catch (const std::exception&) {
       used = 0;
     }

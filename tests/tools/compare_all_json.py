@@ -9,7 +9,7 @@ ways: a metric key naming a time or rate and a table whose title starts with "ti
 contract), and, when a second report of the old binary is given, any field that differs between
 the two old reports. Expectation rows are matched by their quantity, so a row added or removed
 reads as one line. Prints each remaining difference as "check: path: before -> after" and exits
-1 when there is one, 0 otherwise.
+1 when there is one, 0 otherwise, and 2 (one line) when a file is not such a report.
 """
 import json
 import re
@@ -42,13 +42,21 @@ def by_check(report):
 
 
 def main(argv):
+    if len(argv) >= 2 and argv[1] in ("-h", "--help"):
+        print(__doc__.strip())
+        return 0
     if len(argv) not in (3, 4):
         print(__doc__.strip(), file=sys.stderr)
         return 2
     reports = []
     for name in argv[1:]:
-        with open(name, encoding="utf-8") as f:
-            reports.append(by_check(json.load(f)))
+        try:
+            with open(name, encoding="utf-8") as f:
+                reports.append(by_check(json.load(f)))
+        except (OSError, ValueError, KeyError, TypeError) as e:
+            print(f"compare_all_json: {name}: not a readable `kvlab all --format json` report ({e})",
+                  file=sys.stderr)
+            return 2
     before, after = reports[0], reports[1]
     again = reports[2] if len(reports) == 3 else {}
     differences = 0
