@@ -29,6 +29,7 @@
 #include "cpu_roofline.hpp"
 
 #include <algorithm>
+#include <functional>
 #include <cmath>
 #include <memory>
 
@@ -203,20 +204,24 @@ Result run_cpu_roofline(const CpuRooflineOptions& in, const RunContext& ctx, con
                                      "load average {:.2f} at the start",
                                      o.stream_mib, mo.gemm_n, m.gemm_backend, m.threads, m.load_average)};
     };
+  // One timed step per repeat, each from the same cache length; run 0 warms the caches and threads.
+  const auto time_steps = [](FastGpt& f, int n_ctx, int repeats, const std::function<void()>& step) {
+    std::vector<double> t;
+    for (int r = 0; r <= repeats; ++r) {
+      f.set_length(n_ctx);
+      const double t0 = steady_seconds();
+      step();
+      if (r > 0) t.push_back(steady_seconds() - t0);
+    }
+    return t;
+  };
   if (!p.time_decode)
     p.time_decode = [&](const ModelConfig& cfg, int batch, int n_ctx, int repeats) {
       FastGpt& f = model();
       f.set_shape(batch, n_ctx + 1);
       std::vector<int> tok(batch, 1);
       std::vector<float> logits(static_cast<std::size_t>(batch) * cfg.vocab_size);
-      std::vector<double> t;
-      for (int r = 0; r <= repeats; ++r) {  // run 0 warms the caches and threads
-        f.set_length(n_ctx);
-        const double t0 = steady_seconds();
-        f.decode(tok, logits);
-        if (r > 0) t.push_back(steady_seconds() - t0);
-      }
-      return t;
+      return time_steps(f, n_ctx, repeats, [&] { f.decode(tok, logits); });
     };
   if (!p.time_verify)
     p.time_verify = [&](const ModelConfig& cfg, int rows, int n_ctx, int repeats) {
@@ -224,14 +229,7 @@ Result run_cpu_roofline(const CpuRooflineOptions& in, const RunContext& ctx, con
       f.set_shape(1, n_ctx + rows);
       std::vector<int> tok(rows, 1);
       std::vector<float> logits(static_cast<std::size_t>(rows) * cfg.vocab_size);
-      std::vector<double> t;
-      for (int r = 0; r <= repeats; ++r) {  // run 0 warms the caches and threads
-        f.set_length(n_ctx);
-        const double t0 = steady_seconds();
-        f.extend(tok, logits);
-        if (r > 0) t.push_back(steady_seconds() - t0);
-      }
-      return t;
+      return time_steps(f, n_ctx, repeats, [&] { f.extend(tok, logits); });
     };
   std::shared_ptr<CopyProbe> probe;
   if (!p.copy_rate && !parts.machine)
@@ -425,7 +423,7 @@ Result run_cpu_roofline(const CpuRooflineOptions& in, const RunContext& ctx, con
 
   // The roofline drawn with the measured points: achieved FLOP/s against arithmetic intensity.
   Plot plot{"cpu-roofline: this machine's roof and kvlab's measured steps", "arithmetic intensity (FLOP/B)",
-            "achieved GFLOP/s", true, true, {}, "top left"};
+            "achieved GFLOP/s", true, true, {}, "bottom right"};  // the points sit near the knee, top left
   PlotSeries roof_line{fmt::format("roof: min({:.1f} GFLOP/s, I x {:.2f} GB/s)", rate / 1e9, bw / 1e9), {}, {}, "lines"};
   for (double i = 0.05; i <= 5000; i *= 1.25) {
     roof_line.x.push_back(i);
