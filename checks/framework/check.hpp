@@ -1,13 +1,14 @@
 // A check: one course claim, reproduced through libkvlab.
 //
-// Anatomy (the same in every checks/*.cpp file):
-//   - a header comment: what it shows, its source section, the command that runs it;
-//   - an options struct with the check's own flags and their defaults;
-//   - a pure function  Result run_<name>(const Options&, const RunContext&, <injectable parts>)
-//     that the unit tests call with deliberately broken parts to show the check can fail;
-//   - a Check subclass that declares the options (framework/options.hpp) and calls that function,
-//     registered with KVLAB_REGISTER_CHECK(order, Class) so that `kvlab list` and `kvlab all`
-//     show it.
+// The Check interface the front end runs. A check is written in one of two shapes:
+//   - declared as data (framework/spec.hpp, the shape for new checks): a CheckDef of its spec,
+//     option table and measure / judge / present steps, registered with KVLAB_REGISTER_SPEC; a
+//     SpecCheck made from it implements this interface;
+//   - the older shape: an options struct, a pure function
+//     Result run_<name>(const Options&, const RunContext&, <injectable parts>) that the unit tests
+//     call with deliberately broken parts, and a Check subclass that declares the options
+//     (framework/options.hpp) and calls it, registered with KVLAB_REGISTER_CHECK(order, Class).
+// Either way `kvlab list`, `kvlab all`, ctest and the sweep see it.
 #pragma once
 
 #include <cstdint>
