@@ -14,6 +14,7 @@ CMAKE_FLAGS ?=
 CTEST_FLAGS ?= --repeat after-timeout:2
 
 # Debian packages kvlab builds with (the user's design card); nothing is downloaded at build time.
+# libutf8proc-dev: the terminal width of Chinese text (aligned tables under --lang zh).
 # python3 only runs the tests' JSON checks (tests/cli_test.sh); kvlab itself does not use it.
 # libopenblas-dev: sgemm for the fast float32 path's prefill (optional to the build,
 # chosen by measurement: docs/perf.md). python3-torch is needed only by `kvlab bench decode
@@ -22,7 +23,7 @@ CTEST_FLAGS ?= --repeat after-timeout:2
 # clang, libclang-rt-14-dev (its sanitizer runtimes) and libomp-dev (its OpenMP): the sanitizer
 # stage of `make test` is compiled with clang: with its precompiled headers, less than half of
 # g++'s CPU per file, and a sanitized process starts 4x faster (docs/perf.md, "CI time").
-DEB_PACKAGES := cmake g++ make libcli11-dev libfmt-dev libeigen3-dev doctest-dev nlohmann-json3-dev python3 \
+DEB_PACKAGES := cmake g++ make libcli11-dev libfmt-dev libeigen3-dev doctest-dev nlohmann-json3-dev libutf8proc-dev python3 \
                 libopenblas-dev fortunes clang libclang-rt-14-dev libomp-dev
 
 # libFuzzer needs clang (already in DEB_PACKAGES, for the sanitizer stage).

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.hpp"
+#include "report/lang.hpp"
 
 namespace kvlab {
 namespace {
@@ -28,25 +29,6 @@ std::string cell_text(const Cell& c) {
   if (auto s = std::get_if<std::string>(&c)) return *s;
   if (auto i = std::get_if<std::int64_t>(&c)) return group_thousands(*i);
   return format_number(std::get<double>(c));
-}
-
-// Display width of a UTF-8 string in a terminal: one column per code point, two for the wide
-// East Asian ranges (the documents' Chinese words, e.g. "839 万").
-std::size_t display_width(const std::string& s) {
-  std::size_t width = 0;
-  for (std::size_t i = 0; i < s.size();) {
-    const auto lead = static_cast<unsigned char>(s[i]);
-    const int len = lead < 0x80 ? 1 : (lead >> 5) == 0x6 ? 2 : (lead >> 4) == 0xE ? 3 : 4;
-    char32_t cp = len == 1 ? lead : lead & (0x7F >> len);
-    for (int k = 1; k < len && i + k < s.size(); ++k) cp = (cp << 6) | (static_cast<unsigned char>(s[i + k]) & 0x3F);
-    const bool wide = (cp >= 0x1100 && cp <= 0x115F) || (cp >= 0x2E80 && cp <= 0xA4CF) ||
-                      (cp >= 0xAC00 && cp <= 0xD7A3) || (cp >= 0xF900 && cp <= 0xFAFF) ||
-                      (cp >= 0xFE30 && cp <= 0xFE4F) || (cp >= 0xFF00 && cp <= 0xFF60) ||
-                      (cp >= 0xFFE0 && cp <= 0xFFE6);
-    width += wide ? 2 : 1;
-    i += static_cast<std::size_t>(len);
-  }
-  return width;
 }
 
 void write_text_table(std::ostream& out, const Table& t) {
