@@ -93,6 +93,7 @@ Result run_impl(const ClaOptions& o, const RunContext& ctx, const ClaCacheMaker<
                     .why = "exact: a ratio of two counts, each divided once",
                     .measured = static_cast<double>(bytes) / static_cast<double>(base_bytes)};
   ratio.document = "不同层之间共享相同的 KV Cache (003 part 2)";
+  ratio.headline = true;  // the saving the claim is about
   r.expect(ratio);
   const std::uint64_t params = kv_parameters(model), base_params = kv_parameters(baseline);
   const std::uint64_t d = static_cast<std::uint64_t>(cfg.d_model);

@@ -453,7 +453,10 @@ Result calculator(const KvSizeOptions& o, const KvSizeParts& parts) {
                         m.name, q.batch, q.ctx, cache_dtype_name(q.dtype)),
             "004 §1.4; 000 §2.1", "B", static_cast<double>(counted_bits) / 8.0, 0.0,
             "two integer counts of the same cache: exact",
-            static_cast<double>(s.total_bits) / 8.0, std::nullopt, ""});
+            static_cast<double>(s.total_bits) / 8.0, std::nullopt, ""}).headline = true;
+  // The student's answer, first: in GiB and GB (the course's trap), and exact bytes.
+  r.answer = fmt::format("{} GiB = {} GB ({} B)", format_number(total / kGiB), format_number(total / kGB),
+                         format_number(total));
 
   // 3. A layout kvlab did not fully read: no PASS on the total it built.
   r.warnings = m.warnings;

@@ -248,6 +248,7 @@ Result run_spec_alpha(const SpecAlphaOptions& o, const RunContext& ctx,
        fmt::format("float64: (3V + 2)·u, V = {}, u = 2^-53, + largest |Σp + Σq − 2|/2 = {:.1g}",
                    o.vocab, deviation_max),
        identity_max, std::nullopt, ""});
+  if (!mc_rows.empty()) mc_rows.front().headline = true;  // α on the headline pair answers the claim
   for (auto& e : mc_rows) r.expect(std::move(e));
 
   // Sanity [d] as the document states it, on the headline pair. It joins the verdict only where it

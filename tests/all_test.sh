@@ -23,6 +23,25 @@ else
     *" passed, 0 failed") echo "ok: all ends with '$last'" ;;
     *) echo "FAIL: all ends with '$last'"; failures=$((failures + 1)) ;;
   esac
+  # One screen: at most 60 lines, none wider than 100 terminal columns (a Chinese character
+  # takes two), one line per check that ran.
+  if printf '%s\n' "$text" | python3 -c '
+import sys, unicodedata
+lines = sys.stdin.read().splitlines()
+width = lambda l: sum(2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in l)
+wide = [l for l in lines if width(l) > 100]
+assert len(lines) <= 60 and not wide, (len(lines), wide)'; then
+    echo "ok: all fits one screen (<= 60 lines, <= 100 columns)"
+  else
+    echo "FAIL: all is longer than 60 lines or wider than 100 columns"; failures=$((failures + 1))
+  fi
+  # --lang zh: the same summary in Chinese, aligned the same way.
+  zh=$("$kvlab" all --lang zh); rc=$?
+  if [ "$rc" = 0 ] && printf '%s' "$zh" | grep -q '成立' && [ "$(printf '%s\n' "$zh" | wc -l)" = "$(printf '%s\n' "$text" | wc -l)" ]; then
+    echo "ok: all --lang zh"
+  else
+    echo "FAIL: all --lang zh (exit $rc)"; failures=$((failures + 1))
+  fi
 fi
 
 # JSON: exit 0, the contract's document (every result passed), and no benchmark in it
@@ -38,6 +57,47 @@ if printf '%s' "$json" | grep -qE '"(cpu-roofline|spec-wallclock)"'; then
   echo "FAIL: kvlab all ran a benchmark (cpu-roofline or spec-wallclock)"; failures=$((failures + 1))
 else
   echo "ok: kvlab all leaves the benchmark out"
+fi
+
+# JSON: every result has the headline (document, kvlab, verdict).
+if printf '%s' "$json" | python3 -c '
+import json, sys
+for r in json.load(sys.stdin)["results"]:
+    h = r["headline"]
+    assert {"document", "kvlab", "verdict"} <= set(h), r["check"]
+    assert h["verdict"] in ("held", "held_document_off", "did_not_hold", "skipped"), (r["check"], h)'; then
+  echo "ok: every result has its headline"
+else
+  echo "FAIL: a result without its headline"; failures=$((failures + 1))
+fi
+
+# --only runs the checks named (a benchmark too), --quiet shows only what did not hold, --full
+# prints each report; a name that is no check is refused before anything runs.
+only=$("$kvlab" all --only kv-size,max-batch); rc=$?
+if [ "$rc" = 0 ] && [ "$(printf '%s\n' "$only" | grep -cE '^  (kv-size|max-batch) ')" = 2 ] &&
+   [ "$(printf '%s\n' "$only" | tail -n 1)" = "2 passed, 0 failed" ]; then
+  echo "ok: all --only kv-size,max-batch"
+else
+  echo "FAIL: all --only kv-size,max-batch (exit $rc): $only"; failures=$((failures + 1))
+fi
+quiet=$("$kvlab" all --only kv-size --quiet); rc=$?
+if [ "$rc" = 0 ] && ! printf '%s' "$quiet" | grep -q '^  kv-size'; then
+  echo "ok: all --quiet hides what held"
+else
+  echo "FAIL: all --quiet (exit $rc): $quiet"; failures=$((failures + 1))
+fi
+full=$("$kvlab" all --only max-batch --full); rc=$?
+if [ "$rc" = 0 ] && printf '%s' "$full" | grep -q '^claims checked' &&
+   printf '%s\n' "$full" | head -n 5 | grep -q '^verdict: HELD'; then
+  echo "ok: all --full prints the reports, the verdict in each one's first lines"
+else
+  echo "FAIL: all --full (exit $rc)"; failures=$((failures + 1))
+fi
+err=$("$kvlab" all --only no-such-check 2>&1 > /dev/null); rc=$?
+if [ "$rc" = 2 ] && [ "$err" = "kvlab: --only: no check named 'no-such-check'; \`kvlab list\` shows them" ]; then
+  echo "ok: all --only no-such-check -> 2, one line naming it"
+else
+  echo "FAIL: all --only no-such-check exited $rc: $err"; failures=$((failures + 1))
 fi
 
 echo "all: $failures failure(s)"

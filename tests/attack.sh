@@ -63,9 +63,9 @@ attack() {
   contract "$name" "$allowed"
 }
 
-# no_pass NAME: the last run printed no PASS and no JSON "pass" verdict.
+# no_pass NAME: the last run printed no passing verdict (text "verdict: HELD", JSON "pass").
 no_pass() {
-  if grep -q -e 'PASS' -e '"status": *"pass"' out.txt; then fail "$1: PASS on a non-finite forward"; fi
+  if grep -q -e 'PASS' -e 'verdict: HELD' -e '"status": *"pass"' out.txt; then fail "$1: PASS on a non-finite forward"; fi
 }
 
 # keep FILE / kept NAME FILE: remember a file's bytes, then assert they are unchanged.
@@ -374,7 +374,7 @@ for check in $model_checks; do
     pair) attack "$check on over_head" '0|1|2' "$check" --weights over_head.safetensors --draft-weights d.safetensors ;;
     *) attack "$check on over_head" '0|1|2' "$check" --weights over_head.safetensors ;;
   esac
-  if grep -q PASS out.txt && grep -qiw -e nan -e inf out.txt; then fail "$check on over_head: PASS beside nan/inf"; fi
+  if grep -q -e PASS -e 'verdict: HELD' out.txt && grep -qiw -e nan -e inf out.txt; then fail "$check on over_head: PASS beside nan/inf"; fi
 done
 for f in over_all over_attn; do
   for check in $model_checks; do

@@ -1,6 +1,7 @@
 // Determinism: every registered check, run twice with the same seed, gives the same
 // output byte for byte in every format, timings aside; and none of its rows is one that cannot
-// fail (the run is the same, so the test rides along). Timing is the one thing allowed to vary,
+// fail, and its verdict is within its first five lines (the run is the same, so the tests ride
+// along). Timing is the one thing allowed to vary,
 // and it is marked: tables whose title starts with "timing" and metrics named seconds_*
 // (docs/design.md, "Output contract").
 #include <doctest/doctest.h>
@@ -21,9 +22,9 @@ Result without_timing(Result r) {
   return r;
 }
 
-std::string render(const Result& r, Format f) {
+std::string render(const Result& r, Format f, Lang lang = Lang::en) {
   std::ostringstream out;
-  write_result(out, r, f);
+  write_result(out, r, f, lang);
   return out.str();
 }
 
@@ -42,6 +43,16 @@ TEST_CASE("every check prints the same output twice for the same seed (timings a
     const Result a = without_timing(first[i]->run(ctx));
     const Result b = without_timing(second[i]->run(ctx));
     for (Format f : {Format::text, Format::json, Format::csv, Format::md}) CHECK(render(a, f) == render(b, f));
+    // The answer first: the verdict is within the report's first five lines, in either language.
+    for (Lang lang : {Lang::en, Lang::zh}) {
+      CAPTURE(lang_code(lang));
+      std::istringstream text(render(a, Format::text, lang));
+      std::string line;
+      bool verdict_seen = false;
+      for (int n = 0; n < 5 && std::getline(text, line); ++n)
+        verdict_seen = verdict_seen || line.rfind(lang == Lang::zh ? "结论：" : "verdict: ", 0) == 0;
+      CHECK(verdict_seen);
+    }
     // And every row can fail: a tolerance is a number, with its reason, narrower than the largest
     // deviation the quantity's own range allows (Expectation::attainable).
     for (const Expectation& e : a.expectations) {

@@ -19,6 +19,7 @@
 //
 // Exit status: 0 every claim held, 1 a claim did not hold, 2 bad usage or input (or a failed CUDA
 // call), 3 internal error.
+#include <algorithm>
 #include <cstdint>
 #include <deque>
 #include <fstream>
@@ -50,6 +51,8 @@
 #include "framework/check.hpp"
 #include "framework/options.hpp"
 #include "framework/path_option.hpp"
+#include "framework/translations.hpp"
+#include "report/lang.hpp"
 
 namespace {
 
@@ -70,11 +73,23 @@ struct CommonFlags {
   bool plot_given = false;   ///< --plot was on the command line ('' is refused, not "no plot")
   std::string weights;       ///< --weights FILE ("" = seeded random model); only with uses_weights()
   std::string draft_weights; ///< --draft-weights FILE (the draft); only with uses_draft_weights()
+  std::optional<std::string> lang;  ///< --lang en|zh (unset: KVLAB_LANG, else en)
+};
+
+/// What only `kvlab all` takes.
+struct AllFlags {
+  bool bench = false;  ///< also run the benchmarks
+  bool full = false;   ///< every complete report instead of one line per check
+  bool quiet = false;  ///< only the checks that did not hold
+  std::vector<std::string> only;  ///< run only these checks ("" = all)
 };
 
 void add_common_flags(CLI::App& sub, CommonFlags& f) {
   sub.add_option("--format", f.format, "Output: text (default), md, csv (tables only) or json")
       ->check(CLI::IsMember({"text", "md", "csv", "json"}));
+  sub.add_option("--lang", f.lang,
+                 "Language of the headline, verdicts and column names: en or zh (default: KVLAB_LANG, else en)")
+      ->check(CLI::IsMember({"en", "zh"}));
   sub.add_option("--seed", f.seed, "Seed of every random draw (same seed, same output)")
       ->check(kvlab::checks::IntRange(0, std::numeric_limits<std::int64_t>::max()));
   sub.add_option("--dtype", f.dtype, "Model arithmetic: f64 (default, as the course) or f32")
@@ -150,14 +165,26 @@ int run_one(Check& check, const CommonFlags& flags) {
     // itself is not created or touched until the drawing is complete.
     if (!plot->terminal) kvlab::check_output_target(plot->svg_path, "--plot");
   }
-  const kvlab::Result result = check.run(resolve(flags, check));
-  kvlab::write_result(std::cout, result, format);
+  const kvlab::Lang lang = kvlab::resolve_lang(flags.lang);
+  kvlab::Result result = check.run(resolve(flags, check));
+  result.claim_zh = kvlab::checks::claim_zh(check.name());
+  kvlab::write_result(std::cout, result, format, lang);
   if (plot) draw_plots(result, *plot, format);
   return result.passed() ? 0 : kExitFail;
 }
 
-int run_all(const CommonFlags& flags, bool with_bench) {
+int run_all(const CommonFlags& flags, const AllFlags& all) {
   const auto format = kvlab::parse_format(flags.format);
+  const kvlab::AllView view{all.full, all.quiet, kvlab::resolve_lang(flags.lang)};
+  auto checks = kvlab::checks::make_all_checks();
+  for (const auto& name : all.only) {  // a typo is refused before anything runs
+    const bool known = std::any_of(checks.begin(), checks.end(), [&](const auto& c) { return c->name() == name; });
+    if (!known) throw kvlab::InputError("--only: no check named '" + name + "'; `kvlab list` shows them");
+  }
+  auto selected = [&](const Check& c) {
+    return all.only.empty() ? !c.is_bench() || all.bench
+                            : std::find(all.only.begin(), all.only.end(), c.name()) != all.only.end();
+  };
   // `all --device cuda`: the checks with a CUDA path run on the GPU, the others on the CPU (each
   // says so); without a GPU it is refused once, here, like a single check's --device cuda.
   const bool cuda = kvlab::parse_device(flags.device) == kvlab::DeviceRequest::cuda;
@@ -166,8 +193,8 @@ int run_all(const CommonFlags& flags, bool with_bench) {
   if (cuda && f64_asked)
     throw kvlab::InputError("--dtype f64: the CUDA backend computes in float32; use --dtype f32 or --device cpu");
   std::vector<kvlab::Result> results;
-  for (auto& check : kvlab::checks::make_all_checks()) {
-    if (check->is_bench() && !with_bench) continue;  // benchmarks take minutes: `all --bench`
+  for (auto& check : checks) {
+    if (!selected(*check)) continue;  // benchmarks take minutes: `all --bench` or `--only NAME`
     CommonFlags own = flags;
     own.dtype_given = f64_asked && check->uses_dtype();  // an explicit f64 keeps `auto` on the CPU
     if (cuda && !check->has_cuda()) own.device = "cpu";
@@ -178,8 +205,9 @@ int run_all(const CommonFlags& flags, bool with_bench) {
     if (flags.dtype != "f64" && !check->uses_dtype())  // one rule for every check, not a note in each
       results.back().notes.push_back("--dtype " + flags.dtype + " does not apply here: " + check->name() +
                                      " computes in float64 or exact integers, without a model dtype.");
+    results.back().claim_zh = kvlab::checks::claim_zh(check->name());
   }
-  kvlab::write_all(std::cout, results, format);
+  kvlab::write_all(std::cout, results, format, view);
   for (const auto& r : results)
     if (!r.passed()) return kExitFail;
   return 0;
@@ -286,11 +314,20 @@ int run_cli(int argc, char** argv) {
   explain->add_option("check", explain_name, "A check's name, as `kvlab list` prints it")->required();
 
   CommonFlags all_flags;
-  auto* all = app.add_subcommand("all", "Run every check with its defaults; ends 'N passed, M failed'");
+  auto* all = app.add_subcommand(
+      "all", "Run every check with its defaults: one line each (verdict, the document's and kvlab's figures), "
+             "the errata count, and 'N passed, M failed'");
   add_common_flags(*all, all_flags);
   all->get_option("--dtype")->each([&all_flags](const std::string&) { all_flags.dtype_given = true; });
-  bool all_bench = false;
-  all->add_flag("--bench", all_bench, "Also run the benchmarks (cpu-roofline, spec-wallclock: about a minute each)");
+  AllFlags all_only;
+  all->add_flag("--bench", all_only.bench, "Also run the benchmarks (cpu-roofline, spec-wallclock: about a minute each)");
+  all->add_flag("--full", all_only.full, "Print every check's complete report instead of one line per check");
+  all->add_flag("--quiet", all_only.quiet, "Show only the checks that did not hold (the counts still cover all)");
+  all->add_option("--only", all_only.only, "Run only these checks: NAME,NAME (a benchmark named here runs too)")
+      ->delimiter(',');
+  all->footer("Each line: the check, its verdict (held; held * = held, but a figure of the document is off; DID NOT "
+              "HOLD; skipped), the document's figure and kvlab's. `kvlab NAME` prints one check's report, "
+              "`kvlab errata` explains the document figures that are off.");
 
   kvlab::app::MachineFlags machine_flags;
   auto* machine = kvlab::app::add_machine_command(app, machine_flags);
@@ -362,7 +399,7 @@ int run_cli(int argc, char** argv) {
     if (machine->parsed()) return kvlab::app::run_machine(machine_flags, std::cout);
     if (bench->parsed()) return kvlab::app::run_bench(bench_flags, std::cout);
     if (parity->parsed()) return kvlab::app::run_parity_command(parity_flags, std::cout);
-    if (all->parsed()) return run_all(all_flags, all_bench);
+    if (all->parsed()) return run_all(all_flags, all_only);
     if (train->parsed()) return kvlab::app::run_train(train_flags, std::cout);
     if (model_init->parsed()) return kvlab::app::run_model_init(model_init_flags, std::cout);
     if (perplexity->parsed()) return kvlab::app::run_perplexity(perplexity_flags, std::cout);

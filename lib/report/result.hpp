@@ -76,6 +76,14 @@ struct Expectation {
   /// largest deviation this allows would make a row that cannot fail: the unit test over every
   /// check at its defaults refuses it (tests/checks/framework_test.cpp). Not written by the writers.
   std::optional<std::pair<double, double>> attainable;
+  /// The row whose figures answer the check's claim: its document and kvlab figures are the
+  /// headline (report/result.hpp: headline()). At most one row per result sets it; when none does,
+  /// the first erratum, else the first row with a stated figure, else the first row is the headline.
+  bool headline = false;
+  /// kvlab's own cross-check rather than a claim of the documents (the library against the
+  /// check's own arithmetic, a closed form against a tensor count): judged like any row, printed
+  /// under its own heading after the claims so that the reader meets the claims first.
+  bool cross_check = false;
 
   /// True when measured is finite and within tolerance of expected.
   bool holds() const;
@@ -111,6 +119,12 @@ struct Result {
   /// Tables the JSON writer also gives as a top-level key of the result object, an array of
   /// {column: value} objects (kv-size's "layer_groups"): the key and the index in `tables`.
   std::vector<std::pair<std::string, std::size_t>> table_keys;
+  /// kvlab's answer in words for the headline, when the headline row's measured value alone
+  /// would not say it (kv-size: "16 GiB (17,179,869,184 B)"); "" = the headline row's figure.
+  std::string answer;
+  /// The claim in Chinese for `--lang zh`; the front end fills it from the checks' translations
+  /// ("" = none: the English claim is shown).
+  std::string claim_zh;
 
   /// Every expectation holds (and there is at least one); also true when skipped (exit 0).
   bool passed() const;

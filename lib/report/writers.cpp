@@ -118,17 +118,64 @@ nlohmann::json cell_json(const Cell& c) {
   return std::get<double>(c);  // NaN/inf become null in the dump
 }
 
-std::vector<Table> all_tables(const Result& r) {
+std::vector<Table> all_tables(const Result& r, Lang lang = Lang::en) {
   std::vector<Table> tables;
-  if (!r.expectations.empty()) tables.push_back(expectation_table(r));
+  const bool any_claim = std::any_of(r.expectations.begin(), r.expectations.end(),
+                                     [](const Expectation& e) { return !e.cross_check; });
+  if (any_claim) tables.push_back(expectation_table(r, false, lang));
   tables.insert(tables.end(), r.tables.begin(), r.tables.end());
+  const bool any_cross = std::any_of(r.expectations.begin(), r.expectations.end(),
+                                     [](const Expectation& e) { return e.cross_check; });
+  if (any_cross) tables.push_back(expectation_table(r, true, lang));
   return tables;
 }
 
-void write_text(std::ostream& out, const Result& r) {
+// The verdict in the reader's words: which of three it is (plus skipped).
+std::string outcome_words(Outcome o, Lang lang) {
+  switch (o) {
+    case Outcome::held: return std::string(tr(lang, "HELD", "成立"));
+    case Outcome::held_document_off:
+      return std::string(tr(lang, "HELD, but the document's figure is off", "成立，但文档的数字有误"));
+    case Outcome::did_not_hold: return std::string(tr(lang, "DID NOT HOLD", "不成立"));
+    case Outcome::skipped: return std::string(tr(lang, "skipped", "跳过"));
+  }
+  return "";
+}
+
+// "(2 of 2 judged rows hold; 1 document figure off)" after the verdict words.
+std::string outcome_counts(const Headline& h, Lang lang) {
+  if (lang == Lang::zh)
+    return fmt::format("（{} 行判定中 {} 行成立{}）", h.judged, h.held,
+                       h.errata ? fmt::format("；文档数字有误 {} 处", h.errata) : "");
+  return fmt::format("({} of {} judged rows hold{})", h.held, h.judged,
+                     h.errata ? fmt::format("; {} document figure{} off", h.errata, h.errata == 1 ? "" : "s") : "");
+}
+
+std::string verdict_line(const Result& r, const Headline& h, Lang lang) {
+  const std::string label(tr(lang, "verdict: ", "结论："));
+  if (h.outcome == Outcome::skipped) return label + outcome_words(h.outcome, lang) + " (" + r.skipped + ")";
+  return label + outcome_words(h.outcome, lang) + (lang == Lang::zh ? "" : " ") + outcome_counts(h, lang);
+}
+
+// The answer first: at most five lines, the verdict among them.
+void write_headline(std::ostream& out, const Result& r, const Headline& h, Lang lang) {
   out << r.check << " — " << r.source << '\n';
-  out << "claim: " << r.claim << "\n\n";
-  for (const auto& t : all_tables(r)) {
+  const std::string& claim = lang == Lang::zh && !r.claim_zh.empty() ? r.claim_zh : r.claim;
+  out << tr(lang, "claim: ", "论断：") << claim << '\n';
+  if (h.outcome != Outcome::skipped)
+    out << fmt::format("{}{} · kvlab{}{}{}\n", tr(lang, "document: ", "文档："), h.document, tr(lang, ": ", "："),
+                       h.kvlab, h.quantity.empty() ? "" : "  (" + h.quantity + ")");
+  out << verdict_line(r, h, lang) << '\n';
+  if (h.outcome == Outcome::held_document_off)
+    out << tr(lang, "erratum: ", "勘误：") << (lang == Lang::zh ? h.erratum_zh : h.erratum)
+        << (h.errata > 1 ? fmt::format(fmt::runtime(tr(lang, " (+{} more below)", "（另 {} 处见下）")), h.errata - 1) : "") << '\n';
+}
+
+void write_text(std::ostream& out, const Result& r, Lang lang) {
+  const Headline h = headline(r);
+  write_headline(out, r, h, lang);
+  out << '\n';
+  for (const auto& t : all_tables(r, lang)) {
     write_text_table(out, t);
     out << '\n';
   }
@@ -138,22 +185,14 @@ void write_text(std::ostream& out, const Result& r) {
   }
   const auto errata = r.errata();
   if (!errata.empty()) {
-    out << "document errata (the document's figure, checked against kvlab's arithmetic):\n";
+    out << "document errata (the document's figure, checked against kvlab's arithmetic; `kvlab errata` lists them all):\n";
     for (const auto& e : errata) out << "  - ERRATUM " << e << '\n';
   }
   if (r.warnings && !r.warnings->empty()) {
     out << "warnings (kvlab is not sure of the totals above):\n";
     for (const auto& w : *r.warnings) out << "  - warning: " << w << '\n';
   }
-  const auto held = std::count_if(r.expectations.begin(), r.expectations.end(),
-                                  [](const Expectation& e) { return e.holds(); });
-  if (!r.skipped.empty()) {
-    out << "verdict: skipped (" << r.skipped << ")\n";
-    return;
-  }
-  out << fmt::format("verdict: {} ({} of {} expectations hold{})\n", r.passed() ? "PASS" : "FAIL",
-                     held, r.expectations.size(),
-                     errata.empty() ? "" : fmt::format("; {} document erratum/errata", errata.size()));
+  out << verdict_line(r, h, lang) << '\n';
 }
 
 }  // namespace
@@ -173,21 +212,119 @@ std::string format_number(double v) {
   return fmt::format("{:.6g}", v);
 }
 
-Table expectation_table(const Result& r) {
-  Table t{"claims checked",
-          {"quantity", "source", "document", "expected", "±", "measured", "unit", "verdict", "why ±"},
+const char* outcome_key(Outcome o) {
+  switch (o) {
+    case Outcome::held: return "held";
+    case Outcome::held_document_off: return "held_document_off";
+    case Outcome::did_not_hold: return "did_not_hold";
+    case Outcome::skipped: return "skipped";
+  }
+  return "";
+}
+
+namespace {
+
+// What the document says on a row: its figure in its words, its words, or "—".
+std::string document_text(const Expectation& e) {
+  return e.stated ? e.stated->text : e.document.empty() ? std::string("—") : e.document;
+}
+
+std::string figure_text(double v, const std::string& unit) {
+  return unit.empty() ? format_number(v) : format_number(v) + " " + unit;
+}
+
+// The range a row's measured value must fall in: "= 298" (exact), "0 ± 1e-12" (a small
+// tolerance, around zero or far below the value), else "[lo, hi]". A failing row prints every
+// digit, so that the bounds and the measured value never look equal.
+std::string allowed_text(const Expectation& e) {
+  const bool exact_digits = !e.holds();
+  auto num = [&](double v) { return exact_digits ? fmt::format("{:.17g}", v) : format_number(v); };
+  if (e.tolerance == 0) return "= " + num(e.expected);
+  if (e.expected == 0 || e.tolerance < 1e-3 * std::abs(e.expected)) return num(e.expected) + " ± " + num(e.tolerance);
+  return "[" + num(e.expected - e.tolerance) + ", " + num(e.expected + e.tolerance) + "]";
+}
+
+std::string row_verdict(const Expectation& e, Lang lang) {
+  std::string v = e.holds() ? std::string(tr(lang, "held", "成立"))
+                  : std::isfinite(e.measured) ? std::string(tr(lang, "NOT HELD", "不成立"))
+                                              : std::string(tr(lang, "NOT HELD (not finite)", "不成立（非有限值）"));
+  if (e.is_erratum()) v += tr(lang, ", document off", "，文档有误");
+  return v;
+}
+
+// The index of the headline row (see headline()); expectations must not be empty.
+std::size_t headline_index(const Result& r) {
+  const auto& ex = r.expectations;
+  auto first = [&](auto pred) -> std::optional<std::size_t> {
+    for (std::size_t i = 0; i < ex.size(); ++i)
+      if (pred(ex[i])) return i;
+    return std::nullopt;
+  };
+  if (!r.passed()) return *first([](const Expectation& e) { return !e.holds(); });
+  if (auto i = first([](const Expectation& e) { return e.headline; })) return *i;
+  if (auto i = first([](const Expectation& e) { return e.is_erratum(); })) return *i;
+  if (auto i = first([](const Expectation& e) { return e.stated.has_value(); })) return *i;
+  if (auto i = first([](const Expectation& e) { return !e.cross_check; })) return *i;
+  return 0;
+}
+
+}  // namespace
+
+Headline headline(const Result& r) {
+  Headline h;
+  h.judged = r.expectations.size();
+  for (const auto& e : r.expectations) {
+    h.held += e.holds() ? 1 : 0;
+    h.errata += e.is_erratum() ? 1 : 0;
+  }
+  h.outcome = !r.skipped.empty() ? Outcome::skipped
+              : !r.passed()      ? Outcome::did_not_hold
+              : h.errata > 0     ? Outcome::held_document_off
+                                 : Outcome::held;
+  h.document = "—";
+  h.kvlab = "—";
+  if (r.expectations.empty()) return h;
+  const Expectation& e = r.expectations[headline_index(r)];
+  h.quantity = e.quantity;
+  h.document = document_text(e);
+  h.kvlab = h.outcome != Outcome::did_not_hold && !r.answer.empty() ? r.answer : figure_text(e.measured, e.unit);
+  for (const auto& x : r.expectations)
+    if (x.is_erratum()) {
+      // The document's figure in the row's unit too, when its words do not show that number
+      // ("≈ 1.25 GB" read in GiB is 1.16415; "1–5%" is the range 1–5 %): a unit slip then reads as
+      // one. Then the arithmetic, the why of the erratum.
+      const Stated& st = *x.stated;
+      std::string in_unit;
+      if (st.text.find(format_number(st.value)) == std::string::npos)
+        in_unit = st.precision >= 0.1 * std::abs(st.value)
+                      ? fmt::format("{}–{}", format_number(st.value - st.precision),
+                                    format_number(st.value + st.precision))
+                      : format_number(st.value);
+      if (!in_unit.empty() && !x.unit.empty()) in_unit += " " + x.unit;
+      const std::string why = x.arithmetic.empty() ? "" : ": " + x.arithmetic;
+      h.erratum = fmt::format("{}: the document says {}{}; kvlab has {}{}", x.source, st.text,
+                              in_unit.empty() ? "" : " (= " + in_unit + ")", figure_text(x.measured, x.unit), why);
+      h.erratum_zh = fmt::format("{}：文档写 {}{}；kvlab 得 {}{}", x.source, st.text,
+                                 in_unit.empty() ? "" : "（= " + in_unit + "）", figure_text(x.measured, x.unit),
+                                 x.arithmetic.empty() ? "" : "：" + x.arithmetic);
+      break;
+    }
+  return h;
+}
+
+Table expectation_table(const Result& r, bool cross_checks, Lang lang) {
+  Table t{cross_checks ? std::string(tr(lang, "kvlab's own cross-checks (the library against the check's own arithmetic)",
+                                        "kvlab 的自检（库函数对照本检查自己的算术）"))
+                       : std::string(tr(lang, "claims checked", "判定的论断")),
+          {std::string(tr(lang, "quantity", "量")), std::string(tr(lang, "source", "出处")),
+           std::string(tr(lang, "document", "文档")), "kvlab", std::string(tr(lang, "allowed", "允许")),
+           std::string(tr(lang, "unit", "单位")), std::string(tr(lang, "verdict", "结论")),
+           std::string(tr(lang, "why allowed", "允许范围的依据"))},
           {}};
   for (const auto& e : r.expectations) {
-    std::string verdict = e.holds() ? "pass" : std::isfinite(e.measured) ? "FAIL" : "FAIL (measured is not finite)";
-    if (e.is_erratum()) verdict += ", erratum";
-    const std::string document = e.stated ? e.stated->text : e.document.empty() ? std::string("—") : e.document;
-    if (e.holds()) {
-      t.rows.push_back({e.quantity, e.source, document, e.expected, e.tolerance, e.measured, e.unit, verdict, e.why});
-    } else {  // a failing row shows every digit, so that expected and measured never look equal
-      auto exact = [](double v) { return fmt::format("{:.17g}", v); };
-      t.rows.push_back({e.quantity, e.source, document, exact(e.expected), exact(e.tolerance), exact(e.measured),
-                        e.unit, verdict, e.why});
-    }
+    if (e.cross_check != cross_checks) continue;
+    const Cell kvlab = e.holds() ? Cell{e.measured} : Cell{fmt::format("{:.17g}", e.measured)};
+    t.rows.push_back({e.quantity, e.source, document_text(e), kvlab, allowed_text(e), e.unit, row_verdict(e, lang), e.why});
   }
   return t;
 }
@@ -198,6 +335,9 @@ nlohmann::json to_json(const Result& r) {
   j["source"] = r.source;
   j["claim"] = r.claim;
   j["status"] = !r.skipped.empty() ? "skipped" : r.passed() ? "pass" : "fail";
+  const Headline h = headline(r);
+  j["headline"] = {{"document", h.document}, {"kvlab", h.kvlab}, {"verdict", outcome_key(h.outcome)},
+                   {"quantity", h.quantity}, {"erratum", h.erratum}};
   if (!r.skipped.empty()) j["skipped"] = r.skipped;
   j["metrics"] = nlohmann::json::object();
   // Not a structured binding: clang 14 (the fuzz build) cannot capture one in a lambda.
@@ -214,6 +354,7 @@ nlohmann::json to_json(const Result& r) {
       x["document_value"] = e.stated->value;
       x["erratum"] = e.is_erratum();
     }
+    if (e.cross_check) x["cross_check"] = true;
     j["expectations"].push_back(std::move(x));
   }
   j["tables"] = nlohmann::json::array();
@@ -265,44 +406,88 @@ std::string json_text(const nlohmann::json& j, int indent) {
   return j.dump(indent, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
-void write_result(std::ostream& out, const Result& r, Format f) {
+void write_result(std::ostream& out, const Result& r, Format f, Lang lang) {
+  const Headline h = headline(r);
+  const std::string& claim = lang == Lang::zh && !r.claim_zh.empty() ? r.claim_zh : r.claim;
   switch (f) {
-    case Format::text: write_text(out, r); break;
+    case Format::text: write_text(out, r, lang); break;
     case Format::json: out << json_text(to_json(r)) << '\n'; break;
     case Format::md:
-      out << "### " << r.check << " (" << r.source << ")\n\n" << r.claim << "\n\n";
-      for (const auto& t : all_tables(r)) write_md_table(out, t);
+      out << "### " << r.check << " (" << r.source << ")\n\n" << claim << "\n\n";
+      if (h.outcome != Outcome::skipped)
+        out << "- " << tr(lang, "document", "文档") << ": " << md_escape(h.document) << "\n- kvlab: " << md_escape(h.kvlab)
+            << (h.quantity.empty() ? "" : " (" + md_escape(h.quantity) + ")") << '\n';
+      out << "- **" << verdict_line(r, h, lang) << "**\n\n";
+      for (const auto& t : all_tables(r, lang)) write_md_table(out, t);
       for (const auto& e : r.errata()) out << "- ERRATUM " << e << "\n";
       if (r.warnings)
         for (const auto& w : *r.warnings) out << "- warning: " << w << "\n";
-      out << "\n**verdict: " << (!r.skipped.empty() ? "skipped (" + r.skipped + ")" : r.passed() ? "PASS" : "FAIL")
-          << "**\n\n";
+      out << '\n';
       break;
-    case Format::csv:  // the tables; '#' lines name the check, each table and the verdict
-      out << "# check: " << r.check << " (" << r.source << "), verdict: "
-          << (!r.skipped.empty() ? "skipped" : r.passed() ? "PASS" : "FAIL") << "\n";
+    case Format::csv:  // the tables; '#' lines name the check, its headline and each table
+      out << "# check: " << r.check << " (" << r.source << "), verdict: " << outcome_key(h.outcome) << "\n";
+      if (h.outcome != Outcome::skipped) out << "# document: " << h.document << "; kvlab: " << h.kvlab << "\n";
       if (r.warnings)
         for (const auto& w : *r.warnings) out << "# warning: " << w << "\n";
-      for (const auto& t : all_tables(r)) write_csv_table(out, t);
+      for (const auto& t : all_tables(r, lang)) write_csv_table(out, t);
       break;
   }
 }
 
-void write_all(std::ostream& out, const std::vector<Result>& results, Format f) {
+namespace {
+
+// `kvlab all` on one screen: one line per check (name, verdict, the headline's two figures).
+void write_all_summary(std::ostream& out, const std::vector<Result>& results, const AllView& view) {
+  const Lang lang = view.lang;
+  Table t{"", {std::string(tr(lang, "check", "检查")), std::string(tr(lang, "verdict", "结论")),
+               std::string(tr(lang, "document", "文档")), "kvlab"}, {}};
+  std::size_t errata_checks = 0, errata = 0;
+  for (const auto& r : results) {
+    const Headline h = headline(r);
+    errata += h.errata;
+    errata_checks += h.errata > 0 ? 1 : 0;
+    if (view.quiet && h.outcome != Outcome::did_not_hold) continue;
+    std::string verdict = h.outcome == Outcome::held_document_off ? std::string(tr(lang, "held *", "成立 *"))
+                          : h.outcome == Outcome::held             ? std::string(tr(lang, "held", "成立"))
+                                                                   : outcome_words(h.outcome, lang);
+    if (h.outcome == Outcome::skipped) {
+      t.rows.push_back({r.check, verdict, fit_width(r.skipped, 56), std::string()});
+      continue;
+    }
+    t.rows.push_back({r.check, verdict, fit_width(h.document, 30), fit_width(h.kvlab, 26)});
+  }
+  if (!t.rows.empty()) write_text_table(out, t);
+  if (errata > 0)
+    out << fmt::format(fmt::runtime(tr(lang, "* {} document figures ({} checks) are off: `kvlab errata` explains each; `kvlab NAME` shows one\n",
+                                       "* {} 个文档数字（{} 项检查）有误：`kvlab errata` 逐条解释；`kvlab 检查名` 显示单项\n")),
+                       errata, errata_checks);
+}
+
+}  // namespace
+
+void write_all(std::ostream& out, const std::vector<Result>& results, Format f, const AllView& view) {
   const auto passed = std::count_if(results.begin(), results.end(),
                                     [](const Result& r) { return r.passed(); });
   const auto failed = static_cast<long>(results.size()) - passed;
+  auto shown = [&](const Result& r) { return !view.quiet || !r.passed(); };
   if (f == Format::json) {
     nlohmann::json j{{"results", nlohmann::json::array()}, {"passed", passed}, {"failed", failed}};
-    for (const auto& r : results) j["results"].push_back(to_json(r));
+    for (const auto& r : results)
+      if (shown(r)) j["results"].push_back(to_json(r));
     out << json_text(j) << '\n';
+    return;
+  }
+  if (f == Format::text && !view.full) {
+    write_all_summary(out, results, view);
+    out << passed << " passed, " << failed << " failed\n";
     return;
   }
   std::size_t errata = 0;
   for (const auto& r : results) {
-    write_result(out, r, f);
-    if (f == Format::text) out << '\n';
     errata += r.errata().size();
+    if (!shown(r)) continue;
+    write_result(out, r, f, view.lang);
+    if (f == Format::text) out << '\n';
   }
   if (f == Format::text) {
     if (errata > 0) out << errata << " document errata reported above (they do not fail a check)\n";

@@ -1,0 +1,154 @@
+// lib/report/writers: the headline (answer first), the claims table's columns and `kvlab all`'s
+// one-screen summary, on hand-made results; and the terminal width of Chinese text.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <limits>
+#include <sstream>
+#include <string>
+
+#include "core/error.hpp"
+#include "report/lang.hpp"
+#include "report/writers.hpp"
+
+using namespace kvlab;
+
+namespace {
+
+Expectation row(const std::string& quantity, double expected, double tolerance, double measured) {
+  return Expectation{.quantity = quantity, .source = "000 §2.3", .unit = "sequences", .expected = expected,
+                     .tolerance = tolerance, .why = "exact", .measured = measured};
+}
+
+Result max_batch_like() {
+  Result r{.check = "max-batch", .source = "000 §2.3", .claim = "max batch on 8 × A100-80GB"};
+  r.expect(row("weights", 140, 0.5, 140)).stated = Stated::parse("140", "≈ 140 GB");
+  r.expect(row("max batch", 298, 0.5, 298)).stated = Stated::parse("320", "≈ 400 / 1.25 ≈ 320");
+  return r;
+}
+
+std::string text_of(const Result& r, Lang lang = Lang::en) {
+  std::ostringstream out;
+  write_result(out, r, Format::text, lang);
+  return out.str();
+}
+
+std::string first_lines(const std::string& text, int n) {
+  std::istringstream in(text);
+  std::string line, out;
+  for (int i = 0; i < n && std::getline(in, line); ++i) out += line + "\n";
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("headline: held, held but the document's figure is off, did not hold, skipped") {
+  Result r = max_batch_like();
+  Headline h = headline(r);
+  CHECK(h.outcome == Outcome::held_document_off);
+  CHECK(h.document == "≈ 400 / 1.25 ≈ 320");  // the erratum's row, not the first row
+  CHECK(h.kvlab == "298 sequences");
+  CHECK(h.errata == 1);
+  CHECK(h.erratum.find("320") != std::string::npos);
+  CHECK(std::string(outcome_key(h.outcome)) == "held_document_off");
+
+  r.expectations[1].stated = Stated::parse("298");  // the document right: plain held
+  CHECK(headline(r).outcome == Outcome::held);
+  CHECK(headline(r).document == "≈ 140 GB");        // first row with a stated figure
+
+  r.expectations[0].measured = 141;  // a row broken: did not hold, and the headline shows that row
+  h = headline(r);
+  CHECK(h.outcome == Outcome::did_not_hold);
+  CHECK(h.quantity == "weights");
+  CHECK(h.kvlab == "141 sequences");
+
+  r.expectations[0].measured = std::numeric_limits<double>::quiet_NaN();  // NaN never holds
+  CHECK(headline(r).outcome == Outcome::did_not_hold);
+
+  Result s{.check = "spec-real", .skipped = "the trained pair is not here"};
+  CHECK(headline(s).outcome == Outcome::skipped);
+}
+
+TEST_CASE("headline: a marked row and Result::answer win over the default row") {
+  Result r = max_batch_like();
+  r.expectations[0].headline = true;
+  r.answer = "140 GB of weights";
+  const Headline h = headline(r);
+  CHECK(h.quantity == "weights");
+  CHECK(h.kvlab == "140 GB of weights");
+  CHECK(h.outcome == Outcome::held_document_off);  // the verdict still counts every row
+}
+
+TEST_CASE("text report: the verdict within the first five lines, in English and Chinese") {
+  const Result r = max_batch_like();
+  const std::string en = first_lines(text_of(r), 5);
+  CHECK(en.find("verdict: HELD, but the document's figure is off (2 of 2 judged rows hold; 1 document figure off)") !=
+        std::string::npos);
+  CHECK(en.find("document: ≈ 400 / 1.25 ≈ 320 · kvlab: 298 sequences") != std::string::npos);
+  CHECK(en.find("erratum: ") != std::string::npos);
+  const std::string zh = first_lines(text_of(r, Lang::zh), 5);
+  CHECK(zh.find("结论：成立，但文档的数字有误") != std::string::npos);
+
+  Result broken = max_batch_like();
+  broken.expectations[1].measured = 297;
+  CHECK(first_lines(text_of(broken), 5).find("verdict: DID NOT HOLD") != std::string::npos);
+}
+
+TEST_CASE("claims table: document, kvlab, allowed as a range, verdict; cross-checks apart") {
+  Result r = max_batch_like();
+  r.expect(row("a range", 7.5, 7.5, 15));
+  r.expect(row("a rounding", 2.0, 1e-12, 2.0));
+  r.expect(row("self", 1, 0, 1)).cross_check = true;
+  const Table t = expectation_table(r);
+  CHECK(t.columns == std::vector<std::string>{"quantity", "source", "document", "kvlab", "allowed", "unit",
+                                              "verdict", "why allowed"});
+  REQUIRE(t.rows.size() == 4);  // the cross-check is not among the claims
+  CHECK(std::get<std::string>(t.rows[1][4]) == "[297.5, 298.5]");
+  CHECK(std::get<std::string>(t.rows[1][6]) == "held, document off");
+  CHECK(std::get<std::string>(t.rows[2][4]) == "[0, 15]");  // not "7.5 ± 7.5"
+  CHECK(std::get<std::string>(t.rows[3][4]) == "2 ± 1e-12");
+  const Table cross = expectation_table(r, true);
+  REQUIRE(cross.rows.size() == 1);
+  CHECK(std::get<std::string>(cross.rows[0][4]) == "= 1");
+  const std::string text = text_of(r);
+  CHECK(text.find("kvlab's own cross-checks") > text.find("claims checked"));
+}
+
+TEST_CASE("all: one line per check, the errata count, and the summary line; --quiet and --full") {
+  std::vector<Result> results{max_batch_like(), max_batch_like()};
+  results[1].check = "broken";
+  results[1].expectations[0].measured = 0;
+  std::ostringstream summary, quiet, full;
+  write_all(summary, results, Format::text);
+  const std::string s = summary.str();
+  CHECK(s.find("max-batch") != std::string::npos);
+  CHECK(s.find("held *") != std::string::npos);
+  CHECK(s.find("DID NOT HOLD") != std::string::npos);
+  CHECK(s.find("`kvlab errata`") != std::string::npos);
+  CHECK(s.find("claims checked") == std::string::npos);  // no report in the summary
+  CHECK(s.substr(s.size() - std::string("1 passed, 1 failed\n").size()) == "1 passed, 1 failed\n");
+  write_all(quiet, results, Format::text, AllView{.quiet = true});
+  CHECK(quiet.str().find("max-batch") == std::string::npos);
+  CHECK(quiet.str().find("broken") != std::string::npos);
+  write_all(full, results, Format::text, AllView{.full = true});
+  CHECK(full.str().find("claims checked") != std::string::npos);
+}
+
+TEST_CASE("display width: Chinese takes two columns; fit_width cuts by columns, not bytes") {
+  CHECK(display_width("839 万") == 6);
+  CHECK(display_width("成立") == 4);
+  CHECK(display_width("abc") == 3);
+  CHECK(display_width("e\xCC\x81") == 1);  // e + combining acute accent
+  CHECK(display_width("\xFF") == 1);       // an invalid byte counts one column
+  CHECK(fit_width("成立，但文档的数字有误", 7) == "成立，…");
+  CHECK(display_width(fit_width("成立，但文档的数字有误", 7)) <= 7);
+  CHECK(fit_width("short", 10) == "short");
+}
+
+TEST_CASE("lang: --lang and KVLAB_LANG") {
+  CHECK(parse_lang("zh") == Lang::zh);
+  CHECK(parse_lang("zh_CN.UTF-8") == Lang::zh);
+  CHECK(parse_lang("en") == Lang::en);
+  CHECK_THROWS_WITH_AS(parse_lang("fr"), "--lang: must be en or zh (got 'fr')", InputError);
+  CHECK(resolve_lang(std::string("zh")) == Lang::zh);
+}
