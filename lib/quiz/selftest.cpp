@@ -153,11 +153,13 @@ std::vector<SelftestQuestion> make_selftest(std::uint64_t seed) {
         std::swap(order[i - 1], order[j]);
       }
       std::vector<Bilingual> shuffled;
+      std::size_t correct = 0;
       for (std::size_t i = 0; i < order.size(); ++i) {
         shuffled.push_back(q.choices[order[i]]);
-        if (order[i] == q.correct) q.correct = i;
+        if (order[i] == q.correct) correct = i;
       }
       q.choices = std::move(shuffled);
+      q.correct = correct;
     }
     out.push_back(std::move(q));
   }
