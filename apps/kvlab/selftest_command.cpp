@@ -206,19 +206,34 @@ void print_score(std::ostream& out, const std::vector<SelftestQuestion>& qs, con
               ? fmt::format("\n得分：{} / {} 题答对（作答 {} 题，跳过 {} 题）\n", right, qs.size(), answered, skipped)
               : fmt::format("\nscore: {} / {} right ({} answered, {} skipped)\n", right, qs.size(), answered, skipped));
   // Per layer, aligned by display width.
-  const std::string h_layer(tr(lang, "layer", "层")), h_right(tr(lang, "right", "答对")),
-      h_asked(tr(lang, "questions", "题数"));
-  std::size_t w = display_width(h_layer);
-  for (SelftestLayer l : all_selftest_layers()) w = std::max(w, display_width(selftest_layer_title(l, lang)));
-  out << "  " << pad(h_layer, w + 2) << pad(h_right, 6) << h_asked << "\n";
+  const std::vector<std::string> head = {std::string(tr(lang, "layer", "层")), std::string(tr(lang, "right", "答对")),
+                                         std::string(tr(lang, "answered", "作答")),
+                                         std::string(tr(lang, "questions", "题数"))};
+  std::vector<std::vector<std::string>> rows;
   for (SelftestLayer l : all_selftest_layers()) {
-    std::size_t n = 0, r = 0;
+    std::size_t n = 0, r = 0, a = 0;
     for (std::size_t i = 0; i < qs.size(); ++i)
-      if (qs[i].layer == l) ++n, r += outcome[i] == Outcome::right;
-    if (n == 0) continue;
-    out << "  " << pad(selftest_layer_title(l, lang), w + 2) << pad(std::to_string(r), 6) << n << "\n";
+      if (qs[i].layer == l) {
+        ++n;
+        r += outcome[i] == Outcome::right;
+        a += outcome[i] == Outcome::right || outcome[i] == Outcome::wrong;
+      }
+    if (n > 0) rows.push_back({selftest_layer_title(l, lang), std::to_string(r), std::to_string(a), std::to_string(n)});
   }
-  // Exit criteria: met when every question of it in this session was answered right.
+  std::vector<std::size_t> width(head.size());
+  for (std::size_t c = 0; c < head.size(); ++c) {
+    width[c] = display_width(head[c]);
+    for (const auto& row : rows) width[c] = std::max(width[c], display_width(row[c]));
+  }
+  auto print_row = [&](const std::vector<std::string>& row) {
+    std::string line = "  ";
+    for (std::size_t c = 0; c < row.size(); ++c) line += pad(row[c], width[c] + 2);
+    while (!line.empty() && line.back() == ' ') line.pop_back();
+    out << line << "\n";
+  };
+  print_row(head);
+  for (const auto& row : rows) print_row(row);
+  // Exit criteria: met when every question of it that this session reached was answered right.
   out << "\n" << tr(lang, "exit criteria (004 §C):", "出关标准（004 §C）：") << "\n";
   const auto& criteria = selftest_exit_criteria();
   struct Tally {
@@ -232,7 +247,7 @@ void print_score(std::ostream& out, const std::vector<SelftestQuestion>& qs, con
     Tally t;
     for (const std::string& id : c.ids)
       for (std::size_t i = 0; i < qs.size(); ++i)
-        if (qs[i].id == id) {
+        if (qs[i].id == id && outcome[i] != Outcome::not_reached) {
           ++t.asked;
           if (outcome[i] == Outcome::right) ++t.right;
           else t.missed.push_back(id);
@@ -248,11 +263,15 @@ void print_score(std::ostream& out, const std::vector<SelftestQuestion>& qs, con
     const Tally& t = tallies[k];
     met += t.asked > 0 && t.right == t.asked;
     std::string detail = fmt::format("{}/{}", t.right, t.asked);
-    if (!t.missed.empty()) detail += fmt::format("; {}: {}", tr(lang, "review", "复习"), fmt::join(t.missed, ", "));
-    if (t.asked == 0) detail = fmt::format("{}: {}", tr(lang, "questions", "题目"), fmt::join(criteria[k].ids, ", "));
-    out << fmt::format("  {}. {}  {} ({})\n", k + 1, pad(t.status, lw), criteria[k].text.in(lang), detail);
+    if (!t.missed.empty())
+      detail += fmt::format(fmt::runtime(tr(lang, "; review: {}", "；复习：{}")), fmt::join(t.missed, ", "));
+    if (t.asked == 0)
+      detail = fmt::format(fmt::runtime(tr(lang, "questions: {}", "题目：{}")), fmt::join(criteria[k].ids, ", "));
+    out << fmt::format(fmt::runtime(tr(lang, "  {}. {}  {} ({})\n", "  {}. {}  {}（{}）\n")), k + 1, pad(t.status, lw),
+                       criteria[k].text.in(lang), detail);
   }
-  out << fmt::format("{} {} / {}\n", tr(lang, "exit criteria met:", "达到的出关标准："), met, criteria.size());
+  out << fmt::format(fmt::runtime(tr(lang, "exit criteria met: {} / {}\n", "达到的出关标准：{} / {}\n")), met,
+                     criteria.size());
 }
 
 }  // namespace
