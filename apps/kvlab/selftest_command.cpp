@@ -30,6 +30,11 @@ std::string pad(const std::string& text, std::size_t width) {
   return text + std::string(w < width ? width - w : 0, ' ');
 }
 
+/// "label: " in English, "标签：" in Chinese.
+std::string label(Lang lang, std::string_view en, std::string_view zh) {
+  return lang == Lang::zh ? std::string(zh) + "：" : std::string(en) + ": ";
+}
+
 char letter(std::size_t i) { return static_cast<char>('A' + static_cast<int>(i)); }
 
 /// "80 GiB", "0.65", "2.7 tokens": the answer with its unit, four significant figures.
@@ -87,7 +92,8 @@ void print_question(std::ostream& out, const SelftestQuestion& q, std::size_t n,
 }
 
 std::string answer_text(const SelftestQuestion& q, Lang lang) {
-  if (q.numeric) return fmt::format("{} ({})", with_unit(q.answer, q.unit), tolerance_text(q, lang));
+  if (q.numeric)
+    return fmt::format(fmt::runtime(tr(lang, "{} ({})", "{}（{}）")), with_unit(q.answer, q.unit), tolerance_text(q, lang));
   return fmt::format("{}. {}", letter(q.correct), q.choices[q.correct].in(lang));
 }
 
@@ -106,10 +112,10 @@ void print_worksheet(std::ostream& out, const std::vector<SelftestQuestion>& qs,
     const SelftestQuestion& q = qs[i];
     const char* item = md ? "- " : "    ";
     out << fmt::format("\n{}[{}] {} · {}{}\n", md ? "**" : "", i + 1, q.id, q.source, md ? "**" : "");
-    out << fmt::format("{}{}: {}\n", item, tr(lang, "answer", "答案"), answer_text(q, lang));
-    if (q.numeric) out << fmt::format("{}{}: {}\n", item, tr(lang, "worked", "演算"), q.worked.in(lang));
-    out << fmt::format("{}{}: {}\n", item, tr(lang, "why", "解析"), q.explanation.in(lang));
-    out << fmt::format("{}{}: {}\n", item, tr(lang, "see", "验证"), q.command);
+    out << fmt::format("{}{}{}\n", item, label(lang, "answer", "答案"), answer_text(q, lang));
+    if (q.numeric) out << fmt::format("{}{}{}\n", item, label(lang, "worked", "演算"), q.worked.in(lang));
+    out << fmt::format("{}{}{}\n", item, label(lang, "why", "解析"), q.explanation.in(lang));
+    out << fmt::format("{}{}{}\n", item, label(lang, "see", "验证"), q.command);
   }
 }
 
@@ -152,14 +158,17 @@ void print_json(std::ostream& out, const std::vector<SelftestQuestion>& qs, std:
 std::optional<Outcome> ask(std::istream& in, std::ostream& out, const SelftestQuestion& q, Lang lang) {
   for (;;) {
     if (q.numeric)
-      out << fmt::format("  {} ({}): ", tr(lang, "your answer", "你的答案"), unit_label(q, lang)) << std::flush;
+      out << fmt::format(fmt::runtime(tr(lang, "  your answer ({}): ", "  你的答案（{}）：")), unit_label(q, lang))
+          << std::flush;
     else
-      out << fmt::format("  {} (A–{}): ", tr(lang, "your answer", "你的答案"), letter(q.choices.size() - 1)) << std::flush;
+      out << fmt::format(fmt::runtime(tr(lang, "  your answer (A–{}): ", "  你的答案（A–{}）：")),
+                         letter(q.choices.size() - 1))
+          << std::flush;
     std::string line;
     if (!std::getline(in, line)) return std::nullopt;
     const SelftestAnswer a = q.numeric ? parse_selftest_answer(line) : parse_selftest_choice(line, q.choices.size());
     if (a.kind == SelftestAnswer::Kind::skip) {
-      out << fmt::format("  {}: {}\n", tr(lang, "skipped; the answer", "已跳过；答案"), answer_text(q, lang));
+      out << fmt::format("  {}{}\n", label(lang, "skipped; the answer", "已跳过；答案"), answer_text(q, lang));
       return Outcome::skipped;
     }
     if (a.kind == SelftestAnswer::Kind::invalid) {
@@ -171,7 +180,7 @@ std::optional<Outcome> ask(std::istream& in, std::ostream& out, const SelftestQu
         out << fmt::format("  ✓ {}\n", tr(lang, "right", "正确"));
         return Outcome::right;
       }
-      out << fmt::format("  ✗ {}: {}\n", tr(lang, "the answer is", "正确答案是"), answer_text(q, lang));
+      out << fmt::format("  ✗ {}{}\n", label(lang, "the answer is", "正确答案是"), answer_text(q, lang));
       return Outcome::wrong;
     }
     const NumericVerdict v = judge_numeric(q, a);
@@ -181,13 +190,13 @@ std::optional<Outcome> ask(std::istream& in, std::ostream& out, const SelftestQu
         out << "  " << v.feedback.in(lang) << tr(lang, "; answer again.\n", "；请重新作答。\n");
         continue;
       case NumericVerdict::Kind::right:
-        out << fmt::format("  ✓ {}: {}\n", tr(lang, "accepted", "正确"), answer_text(q, lang));
+        out << fmt::format("  ✓ {}{}\n", label(lang, "accepted", "正确"), answer_text(q, lang));
         return Outcome::right;
       case NumericVerdict::Kind::wrong: {
         std::string off;
         if (q.answer != 0.0) off = fmt::format(" ({:+.1f}%)", (v.value - q.answer) / q.answer * 100.0);
-        out << fmt::format("  ✗ {} {}; {} {}{}\n", tr(lang, "the answer is", "正确答案是"), answer_text(q, lang),
-                           tr(lang, "yours", "你的是"), with_unit(v.value, q.unit), off);
+        out << fmt::format(fmt::runtime(tr(lang, "  ✗ the answer is {}; yours {}{}\n", "  ✗ 正确答案是 {}；你的是 {}{}\n")),
+                           answer_text(q, lang), with_unit(v.value, q.unit), off);
         return Outcome::wrong;
       }
     }
@@ -337,9 +346,9 @@ int run_selftest(const SelftestFlags& f, std::istream& in, std::ostream& out) {
       break;
     }
     outcome[i] = *o;
-    if (q.numeric) out << fmt::format("  {}: {}\n", tr(lang, "worked", "演算"), q.worked.in(lang));
-    out << fmt::format("  {}: {}\n", tr(lang, "why", "解析"), q.explanation.in(lang));
-    out << fmt::format("  {}: {}\n", tr(lang, "see", "验证"), q.command);
+    if (q.numeric) out << fmt::format("  {}{}\n", label(lang, "worked", "演算"), q.worked.in(lang));
+    out << fmt::format("  {}{}\n", label(lang, "why", "解析"), q.explanation.in(lang));
+    out << fmt::format("  {}{}\n", label(lang, "see", "验证"), q.command);
   }
   print_score(out, qs, outcome, lang);
   return 0;
