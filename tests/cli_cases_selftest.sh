@@ -16,6 +16,14 @@ expect_usage_error --format selftest --format json
 expect_usage_error --only selftest --answers --only motive
 expect_usage_error --count selftest --answers --count 0
 expect_usage_error --count selftest --answers --only intuition --count 99
+# Without --seed the seed comes from the random device and is printed, so the session can be repeated.
+kv selftest --answers --count 3 > "$st_tmp/drawn.txt"
+st_seed=$(sed -nE '1s/.*seed ([0-9]+)$/\1/p' "$st_tmp/drawn.txt")
+if [ -n "$st_seed" ] && kv selftest --answers --count 3 --seed "$st_seed" | cmp -s - "$st_tmp/drawn.txt"; then
+  echo "ok: selftest prints its drawn seed ($st_seed), and --seed repeats it"
+else
+  echo "FAIL: selftest without --seed prints no seed"; failures=$((failures + 1))
+fi
 if KVLAB_LANG=xx "$kvlab" selftest --answers --seed 1 >/dev/null 2>"$st_tmp/err"; then
   echo "FAIL: KVLAB_LANG=xx kvlab selftest was accepted"; failures=$((failures + 1))
 else
