@@ -77,7 +77,8 @@ SelftestQuestion kv_cache_question(const std::string& model, std::uint64_t batch
   KvQuery kq{batch, ctx, CacheDtype::bf16, {}};
   if (kv_heads != 0) kq.kv_heads = kv_heads;
   const KvCacheSize size = kv_cache_size(m, kq);
-  const std::string variant_en = kv_heads == 0 ? fmt::format("as built ({} KV heads)", m.n_kv_head)
+  const std::string plural = m.n_kv_head == 1 ? "" : "s";
+  const std::string variant_en = kv_heads == 0 ? fmt::format("as built ({} KV head{})", m.n_kv_head, plural)
                                  : kv_heads == m.n_head ? fmt::format("turned into MHA ({} KV heads)", kv_heads)
                                  : kv_heads == 1        ? std::string("turned into MQA (1 KV head)")
                                                         : fmt::format("with {} KV heads", kv_heads);
