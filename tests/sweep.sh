@@ -163,7 +163,7 @@ if [ "$mode" = max ]; then
     [machine]="machine" [bench-decode]="bench decode" [bench-kernels]="bench kernels"
     [perplexity]="perplexity --weights $here/../data/weights/target.safetensors"
     [train]="train --out $tmp/model.safetensors" [model-init]="model init --out $tmp/init.safetensors"
-    [quiz]="quiz --answers" [cheatsheet]="cheatsheet")
+    [quiz]="quiz --answers" [selftest]="selftest --answers" [cheatsheet]="cheatsheet")
   declare -A max_args=()
   while IFS=$'\t' read -r check option type; do
     read -r -a cmd <<< "$check"

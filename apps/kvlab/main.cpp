@@ -10,6 +10,7 @@
 //   kvlab info                     version, build type, CUDA, library versions
 //   kvlab explain <check>          the derivation behind a check's claim, with its source
 //   kvlab quiz [--answers]         the course's estimation drills, asked or as a worksheet
+//   kvlab selftest [--answers]     the course's whole self-test, scored per layer and exit criterion
 //   kvlab cheatsheet [TABLE...]    the course's numeric tables, computed by the library
 //   kvlab plan --model M --gpu G --ctx N [--batch B] [--tp T]   does it fit, max batch, bounds
 //   kvlab train --out F            train a byte-level mini-GPT on the fortunes text
@@ -47,6 +48,7 @@
 #include "parity_command.hpp"
 #include "plan_command.hpp"
 #include "quiz_command.hpp"
+#include "selftest_command.hpp"
 #include "train_command.hpp"
 #include "framework/check.hpp"
 #include "framework/options.hpp"
@@ -297,6 +299,8 @@ int run_cli(int argc, char** argv) {
 
   kvlab::app::QuizFlags quiz_flags;
   auto* quiz = kvlab::app::add_quiz_command(app, quiz_flags);
+  kvlab::app::SelftestFlags selftest_flags;
+  auto* selftest = kvlab::app::add_selftest_command(app, selftest_flags);
   kvlab::app::TrainFlags train_flags;
   auto* train = kvlab::app::add_train_command(app, train_flags);
 
@@ -394,6 +398,7 @@ int run_cli(int argc, char** argv) {
     }
     if (explain->parsed()) return explain_check(checks, explain_name);
     if (quiz->parsed()) return kvlab::app::run_quiz(quiz_flags, std::cin, std::cout);
+    if (selftest->parsed()) return kvlab::app::run_selftest(selftest_flags, std::cin, std::cout);
     if (cheatsheet->parsed()) return kvlab::app::run_cheatsheet(cheatsheet_flags, std::cout);
     if (plan->parsed()) return kvlab::app::run_plan(plan_flags, std::cout);
     if (machine->parsed()) return kvlab::app::run_machine(machine_flags, std::cout);
