@@ -48,7 +48,11 @@ Stated Stated::parse(const std::string& number, const std::string& words, double
 Stated Stated::range(const std::string& low, const std::string& high, const std::string& words, double scale) {
   const Stated lo = parse(low, words, scale), hi = parse(high, words, scale);
   if (lo.value > hi.value) throw std::invalid_argument("Stated::range: low > high: " + low + " > " + high);
-  const double from = lo.low(), to = hi.high(), mid = 0.5 * (lo.value + hi.value);
+  // The midpoint, snapped to half the finer figure's last unit: "0.6"–"0.7" gives 0.65, not the
+  // 0.6499999999999999 of (0.6 + 0.7) / 2 in binary.
+  const double step = std::min(lo.precision, hi.precision);
+  const double mid = std::round(0.5 * (lo.value + hi.value) / step) * step;
+  const double from = lo.low(), to = hi.high();
   Stated s;
   s.text = words;
   s.value = mid;
