@@ -150,7 +150,8 @@ CLI::App* add_errata_command(CLI::App& app, ErrataFlags& f) {
       "or fact), units (right figure, wrong unit), convention (right under a convention the document does\n"
       "not state), rounding (a rounding the document is entitled to), ambiguous (right for one reading),\n"
       "imprecise (true only in part), citation (a paper misquoted), notation, code (a bug in its code).\n"
-      "\"flagged by\" names the checks that print the entry as an ERRATUM line at their defaults.\n"
+      "An entry's first line names the checks that print it as an ERRATUM line at their defaults\n"
+      "(`kvlab all | grep ERRATUM`); JSON: \"flagged_by\".\n"
       "Precision rule: an exact figure must round to what is written (± half a unit of its last digit);\n"
       "one marked approximate (≈, 约, ~, 大概, 往往, about) may also be truncated: up to one full unit above.\n"
       "The same list, with more detail: docs/claims.md, \"Document errata\".");
