@@ -152,7 +152,7 @@ Result complexity_impl(const ComplexityOptions& o, const ComplexityParts& parts)
     const double share = 24.0 * x * d * d / as_double(f.prefill(x));
     add_exponent("prefill FLOPs in N", "003 Q5 (prefill)", x, static_cast<double>(layer(x, 0)),
                  static_cast<double>(layer(2 * x, 0)), f.prefill(x), f.prefill(2 * x),
-                 Stated{"O(N²·d): exponent 2", 2.0, 0.5},
+                 Stated{"O(N²·d): exponent 2", 2.0, 0.5}.flags("E18"),
                  fmt::format("at N = {} the linear layers' 24·N·d² are {:.1f}% of prefill: the N·d² term dominates while "
                              "N < 12d = {} (E18; 6d for the non-causal count)", x, 100 * share, 12 * d));
   }
@@ -167,7 +167,7 @@ Result complexity_impl(const ComplexityOptions& o, const ComplexityParts& parts)
     add_exponent("cached generation total in N + T (N = T)", "003 Q5 (KV cache)", x,
                  static_cast<double>(total(GenerationMode::cached, h, h)), static_cast<double>(total(GenerationMode::cached, 2 * h, 2 * h)),
                  f.cached(h, h), f.cached(2 * h, 2 * h),
-                 x == d ? std::optional<Stated>(Stated{"O((N+T)²·d): exponent 2", 2.0, 0.5}) : std::nullopt,
+                 x == d ? std::optional<Stated>(Stated{"O((N+T)²·d): exponent 2", 2.0, 0.5}.flags("E18")) : std::nullopt,
                  fmt::format("at N + T = {} the linear layers, (N + T − 1)·24d², are {:.1f}% of the cached total: "
                              "it is O((N+T)²·d + (N+T)·d²), linear in N + T while N + T < 12d = {} (E18)", x,
                              100 * share, 6 * d));

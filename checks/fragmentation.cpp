@@ -162,7 +162,7 @@ Result run_fragmentation(const FragmentationOptions& o, const RunContext& ctx, c
   const double mean_len = static_cast<double>(stats.prompt_total + stats.output_total) / static_cast<double>(stats.requests);
   Expectation ue{"utilization, max-length preallocation (stored / held KV slots)", "000 §5.1–5.2", "%",
                  mx.util_rule * 100, rel * mx.util_rule * 100, util_why, mx.sum.utilization * 100,
-                 Stated{"~70%", 70.0, 5.0},
+                 Stated::parse("70", "显存利用率 ~70%").flags("E13"),
                  fmt::format("a request holds {} slots while its cache grows from its prompt to prompt + output − 1 "
                              "(mean final length {:.0f} here): {:.1f}% of the held slots hold a token state on "
                              "this ShareGPT-like trace; the vLLM paper measures 20.4–38.2% in the systems it "
@@ -212,7 +212,7 @@ Result run_fragmentation(const FragmentationOptions& o, const RunContext& ctx, c
   const double ratio_check = ratio_ok ? static_cast<double>(fit_check[2]) / static_cast<double>(fit_check[0]) : 0.0;
   const double ratio_lib = ratio_ok ? static_cast<double>(fit_lib[2]) / static_cast<double>(fit_lib[0]) : 0.0;
   r.expect({"largest batch, paged / max-length", "000 §5.2", "×", ratio_check, 2.3e-16 * ratio_check,
-            "the ratio of two exact counts, one rounding", ratio_lib, Stated{"2–4×", 3.0, 1.0},
+            "the ratio of two exact counts, one rounding", ratio_lib, Stated::range("2", "4", "active batch size 翻 2-4×"),
             fmt::format("{} / {} requests of this trace at their final lengths in {} slots; it is "
                         "max_len / mean slots per request (≈ 2048 / {:.0f}) while the trace lasts, so "
                         "it moves with max_len and the length distribution", fit_check[2], fit_check[0], M, mean_len)});

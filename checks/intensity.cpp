@@ -152,7 +152,7 @@ Result run_intensity(const IntensityOptions& o, const RunContext& /*ctx*/, const
                   .unit = "FLOP/B", .expected = mlp_expected, .tolerance = kIntensityRel * mlp_expected,
                   .why = "counted FLOPs / bytes vs 2Bmn / (2mn + 2B(m+n)) per layer: γ_18 relative (roundings counted in the source)",
                   .measured = mlp_i};
-    if (B == 1) e.stated = Stated{"B = 1 时算术强度极低 (≈ 1)", 1.0, 0.5};
+    if (B == 1) e.stated = Stated::parse("1", "B=1 时算术强度极低；强度约为1 (003 part 1, answer 2)");
     r.expect(e);
     const double attn_flops = static_cast<double>(B * count(c, 1, static_cast<std::int64_t>(ctx_len - 1)).attention_flops());
     const double attn_bytes = decode_attention_bytes(B, ctx_len, H, G, hd, kBytes);
@@ -163,7 +163,7 @@ Result run_intensity(const IntensityOptions& o, const RunContext& /*ctx*/, const
                     .why = "counted FLOPs / bytes vs 4·ctx·h·hd / (2·(2·ctx·n_kv·hd + 2·h·hd)), the same for every B: "
                            "γ_18 relative",
                     .measured = attn_i};
-    e.stated = Stated{"注意力机制的算术强度大约为 1，且与 Batch Size 完全无关", 1.0, 0.5};
+    e.stated = Stated::parse("1", "注意力机制的算术强度大约为 1，且与 Batch Size 完全无关").flags("E17");
     if (!mha) e.arithmetic = fmt::format("with {} query heads per K/V head each cached byte serves {} heads: intensity ≈ h/n_kv = {} (E17)",
                                          H / G, H / G, H / G);
     r.expect(e);
@@ -181,7 +181,7 @@ Result run_intensity(const IntensityOptions& o, const RunContext& /*ctx*/, const
                   .tolerance = 0, .why = "", .measured = i};
     e.tolerance = kIntensityRel * e.expected;
     e.why = "counted FLOPs / bytes vs 4·ctx·h·hd / (2·(2·ctx·n_kv·hd + 2·h·hd)): γ_18 relative";
-    e.stated = Stated{"注意力机制的算术强度大约为 1", 1.0, 0.5};
+    e.stated = Stated::parse("1", "注意力机制的算术强度大约为 1").flags("E17");
     e.arithmetic = fmt::format("each cached K/V byte serves h/n_kv = {} query heads: intensity ≈ {}; the '≈ 1' holds for MHA "
                                "with a 16-bit cache (E17)", H / g8, H / g8);
     r.expect(e);

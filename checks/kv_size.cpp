@@ -172,7 +172,7 @@ Result course_table(const KvSizeParts& parts) {
   const KvCacheSize s70 = size(l2_70, 1, 1, CacheDtype::bf16);
   r.expect({"K+V per token, Llama 2 7B, bf16 (half a megabyte)", "004 §1.4 (group 4)",
             "MiB", reference_bytes(l2_7, 1) / kMiB, 0.0, kExact, s7.bytes_per_token / kMiB,
-            Stated::parse("0.5", "≈ 0.5 MB", kMB / kMiB),
+            Stated::parse("0.5", "每个 token 要半兆字节 (half a megabyte: 0.5 MB)", kMB / kMiB),
             bytes_text(s7.bytes_per_token)});
   r.expect({"70B's per-token cache is smaller than 7B's (1 = yes), bf16", "004 §1.4 (group 4)", "",
             1.0, 0.0, "a yes/no claim",
@@ -226,7 +226,7 @@ Result course_table(const KvSizeParts& parts) {
   const double per_sample = static_cast<double>(s3.total_bytes);
   r.expect({"KV cache per sample, llama-3-70b, ctx 4096, fp16", "000 §0, §2.3", "GiB",
             reference_bytes(l3_70, 4096) / kGiB, 0.0, kExact, per_sample / kGiB,
-            Stated::parse("1.25", "≈ 1.25 GB", kGB / kGiB),
+            Stated::parse("1.25", "≈ 1.25 GB", kGB / kGiB).flags("E3"),
             formula_text(s3, q3) + " = " + bytes_text(per_sample) + ": the document's GB is GiB"});
   r.notes.push_back(fmt::format(
       "GB vs GiB: 000 writes '1.25 GB' per sample; {} B is {:.4g} GiB but {:.4g} GB. kvlab compares "
@@ -243,7 +243,7 @@ Result course_table(const KvSizeParts& parts) {
   const double max_batch_mixed = kDoc23KvBudgetBytes / kGB / (per_sample / kGiB);
   r.expect({"max batch, llama-3-70b, 4K fp16, 400 GB of KV budget", "000 §2.3", "sequences",
             max_batch_ref, 0.0, "whole sequences: floor of an exact ratio", max_batch,
-            Stated::parse("320", "≈ 400 / 1.25 ≈ 320"),
+            Stated::parse("320", "≈ 400 / 1.25 ≈ 320").flags("E4"),
             fmt::format("the same GB/GiB slip as the 1.25 GB row, one slip with two consequences: "
                         "a sample's cache is {} B = {:.4g} GiB but {:.4g} GB, so floor(400 GB / {:.4g} "
                         "GB) = floor({:.2f}) = {}, while {:.4g} / {:.4g} = {:.4g} divides GB by GiB "
@@ -292,7 +292,7 @@ Result course_table(const KvSizeParts& parts) {
   const double ds_bytes = static_cast<double>(sd.total_bytes);
   r.expect({"KV cache per sample, deepseek-v2 (MLA), ctx 4096, fp16", "000 §2.2", "GB",
             reference_bytes(dsv2, 4096) / kGB, 0.0, kExact, ds_bytes / kGB,
-            Stated::parse("0.27", "≈ 0.27 GB"),
+            Stated::parse("0.27", "≈ 0.27 GB").flags("E2"),
             formula_text(sd, qd) + " = " + bytes_text(ds_bytes) + ": neither unit gives 0.27"});
 
   // 003 Q5: "a 7B model (32 layers, 4096) at 2048 tokens: about 2 GB".
@@ -302,7 +302,7 @@ Result course_table(const KvSizeParts& parts) {
   const KvCacheSize s5_b2 = parts.cache_size(l2_7, KvQuery{2, 2048, CacheDtype::fp16, {}});
   r.expect({"KV cache, 7B (32 layers, d 4096, MHA), 2048 tokens, fp16", "003 Q5", "GiB",
             reference_bytes(l2_7, 2048) / kGiB, 0.0, kExact,
-            static_cast<double>(s5.total_bytes) / kGiB, Stated::parse("2", "≈ 2 GB", kGB / kGiB),
+            static_cast<double>(s5.total_bytes) / kGiB, Stated::parse("2", "KV Cache 约占 2GB 显存", kGB / kGiB).flags("E1"),
             fmt::format("{} = {}; 2 GiB needs fp32 ({} B) or batch 2 ({} B)", formula_text(s5, q5),
                         bytes_text(static_cast<double>(s5.total_bytes)),
                         format_number(static_cast<double>(s5_fp32.total_bytes)),

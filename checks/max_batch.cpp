@@ -109,7 +109,7 @@ Result run_max_batch(const MaxBatchOptions& o, const RunContext& /*ctx*/, const 
                              cache_dtype_bits(dtype), format_number(static_cast<double>(ref_per_seq)),
                              static_cast<double>(ref_per_seq) / kGiB, static_cast<double>(ref_per_seq) / kGB,
                              document ? ": the document's GB is GiB" : "");
-  if (document) e.stated = Stated::parse("1.25", "≈ 1.25 GB", kGB / kGiB);
+  if (document) e.stated = Stated::parse("1.25", "≈ 1.25 GB", kGB / kGiB).flags("E3");
   r.expect(e);
   // Left: two products and a difference per path; bounded by 3u of the memory on each side.
   e = Expectation{.quantity = fmt::format("memory left after the weights, {} × {}", gpus, g.name), .source = "000 §2.3",
@@ -128,7 +128,7 @@ Result run_max_batch(const MaxBatchOptions& o, const RunContext& /*ctx*/, const 
                              gb(budget_bytes), format_number(static_cast<double>(ref_per_seq)),
                              budget_bytes / static_cast<double>(ref_per_seq), max_batch, budget_bytes / kGB,
                              static_cast<double>(ref_per_seq) / kGiB, mixed);
-  if (document && !o.kv_budget_gb) e.stated = Stated::parse("320", "≈ 400 / 1.25 ≈ 320");
+  if (document && !o.kv_budget_gb) e.stated = Stated::parse("320", "≈ 400 / 1.25 ≈ 320").flags("E4");
   e.headline = true;  // the answer the section asks for
   r.expect(e);
 

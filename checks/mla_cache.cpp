@@ -109,9 +109,9 @@ Result run_mla_cache(const MlaCacheOptions& o, const RunContext& ctx, const MlaC
   const double whole_expected = double(gqa_model_n) / double(mla_model_n);
   r.expect({.quantity = fmt::format("GQA / MLA elements per token, whole model ({}·{} / ({}·{}))", gqa.n_layer,
                                     gqa_formula, mla.n_layer, dc + dr),
-            .source = "000 §4.4.3 (E20)", .unit = "×", .expected = whole_expected, .tolerance = 0, .why = ratio_why,
+            .source = "000 §4.4.3", .unit = "×", .expected = whole_expected, .tolerance = 0, .why = ratio_why,
             .measured = double(gqa.n_layer * gqa_n) / double(mla.n_layer * mla_n),
-            .document = "compares per layer only"});
+            .document = "每 token … 个元素: the document compares per layer, and says so"});
 
   // 000 §4.3.2: d_c = 4·d_head ⇒ MHA (2·H·d_head) / d_c = H/2; 64× at H = 128.
   Table compression{"compression against an MHA of the MLA model's own shape (000 §4.3.2)",
@@ -135,7 +135,7 @@ Result run_mla_cache(const MlaCacheOptions& o, const RunContext& ctx, const MlaC
     e = {.quantity = fmt::format("MHA / what MLA caches, {} (2·H·d_head / (d_c + d_r))", mla.name),
          .source = "000 §4.3.2, §4.4.3 (E20)", .unit = "×", .expected = double(mha_own) / double(dc + dr),
          .tolerance = 0, .why = ratio_why, .measured = double(mha_own) / double(mla_n)};
-    e.stated = Stated::parse("64", "压缩比约 H/2 倍——配 H=128 大概 64×");
+    e.stated = Stated::parse("64", "压缩比约 H/2 倍——配 H=128 大概 64×").flags("E20");
     e.arithmetic = fmt::format("2·{}·{} / ({} + {}) = {} / {} = {:.2f}: the d_r RoPE key is cached too", H, dh, dc, dr,
                                mha_own, dc + dr, double(mha_own) / double(dc + dr));
     r.expect(e);
@@ -198,8 +198,9 @@ Result run_mla_cache(const MlaCacheOptions& o, const RunContext& ctx, const MlaC
                                 "float64, {} tokens ({} prefilled naive, the rest decoded absorbed), seed {}",
                                 mc.n_layer, mc.d_model, mc.n_head, mc.head_dim, mc.kv_lora_rank, mc.rope_head_dim,
                                 mc.q_lora_rank, o.tokens, prefill, ctx.seed));
-  r.notes.push_back("E20: the document's ratios mix bases: 1/3.5 and 1/28 are per layer (the models have 80 and 60 "
-                    "layers), and 64× counts the latent but not the RoPE key the cache also holds.");
+  r.notes.push_back("E20: 64× counts the latent but not the RoPE key the cache also holds. \"约 1/3.5\" and \"约 1/28\" "
+                    "hold as truncations of 3.556 and 28.44 (a figure marked approximate allows up to one unit "
+                    "above it), per layer as the document counts them (the models have 80 and 60 layers).");
   r.check = "mla-cache";
   r.source = "000 §4.3.2, §4.4.3, §A.2 [c]";
   r.claim = "MLA caches d_c + d_r elements per token per layer: DeepSeek-V2 576 against LLaMA-3-70B's GQA 2048 "

@@ -342,7 +342,7 @@ void course_claims_000_003(const RooflineParts& parts, const ModelSpec& m7, cons
   const double util_expected = 100 * i70 / ridge_h100, util = 100 * s70.intensity / s70.ridge;
   r.expect({"decode FLOP utilization bound (intensity / ridge), llama-3-70b, N = 70e9, batch 1, ctx 4096, h100-sxm",
             "000 §1.1", "%", util_expected, kRel * util_expected, why_rel, util,
-            Stated{"往往 1-5% (often 1–5%)", 3.0, 2.0},
+            Stated::range("1", "5", "往往 1-5% (often 1–5%)").flags("E10"),
             fmt::format("(2·70e9 + 4·4096·80·8192) / (2·70e9 + 4096·{}) = {:.4g} FLOP/B over a ridge of {:.4g} FLOP/B "
                         "= {:.3g}%; 1–5% needs batch ≈ 3–16 (E10)",
                         kv70, i70, ridge_h100, util_expected)});
@@ -381,7 +381,7 @@ void course_claims_000_003(const RooflineParts& parts, const ModelSpec& m7, cons
     const double kv = static_cast<double>(b) * 1024 * kv7;
     const double expected = 100 * kv / (2 * n7 + kv), measured = 100 * static_cast<double>(s.kv_bytes) / s.bytes;
     std::optional<Stated> stated;
-    if (b == 1000) stated = Stated{"模型权重的访存开销再次占据主导 (weights dominate again: KV share < 50%)", 25.0, 25.0};
+    if (b == 1000) stated = Stated{"模型权重的访存开销再次占据主导 (weights dominate again: KV share < 50%)", 25.0, 25.0}.flags("E16");
     r.expect({fmt::format("KV share of the bytes a decode step reads, llama-2-7b, N = 7e9, batch {}, ctx 1024", b),
               "003 Q6", "%", expected, kRel * expected, why_rel, measured, stated,
               b == 1000 ? fmt::format("B·ctx·kv / (2N + B·ctx·kv) = {:.4g}%: the cache, not the weights, dominates (E16)",

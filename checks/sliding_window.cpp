@@ -1,5 +1,6 @@
 // sliding-window — 004 §2.7, §1.6; 003 part 2: a rolling cache of W positions is exact for
-// sliding-window attention, its memory stays at W, and l layers reach l·(W − 1) positions back.
+// sliding-window attention, its memory stays at W, and l layers reach l·(W − 1) positions back
+// with a window of W keys (the query included), l·W with W previous tokens plus the query.
 //
 // Claim (004 §2.7): with sliding-window attention (Mistral) each layer sees only the last W tokens,
 // so the KV cache is capped at W; stacked, layer l still sees l·W back. 004 §1.6: Mistral's rolling
@@ -15,8 +16,10 @@
 //     exactly (a full cache would hold N);
 //   - receptive field: change input token s and compare every output bit for bit. Layer 1 at p reads
 //     p − W + 1 .. p, so l layers read p − l·(W − 1) .. p: the outputs that change are exactly
-//     s .. s + l·(W − 1) (capped at N − 1). The reach l·(W − 1) is checked exactly; 004's "l·W" is
-//     carried as the document's figure (an erratum of l positions under this window convention).
+//     s .. s + l·(W − 1) (capped at N − 1). The reach l·(W − 1) is checked exactly;
+//   - 004's "l·W" is Mistral's convention (each query sees W previous tokens plus itself, W + 1
+//     keys): the same probe on a model whose window holds W + 1 keys measures l·W, judged against
+//     the document's figure. A convention, not an erratum.
 //
 //   kvlab sliding-window [--window 4] [--layers 2] [--tokens 24] [--prefill 6] [--perturb 3]
 //                        [--positional rope|learned]
@@ -126,9 +129,9 @@ Result run_impl(const SlidingWindowOptions& o, const RunContext& ctx, const Slid
       {"causal", [](const ModelConfig& c) { return c.causal; }, "true (a sliding window is a causal mask)"},
       {"block_size", [N](const ModelConfig& c) { return c.positional == Positional::rope || c.block_size >= N; },
        fmt::format(">= --tokens = {} with learned positions", N)}};
-  const auto windowed = [&]<class U>(MiniGPT<U> m) {
+  const auto windowed = [&]<class U>(MiniGPT<U> m, int extra = 0) {
     ModelConfig c = m.config();
-    c.sliding_window = parts.model_window.value_or(W);
+    c.sliding_window = parts.model_window.value_or(W) + extra;
     MiniGPT<U> out(c, std::move(m.weights()));
     out.set_source(m.source());  // the file's forward that overflows is still refused, naming it
     return out;
@@ -159,10 +162,11 @@ Result run_impl(const SlidingWindowOptions& o, const RunContext& ctx, const Slid
             .source = "004 §1.6, §2.7",
             .expected = 0, .tolerance = bound, .why = why_round, .measured = diff_before});
   const auto wraps = static_cast<std::uint64_t>((N - 1) / W);
+  const char* positions = cfg.positional == Positional::rope ? "RoPE" : "learned";
   if (N > W)
     r.expect({.quantity = fmt::format("max |Δlogits| rolling cache vs window-masked full attention, positions {}..{} "
-                                      "(after {} wrap-arounds, RoPE positions counting on to {})",
-                                      W, N - 1, wraps, N - 1),
+                                      "(after {} wrap-arounds, {} positions counting on to {})",
+                                      W, N - 1, wraps, positions, N - 1),
               .source = "004 §1.6, §2.7",
               .expected = 0, .tolerance = bound, .why = why_round, .measured = diff_after});
   else
@@ -188,56 +192,83 @@ Result run_impl(const SlidingWindowOptions& o, const RunContext& ctx, const Slid
       checked_mul(static_cast<std::uint64_t>(cfg.n_kv_layer()) * 2, static_cast<std::uint64_t>(N), "bytes"),
       checked_mul(static_cast<std::uint64_t>(cfg.kv_width()), elem, "bytes"), "bytes");
 
-  // 3. Receptive field: change token s, see which outputs move (any bit).
+  // 3. Receptive field: change token s, see which outputs move (any bit), under two window
+  // conventions: kvlab's W keys (the query included) and 004's / Mistral's W previous tokens plus
+  // the query (W + 1 keys). Each is measured on a model and a cache with that window.
   // Run in float64 whatever --dtype is: an influence smaller than float32's spacing (1e-7 at
   // 8 layers × 15 positions) would round away, and the claim is about which outputs can move.
   auto perturbed = ids;
   perturbed[s] = (ids[s] + 1) % cfg.vocab_size;
-  const MiniGPT<double> model64 = ctx.weights.empty()
-                                      ? MiniGPT<double>(cfg, ctx.seed)
-                                      : windowed(check_model<double>(cfg, ctx, "sliding-window", needs));
-  int unused = 0;
-  auto cache_a = make_cache64(cfg.n_kv_layer(), cfg.kv_width(), W);
-  auto cache_b = make_cache64(cfg.n_kv_layer(), cfg.kv_width(), W);
-  const Mat<double> base = rolling_decode(model64, ids, o.prefill, *cache_a, &unused);
-  const Mat<double> moved = rolling_decode(model64, perturbed, o.prefill, *cache_b, &unused);
+  struct Probe {
+    int reach = -1, disagree = 0;
+    Table field;
+  };
+  const auto probe = [&](int keys, int extra) {
+    ModelConfig c = cfg;
+    c.sliding_window = parts.model_window.value_or(W) + extra;
+    const MiniGPT<double> model64 = ctx.weights.empty()
+                                        ? MiniGPT<double>(c, ctx.seed)
+                                        : windowed(check_model<double>(cfg, ctx, "sliding-window", needs), extra);
+    int unused = 0;
+    auto cache_a = make_cache64(cfg.n_kv_layer(), cfg.kv_width(), keys);
+    auto cache_b = make_cache64(cfg.n_kv_layer(), cfg.kv_width(), keys);
+    const Mat<double> base = rolling_decode(model64, ids, o.prefill, *cache_a, &unused);
+    const Mat<double> moved = rolling_decode(model64, perturbed, o.prefill, *cache_b, &unused);
+    const int span = L * (keys - 1), shown_to = std::min(span, N - 1 - s);
+    Probe out{-1, 0, {fmt::format("receptive field: outputs changed by input token {}, window of {} keys{}", s, keys,
+                                  extra ? " (004's convention: W previous tokens + the query)" : ""),
+                      {"position", "offset from s", "expected to change", "changed", "max |Δlogits|"}, {}}};
+    for (int p = 0; p < N; ++p) {
+      const double d = max_abs(moved.row(p) - base.row(p));
+      const bool changed = d != 0.0, expect_change = p >= s && p - s <= span;
+      if (changed) out.reach = p - s;
+      if (changed != expect_change) ++out.disagree;
+      if (p >= s - 1 && p <= s + shown_to + 2)
+        out.field.rows.push_back({std::int64_t{p}, std::int64_t{p - s}, std::string(expect_change ? "yes" : "no"),
+                                  std::string(changed ? "yes" : "no"), d});
+    }
+    return out;
+  };
+  Probe own = probe(W, 0), doc = probe(W + 1, 1);
   const int reach_expected = std::min(L * (W - 1), N - 1 - s);
-  int reach = -1, disagree = 0;
-  Table field{fmt::format("receptive field: outputs changed by input token {}", s),
-              {"position", "offset from s", "expected to change", "changed", "max |Δlogits|"}, {}};
-  for (int p = 0; p < N; ++p) {
-    const double d = max_abs(moved.row(p) - base.row(p));
-    const bool changed = d != 0.0, expect_change = p >= s && p - s <= L * (W - 1);
-    if (changed) reach = p - s;
-    if (changed != expect_change) ++disagree;
-    if (p >= s - 1 && p <= s + reach_expected + 2)
-      field.rows.push_back({std::int64_t{p}, std::int64_t{p - s}, std::string(expect_change ? "yes" : "no"),
-                            std::string(changed ? "yes" : "no"), d});
-  }
-  Expectation er{.quantity = fmt::format("reach: farthest output changed by input token {}, minus {} ({} layers, W = {})",
-                                         s, s, L, W),
+  const int reach_doc_expected = std::min(L * W, N - 1 - s);
+  Expectation er{.quantity = fmt::format("reach: farthest output changed by input token {}, minus {} ({} layers, W = {} "
+                                         "keys, the query included)", s, s, L, W),
                  .source = "004 §2.7",
                  .unit = "positions",
                  .expected = static_cast<double>(reach_expected),
                  .tolerance = 0,
                  .why = "exact: l·(W − 1) (capped at N − 1 − s); an output outside the reach shares no "
                         "computation with token s, so it is bit-identical (probe in f64)",
-                 .measured = static_cast<double>(reach)};
-  if (reach_expected == L * (W - 1))
-    er.stated = Stated{fmt::format("l·W = {}·{} (第 l 层能间接看到 l·W 远)", L, W), static_cast<double>(L * W), 0.5};
+                 .measured = static_cast<double>(own.reach)};
   er.arithmetic = fmt::format("each layer reaches W − 1 = {} positions back (it sees p − W + 1 .. p), so {} layers "
-                              "reach {}·{} = {}, not l·W = {} (l·W counts W previous tokens per layer, Mistral's "
-                              "mask; Mistral 7B: 32·4095 = 131,040 vs 32·4096 = 131,072)",
-                              W - 1, L, L, W - 1, L * (W - 1), L * W);
+                              "reach {}·{} = {}", W - 1, L, L, W - 1, L * (W - 1));
+  er.document = "第 l 层能间接看到 l·W 远: W previous tokens + the query (the next row)";
   r.expect(er);
-  r.expect({.quantity = "outputs whose change disagrees with the window rule (changed ⇔ s ≤ p ≤ s + l·(W − 1))",
+  Expectation ed{.quantity = fmt::format("reach under 004's convention: W = {} previous tokens + the query ({} keys), "
+                                         "{} layers", W, W + 1, L),
+                 .source = "004 §2.7",
+                 .unit = "positions",
+                 .expected = static_cast<double>(reach_doc_expected),
+                 .tolerance = 0,
+                 .why = "exact: l·W (capped at N − 1 − s), measured as the row above on a model and cache whose "
+                        "window holds W + 1 keys",
+                 .measured = static_cast<double>(doc.reach)};
+  if (reach_doc_expected == L * W)
+    ed.stated = Stated::parse(std::to_string(L * W), fmt::format("l·W = {}·{} (第 l 层能间接看到 l·W 远)", L, W));
+  ed.arithmetic = fmt::format("W + 1 keys reach W = {} back per layer: {}·{} = {} (Mistral's mask; Mistral 7B "
+                              "32·4096 = 131,072, or 32·4095 = 131,040 counting W keys with the query)",
+                              W, L, W, L * W);
+  r.expect(ed);
+  r.expect({.quantity = "outputs whose change disagrees with the window rule (changed ⇔ s ≤ p ≤ s + l·(keys − 1)), "
+                        "both windows",
             .source = "004 §2.7",
             .unit = "positions",
             .expected = 0,
             .tolerance = 0,
             .why = "exact: a count; causality and the window fix which outputs can move (probe in f64, "
                    "where every influence inside the reach is far above the rounding)",
-            .measured = static_cast<double>(disagree)});
+            .measured = static_cast<double>(own.disagree + doc.disagree)});
 
   r.metric("max_abs_diff_before_wrap", diff_before);
   r.metric("max_abs_diff_after_wrap", diff_after);
@@ -246,8 +277,10 @@ Result run_impl(const SlidingWindowOptions& o, const RunContext& ctx, const Slid
   r.metric_exact("cache_positions_held_max", static_cast<std::uint64_t>(max_held));
   r.metric_exact("cache_bytes_held_max", held_bytes);
   r.metric_exact("full_cache_bytes", full_bytes);
-  r.metric("reach_positions", reach);
+  r.metric("reach_positions", own.reach);
   r.metric("reach_expected", reach_expected);
+  r.metric("reach_positions_previous_w", doc.reach);
+  r.metric("reach_expected_previous_w", reach_doc_expected);
 
   Table mem_table{"cache memory after N tokens", {"cache", "positions per layer", "layers", "bytes"}, {}};
   mem_table.rows.push_back({fmt::format("rolling, W = {} (measured)", W), std::int64_t{max_held},
@@ -258,7 +291,8 @@ Result run_impl(const SlidingWindowOptions& o, const RunContext& ctx, const Slid
     mem_table.rows.push_back({std::string("rolling ring buffers allocated"), std::int64_t{rc->window()},
                               std::int64_t{cfg.n_kv_layer()}, static_cast<std::int64_t>(rc->bytes_allocated())});
   r.tables.push_back(std::move(mem_table));
-  r.tables.push_back(std::move(field));
+  r.tables.push_back(std::move(own.field));
+  r.tables.push_back(std::move(doc.field));
   if (ctx.weights.empty())
     r.notes.push_back(fmt::format("mini-GPT: {} layers, d_model 64, 8 query heads, 2 KV heads, window {}, {} positions, "
                                   "{} on {}, seed {}; prefill {} tokens then decode one at a time",
@@ -304,8 +338,8 @@ Result run_sliding_window(const SlidingWindowOptions& o, const RunContext& ctx, 
       ctx.weights.empty() ? o.positional : (used.positional == Positional::rope ? "rope" : "learned");
   r.claim = fmt::format("A rolling cache of W = {} positions gives the logits of full attention with a window mask, "
                         "before and after wrap-arounds ({} positions); its memory stays at W; {} layers reach "
-                        "{}·(W − 1) = {} positions back.",
-                        o.window, positional, layers, layers, layers * (o.window - 1));
+                        "{}·(W − 1) = {} positions back, and {}·W = {} when W counts the previous tokens (004's l·W).",
+                        o.window, positional, layers, layers, layers * (o.window - 1), layers, layers * o.window);
   return r;
 }
 
@@ -319,10 +353,11 @@ class SlidingWindow final : public Check {
     return "rolling cache of W = window-masked attention; memory W; reach l·(W − 1)";
   }
   std::string description() const override {
-    return "Decodes a sliding-window mini-GPT (RoPE) through a rolling cache of W positions that\n"
-           "wraps around several times and compares every logit with one full forward under an\n"
+    return "Decodes a sliding-window mini-GPT (RoPE by default) through a rolling cache of W positions\n"
+           "that wraps around several times and compares every logit with one full forward under an\n"
            "explicit window mask; measures the positions the cache holds; changes one input token\n"
-           "and lists which outputs move (exactly those within l·(W − 1) after it).";
+           "and lists which outputs move: exactly those within l·(W − 1) after it, and within l·W\n"
+           "when the window holds W previous tokens plus the query (004's and Mistral's convention).";
   }
   std::string derivation() const override {
     return "Window W: the query at p attends to keys p − W + 1 .. p (W keys, itself included).\n"
@@ -331,8 +366,10 @@ class SlidingWindow final : public Check {
            "RoPE puts the position into q·k as a relative angle, so K written at p stays valid and\n"
            "positions keep counting past W; learned absolute positions would stop at block_size.\n"
            "Reach: layer 1 at p reads inputs p − (W − 1) .. p; by induction l layers read\n"
-           "p − l·(W − 1) .. p. 004 writes l·W (W previous tokens per layer, Mistral's own mask);\n"
-           "with W keys including the query it is l·(W − 1): Mistral 7B 32·4095 = 131,040.\n"
+           "p − l·(W − 1) .. p. 004 writes l·W: that counts W previous tokens plus the query\n"
+           "(W + 1 keys), Mistral's own mask, under which each layer reaches W back. A convention,\n"
+           "not an error: kvlab measures both, l·(W − 1) on its window of W keys and l·W on a\n"
+           "window of W + 1 keys (Mistral 7B: 32·4096 = 131,072, or 32·4095 = 131,040).\n"
            "Source: 004 §2.7, §1.6; 003 part 2.\n";
   }
   void bind(OptionSet& sub) override {

@@ -57,9 +57,9 @@ constexpr std::array kGridK{1, 2, 4, 8};
 // The course's figure (000 §7.4): "α ≈ 0.6-0.7, K = 4 -> E[τ] ≈ 2.7".
 constexpr int kCourseK = 4;
 constexpr double kCourseAlphaLow = 0.6, kCourseAlphaHigh = 0.7;
-const Stated kCourseTokens{"E[τ] ≈ 2.7 for α ≈ 0.6–0.7", 2.7, 0.05};
+const Stated kCourseTokens = Stated::parse("2.7", "E[τ] ≈ 2.7 for α ≈ 0.6–0.7").flags("E6");
 constexpr char kCourseWords[] = "α ≈ 0.6–0.7, K = 4 → E[τ] ≈ 2.7";
-const Stated kCourseAlpha{"α ≈ 0.6–0.7", 0.65, 0.05};
+const Stated kCourseAlpha = Stated::range("0.6", "0.7", "α ≈ 0.6–0.7");
 
 // How a case's bound was obtained (decided from alpha, K and n before any step is simulated, so
 // that the choice does not depend on the data and each case keeps its false-alarm share).
@@ -347,7 +347,7 @@ Result run_spec_etau(const SpecEtauOptions& o, const RunContext& ctx, const Spec
         "float64 rounding against the defining sum ((4K + 8)·u·E[τ])";
     r.expect({fmt::format("E[τ] at α = {:g}, K = {} (formula)", kCourseAlphaLow, kCourseK),
               kSource, "tokens/step", low_value, (4.0 * kCourseK + 8.0) * u * low_value,
-              rounding_why + "; the document's 2.7 is compared at its own precision (±0.05)",
+              rounding_why + "; the document's ≈ 2.7 is compared at its own precision (2.65 .. 2.8: rounded or truncated)",
               parts.expected_tokens(kCourseAlphaLow, kCourseK), kCourseTokens,
               fmt::format("(1 − {0:g}^{1})/(1 − {0:g}), the low end of the document's α range",
                           kCourseAlphaLow, kCourseK + 1)});
@@ -366,20 +366,20 @@ Result run_spec_etau(const SpecEtauOptions& o, const RunContext& ctx, const Spec
     r.expect(std::move(high));
     r.expect({fmt::format("α at which E[τ] = {:g} for K = {} (bisection on the formula)",
                           kCourseTokens.value, kCourseK),
-              kSource, "", kCourseAlpha.value, kCourseAlpha.precision,
+              kSource, "", 0.65, 0.05,  // inside the document's range 0.6–0.7 itself
               fmt::format("the document's α range 0.6–0.7: 2.7 holds for α ≈ {:.3f}, in the top "
                           "part of that range",
                           alpha_star),
               alpha_star, kCourseAlpha, ""});
     const double lo =
-        spec::alpha_for_expected_tokens(kCourseTokens.value - kCourseTokens.precision, kCourseK);
+        spec::alpha_for_expected_tokens(kCourseTokens.low(), kCourseK);
     const double hi =
-        spec::alpha_for_expected_tokens(kCourseTokens.value + kCourseTokens.precision, kCourseK);
+        spec::alpha_for_expected_tokens(kCourseTokens.high(), kCourseK);
     r.metric("alpha_at_document_tokens", alpha_star);
     r.notes.push_back(fmt::format(
         "The course's \"α ≈ 0.6–0.7, K = {0} → E[τ] ≈ 2.7\": over α = 0.6–0.7 the formula gives "
-        "E[τ] = {1:.3f}–{2:.3f}. It equals 2.7 at α = {3:.4f}, and \"≈ 2.7\" (2.65–2.75) needs α "
-        "in [{4:.4f}, {5:.4f}]: the top part of the stated range. One erratum: at the α = 0.6 end "
+        "E[τ] = {1:.3f}–{2:.3f}. It equals 2.7 at α = {3:.4f}, and \"≈ 2.7\" (2.65–2.8: rounded or "
+        "truncated) needs α in [{4:.4f}, {5:.4f}]: the top of the stated range. One erratum: at the α = 0.6 end "
         "the figure is off ({1:.2f}); at α = 0.7, {2:.2f} is fair as \"≈ 2.7\".",
         kCourseK, low_value, high_value, alpha_star, lo, hi));
     r.notes.push_back(fmt::format(

@@ -104,7 +104,9 @@ TEST_CASE("sliding-window passes with the rolling cache and fails with a window 
   CHECK(good.passed());
   CHECK(good.metric_value("cache_positions_held_max") == o.window);
   CHECK(good.metric_value("reach_positions") == o.layers * (o.window - 1));
-  CHECK(good.errata().size() == 1);  // 004's l·W
+  // 004's l·W, measured on a window of W previous tokens + the query: a convention, not an erratum.
+  CHECK(good.metric_value("reach_positions_previous_w") == o.layers * o.window);
+  CHECK(good.errata().empty());
   ctx.dtype = Dtype::f32;
   CHECK(checks::run_sliding_window(o, ctx).passed());
   ctx.dtype = Dtype::f64;
@@ -116,6 +118,9 @@ TEST_CASE("sliding-window passes with the rolling cache and fails with a window 
     CHECK_FALSE(bad.passed());
     CHECK(bad.metric_value("max_abs_diff_after_wrap") > bad.metric_value("rounding_bound"));
     CHECK(bad.metric_value("reach_positions") == o.layers * (o.window + off - 1));
+    CHECK(bad.metric_value("reach_positions_previous_w") == o.layers * (o.window + off));
+    for (const auto& e : bad.expectations)  // both reach rows fail on the broken window
+      if (e.quantity.rfind("reach", 0) == 0) CHECK_FALSE(e.holds());
   }
 
   checks::SlidingWindowParts unrotated;  // the ring read in slot order after a wrap-around
@@ -131,6 +136,21 @@ TEST_CASE("sliding-window passes with the rolling cache and fails with a window 
   CHECK_FALSE(full.passed());
   CHECK(full.metric_value("max_abs_diff_after_wrap") <= full.metric_value("rounding_bound"));
   CHECK(full.metric_value("cache_positions_held_max") == o.tokens);
+}
+
+TEST_CASE("sliding-window: its rows name the positional encoding the model uses") {
+  checks::RunContext ctx;
+  checks::SlidingWindowOptions o;
+  o.positional = "learned";
+  const Result learned = checks::run_sliding_window(o, ctx);
+  CHECK(learned.passed());
+  bool named = false;
+  for (const auto& e : learned.expectations) {
+    CAPTURE(e.quantity);
+    CHECK(e.quantity.find("RoPE") == std::string::npos);
+    named = named || e.quantity.find("learned positions") != std::string::npos;
+  }
+  CHECK(named);
 }
 
 TEST_CASE("sliding-window: bad options are InputErrors naming the option") {

@@ -42,6 +42,7 @@
 #include "report/writers.hpp"
 #include "build_info.hpp"
 #include "cheatsheet_command.hpp"
+#include "errata_command.hpp"
 #include "bench_command.hpp"
 #include "machine_command.hpp"
 #include "model_command.hpp"
@@ -308,6 +309,8 @@ int run_cli(int argc, char** argv) {
   auto* cheatsheet = kvlab::app::add_cheatsheet_command(app, cheatsheet_flags);
   kvlab::app::PlanFlags plan_flags;
   auto* plan = kvlab::app::add_plan_command(app, plan_flags);
+  kvlab::app::ErrataFlags errata_flags;
+  auto* errata = kvlab::app::add_errata_command(app, errata_flags);
   kvlab::app::ModelInitFlags model_init_flags;
   auto* model_init = kvlab::app::add_model_command(app, model_init_flags);
   kvlab::app::PerplexityFlags perplexity_flags;
@@ -401,6 +404,7 @@ int run_cli(int argc, char** argv) {
     if (selftest->parsed()) return kvlab::app::run_selftest(selftest_flags, std::cin, std::cout);
     if (cheatsheet->parsed()) return kvlab::app::run_cheatsheet(cheatsheet_flags, std::cout);
     if (plan->parsed()) return kvlab::app::run_plan(plan_flags, std::cout);
+    if (errata->parsed()) return kvlab::app::run_errata(errata_flags, std::cout);
     if (machine->parsed()) return kvlab::app::run_machine(machine_flags, std::cout);
     if (bench->parsed()) return kvlab::app::run_bench(bench_flags, std::cout);
     if (parity->parsed()) return kvlab::app::run_parity_command(parity_flags, std::cout);

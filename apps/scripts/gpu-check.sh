@@ -61,6 +61,6 @@ step "kvlab bench kernels (f32 cache)" bench_kernels.txt "$kvlab" bench kernels
 step "kvlab bench kernels --cache bf16" bench_kernels.txt "$kvlab" bench kernels --cache bf16 --gemm-m 4096
 step "kvlab bench kernels --format json" bench_kernels.json "$kvlab" bench kernels --format json
 # The model checks with a CUDA path on the GPU (the others on the CPU, each saying so).
-step "kvlab all --device cuda" all_cuda.txt "$kvlab" all --device cuda
+step "kvlab all --device cuda" all_cuda.txt "$kvlab" all --device cuda --full
 cat "$summary"
 exit $status

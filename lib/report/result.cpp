@@ -9,18 +9,61 @@
 
 namespace kvlab {
 
-Stated Stated::parse(const std::string& number, const std::string& words, double scale) {
+namespace {
+
+/// One unit of the last written digit of a plain decimal; the trailing zeros of an integer are
+/// not significant ("140" -> 10, "0" -> 1). Throws std::invalid_argument when `number` is not one.
+double unit_of_last_digit(const std::string& number, double* value) {
   std::size_t used = 0;
-  const double v = std::stod(number, &used);
+  *value = std::stod(number, &used);
   if (used != number.size()) throw std::invalid_argument("Stated::parse: not a decimal: " + number);
-  double unit_of_last_digit = 1.0;
+  double unit = 1.0;
   if (auto dot = number.find('.'); dot != std::string::npos) {
-    unit_of_last_digit = std::pow(10.0, -static_cast<double>(number.size() - dot - 1));
+    unit = std::pow(10.0, -static_cast<double>(number.size() - dot - 1));
   } else {
-    for (auto it = number.rbegin(); it != number.rend() && *it == '0' && number.size() > 1; ++it)
-      unit_of_last_digit *= 10.0;
+    for (auto it = number.rbegin(); it != number.rend() && *it == '0' && number.size() > 1; ++it) unit *= 10.0;
   }
-  return Stated{words.empty() ? number : words, v * scale, 0.5 * unit_of_last_digit * scale};
+  return unit;
+}
+
+}  // namespace
+
+bool Stated::approximate(const std::string& words) {
+  static const char* const marks[] = {"≈", "约", "~", "～", "大概", "往往", "左右", "about", "About", "roughly"};
+  return std::any_of(std::begin(marks), std::end(marks),
+                     [&](const char* m) { return words.find(m) != std::string::npos; });
+}
+
+Stated Stated::parse(const std::string& number, const std::string& words, double scale) {
+  double v = 0.0;
+  const double unit = unit_of_last_digit(number, &v) * scale;
+  Stated s;
+  s.text = words.empty() ? number : words;
+  s.value = v * scale;
+  s.precision = 0.5 * unit;
+  if (approximate(words)) s.above = unit;
+  return s;
+}
+
+Stated Stated::range(const std::string& low, const std::string& high, const std::string& words, double scale) {
+  const Stated lo = parse(low, words, scale), hi = parse(high, words, scale);
+  if (lo.value > hi.value) throw std::invalid_argument("Stated::range: low > high: " + low + " > " + high);
+  // The midpoint, snapped to half the finer figure's last unit: "0.6"–"0.7" gives 0.65, not the
+  // 0.6499999999999999 of (0.6 + 0.7) / 2 in binary.
+  const double step = std::min(lo.precision, hi.precision);
+  const double mid = std::round(0.5 * (lo.value + hi.value) / step) * step;
+  const double from = lo.low(), to = hi.high();
+  Stated s;
+  s.text = words;
+  s.value = mid;
+  s.precision = mid - from;
+  if (to - mid != mid - from) s.above = to - mid;
+  return s;
+}
+
+Stated Stated::flags(std::string id) && {
+  erratum = std::move(id);
+  return std::move(*this);
 }
 
 double Expectation::largest_possible_deviation() const {
@@ -35,8 +78,9 @@ bool Expectation::holds() const {
 
 bool Expectation::is_erratum() const {
   // A tiny relative slack keeps binary rounding of the stated decimal from deciding the case.
-  return stated && std::isfinite(measured) &&
-         std::abs(measured - stated->value) > stated->precision * (1.0 + 1e-9);
+  if (!stated || !std::isfinite(measured)) return false;
+  const double slack = 1e-9 * std::max(stated->precision, stated->above.value_or(0.0));
+  return measured < stated->low() - slack || measured > stated->high() + slack;
 }
 
 bool Result::passed() const {
@@ -51,8 +95,10 @@ std::vector<std::string> Result::errata() const {
   std::vector<std::string> out;
   for (const auto& e : expectations) {
     if (!e.is_erratum()) continue;
-    out.push_back(fmt::format("{} — {}: the document says {}; kvlab measures {:.6g} {}{}{}",
-                              e.source, e.quantity, e.stated->text, e.measured, e.unit,
+    // The catalogue's id first ("E4 000 §2.3 — …"): `kvlab errata --id E4` explains it.
+    out.push_back(fmt::format("{}{} — {}: the document says {}; kvlab measures {:.6g} {}{}{}",
+                              e.stated->erratum.empty() ? "" : e.stated->erratum + " ", e.source,
+                              e.quantity, e.stated->text, e.measured, e.unit,
                               e.arithmetic.empty() ? "" : " = ", e.arithmetic));
   }
   return out;

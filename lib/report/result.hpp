@@ -46,17 +46,52 @@ struct Plot {
   std::string legend = "top left";  ///< where the legend goes (gnuplot `set key` position)
 };
 
-/// A figure as the document states it, e.g. Stated::parse("0.27") or Stated{"≈ 140 tok/s", 140, 5}.
+/// A figure as the document states it, and the values it allows at the precision it is written.
+///
+/// The precision rule, the one rule every check applies to the documents' figures (docs/claims.md,
+/// "Document errata"); `u` is one unit of the figure's last written digit ("0.27": 0.01; "892": 1;
+/// "140": 10, since trailing zeros of an integer are not significant; "6.8": 0.1):
+///   - an exact figure must round to what is written: it allows value ± u/2;
+///   - a figure the document marks approximate (≈, 约, ~, ～, 大概, 大约, 往往, 左右, about,
+///     roughly) may have been rounded or truncated (cut after its last digit): it allows
+///     value − u/2 .. value + u. "约 1/3.5" allows 3.45 .. 3.6 (so 3.556 holds), "约 1/28"
+///     27.5 .. 29, "≈ 2 GB" 1.5 .. 3 GB (so 1.07 GB is an erratum: neither rounding nor
+///     truncation gives 2).
+/// Stated::parse and Stated::range apply the rule; a Stated written out by hand is for words that
+/// are not a written figure ("doubles": 2 ± 0.5; "weights dominate": a share below 50%).
 struct Stated {
   std::string text;        ///< the document's words, as shown to the student
   double value = 0.0;      ///< the number in the unit the Expectation uses
-  double precision = 0.0;  ///< half a unit in the last significant digit the document wrote
+  double precision = 0.0;  ///< how far below `value` the figure allows (and above, unless `above`)
+  /// How far above `value` the figure allows, when it differs from `precision` (an approximate
+  /// figure: one full unit of its last written digit).
+  std::optional<double> above;
+  /// The id of the entry in kvlab's errata catalogue (data/errata.json, `kvlab errata`) that this
+  /// figure's erratum is, e.g. "E3"; empty for a figure the catalogue has no entry for.
+  std::string erratum;
 
-  /// Parses a decimal the way a document writes it; precision is half a unit of its last
-  /// significant digit: "0.27" -> 0.005, "892" -> 0.5, "140" -> 5 (trailing zeros of an integer
-  /// are not significant), "6.8" -> 0.05. `scale` converts to the Expectation's unit.
-  /// Throws std::invalid_argument on a string that is not a plain decimal.
+  double low() const { return value - precision; }               ///< the smallest value allowed
+  double high() const { return value + above.value_or(precision); }  ///< the largest value allowed
+
+  /// True when `words` mark the figure approximate: ≈, 约, ~, ～, 大概, 往往, 左右, "about",
+  /// "roughly" (大约 contains 约).
+  static bool approximate(const std::string& words);
+
+  /// Parses a decimal the way a document writes it and applies the precision rule, reading
+  /// `words` (the document's words around it; the number itself when empty) for an approximate
+  /// mark: "0.27" -> ± 0.005; "892" -> ± 0.5; "140" -> ± 5; ("6.8", "≈ 6.8") -> 6.75 .. 6.9.
+  /// `scale` converts to the Expectation's unit. Throws std::invalid_argument on a string that
+  /// is not a plain decimal.
   static Stated parse(const std::string& number, const std::string& words = "", double scale = 1.0);
+
+  /// A range the document writes, "往往 1-5%" or "2–4×": from `low` read as a figure (its lower
+  /// allowance) to `high` read as a figure (its upper allowance), by the same rule; `value` is the
+  /// midpoint. Throws std::invalid_argument like parse, and when low > high.
+  static Stated range(const std::string& low, const std::string& high, const std::string& words,
+                      double scale = 1.0);
+
+  /// This figure, marked as the erratum `id` of the catalogue (e.g. "E3").
+  Stated flags(std::string id) &&;
 };
 
 /// One claim row: expected ± tolerance (and why), measured, verdict.
@@ -128,7 +163,9 @@ struct Result {
 
   /// Every expectation holds (and there is at least one); also true when skipped (exit 0).
   bool passed() const;
-  std::vector<std::string> errata() const;  ///< one line per erratum, with the arithmetic
+  /// One line per erratum: the catalogue id (when the figure has one), source, quantity, the
+  /// document's words, kvlab's figure and the arithmetic.
+  std::vector<std::string> errata() const;
 
   /// Adds or replaces a metric.
   void metric(const std::string& key, double value);

@@ -296,15 +296,15 @@ Headline headline(const Result& r) {
       const Stated& st = *x.stated;
       std::string in_unit;
       if (st.text.find(format_number(st.value)) == std::string::npos)
-        in_unit = st.precision >= 0.1 * std::abs(st.value)
-                      ? fmt::format("{}–{}", format_number(st.value - st.precision),
-                                    format_number(st.value + st.precision))
+        in_unit = st.high() - st.low() >= 0.2 * std::abs(st.value)
+                      ? fmt::format("{}–{}", format_number(st.low()), format_number(st.high()))
                       : format_number(st.value);
       if (!in_unit.empty() && !x.unit.empty()) in_unit += " " + x.unit;
       const std::string why = x.arithmetic.empty() ? "" : ": " + x.arithmetic;
-      h.erratum = fmt::format("{}: the document says {}{}; kvlab has {}{}", x.source, st.text,
+      const std::string id = st.erratum.empty() ? "" : st.erratum + " ";
+      h.erratum = fmt::format("{}{}: the document says {}{}; kvlab has {}{}", id, x.source, st.text,
                               in_unit.empty() ? "" : " (= " + in_unit + ")", figure_text(x.measured, x.unit), why);
-      h.erratum_zh = fmt::format("{}：文档写 {}{}；kvlab 得 {}{}", x.source, st.text,
+      h.erratum_zh = fmt::format("{}{}：文档写 {}{}；kvlab 得 {}{}", id, x.source, st.text,
                                  in_unit.empty() ? "" : "（= " + in_unit + "）", figure_text(x.measured, x.unit),
                                  x.arithmetic.empty() ? "" : "：" + x.arithmetic);
       break;
