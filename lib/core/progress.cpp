@@ -18,7 +18,7 @@ ProgressClock steady_progress_clock() {
 
 std::string duration_text(double seconds) {
   if (!std::isfinite(seconds) || seconds < 0) return "?";
-  if (seconds < 1) return "< 1 s";
+  if (seconds < 1) return "1 s";  // "about 1 s" reads better than "about < 1 s"
   if (seconds < 100) return fmt::format("{:.0f} s", seconds);
   const auto s = static_cast<long long>(std::llround(seconds));
   if (s < 3600) return fmt::format("{} min {:02} s", s / 60, s % 60);

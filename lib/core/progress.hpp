@@ -27,8 +27,8 @@ using ProgressClock = std::function<double()>;
 /// std::chrono::steady_clock in seconds.
 ProgressClock steady_progress_clock();
 
-/// A duration for people: "< 1 s", "40 s", "3 min 20 s", "1 h 05 min", "2.1 days". Negative or
-/// non-finite input reads "?".
+/// A duration for people: "1 s" (anything under 2 s), "40 s", "3 min 20 s", "1 h 05 min",
+/// "2.1 days". Negative or non-finite input reads "?".
 std::string duration_text(double seconds);
 
 class Progress {
