@@ -82,9 +82,9 @@ struct Run {
 // its duration, which is the gap between two tokens of every running decoder. Whole-prompt prefill
 // shows one tall plateau when the long prompt arrives; chunking shows a few lower ones.
 Plot stall_plot(const Run& whole, const Run& chunked, std::uint64_t chunk, bool course) {
-  Plot p{"the decode stall: each step's time while the long prompt prefills (decoders wait one step per token)",
+  Plot p{"the decode stall: step times around the long prompt's prefill",
          "simulated time since the long prompt arrived (ms)", "step time = every decoder's inter-token gap (ms)",
-         false, false, {}, "top right"};
+         false, false, {}, "outside right top"};  // inside, the key covers the plateau
   const double arrival = whole.sim.requests.back().arrival_s;
   const double span = std::max(whole.sim.requests.back().first_token_s, chunked.sim.requests.back().first_token_s) -
                       arrival;
@@ -92,8 +92,7 @@ Plot stall_plot(const Run& whole, const Run& chunked, std::uint64_t chunk, bool 
   // well after the long prompt's first token: decode-only steps on either side of the stall.
   const double from = arrival - 0.05 * span, to = arrival + 1.5 * span;
   for (const Run* run : {&whole, &chunked}) {
-    PlotSeries s{run == &whole ? std::string("no chunking: the whole prompt in one step")
-                               : fmt::format("chunked prefill, {} prompt tokens per step", chunk),
+    PlotSeries s{run == &whole ? std::string("no chunking") : fmt::format("chunked, {} tokens/step", chunk),
                  {}, {}, "lines"};
     for (const auto& st : run->sim.steps) {
       if (st.start_s < from || st.start_s > to) continue;
@@ -104,7 +103,7 @@ Plot stall_plot(const Run& whole, const Run& chunked, std::uint64_t chunk, bool 
     }
     p.series.push_back(std::move(s));
   }
-  if (course) p.series.push_back({"100 ms (000 §3.2: \"decode 卡 100+ ms\")", {(from - arrival) * 1e3, (to - arrival) * 1e3},
+  if (course) p.series.push_back({"100 ms (000 §3.2)", {(from - arrival) * 1e3, (to - arrival) * 1e3},
                                   {100.0, 100.0}, "lines"});
   return p;
 }
