@@ -78,6 +78,36 @@ struct Run {
   bool overlapped = true;        // every decoder decoding through the window
 };
 
+// The stall itself: every step drawn as a flat segment [start, start + duration] at the height of
+// its duration, which is the gap between two tokens of every running decoder. Whole-prompt prefill
+// shows one tall plateau when the long prompt arrives; chunking shows a few lower ones.
+Plot stall_plot(const Run& whole, const Run& chunked, std::uint64_t chunk, bool course) {
+  Plot p{"the decode stall: step times around the long prompt's prefill",
+         "simulated time since the long prompt arrived (ms)", "step time = every decoder's inter-token gap (ms)",
+         false, false, {}, "outside right top"};  // inside, the key covers the plateau
+  const double arrival = whole.sim.requests.back().arrival_s;
+  const double span = std::max(whole.sim.requests.back().first_token_s, chunked.sim.requests.back().first_token_s) -
+                      arrival;
+  // From just before the arrival (the decoders' own prefill is over by then in both runs) to
+  // well after the long prompt's first token: decode-only steps on either side of the stall.
+  const double from = arrival - 0.05 * span, to = arrival + 1.5 * span;
+  for (const Run* run : {&whole, &chunked}) {
+    PlotSeries s{run == &whole ? std::string("no chunking") : fmt::format("chunked, {} tokens/step", chunk),
+                 {}, {}, "lines"};
+    for (const auto& st : run->sim.steps) {
+      if (st.start_s < from || st.start_s > to) continue;
+      for (const double t : {st.start_s, st.start_s + st.duration_s}) {
+        s.x.push_back((t - arrival) * 1e3);
+        s.y.push_back(st.duration_s * 1e3);
+      }
+    }
+    p.series.push_back(std::move(s));
+  }
+  if (course) p.series.push_back({"100 ms (000 §3.2)", {(from - arrival) * 1e3, (to - arrival) * 1e3},
+                                  {100.0, 100.0}, "lines"});
+  return p;
+}
+
 }  // namespace
 
 Result run_chunked_prefill(const ChunkedPrefillOptions& o, const RunContext& /*ctx*/,
@@ -160,9 +190,23 @@ Result run_chunked_prefill(const ChunkedPrefillOptions& o, const RunContext& /*c
   Result r;
   r.check = kName;
   r.source = kSource;
-  r.claim = "Without chunking, a 4096-token prompt's prefill occupies the GPU for one long step and "
-            "every running decode stalls 100+ ms; split into 4 chunks × 1024, each coalesced with "
-            "the decodes, the stall shrinks and throughput is kept.";
+  // The claim states this run's figures; the course's own (4096 as 4 × 1024, 100+ ms) only at its options.
+  if (course)
+    r.claim = "Without chunking, a 4096-token prompt's prefill occupies the GPU for one long step and "
+              "every running decode stalls 100+ ms; split into 4 chunks × 1024, each coalesced with "
+              "the decodes, the stall shrinks and throughput is kept.";
+  else if (want_chunks > 1)
+    r.claim = fmt::format(
+        "Without chunking, a {}-token prompt's prefill occupies the {} for one long step and every running "
+        "decode of {} stalls; split into {} chunks of {}{}, each coalesced with the decodes, the stall shrinks "
+        "and throughput is kept (the course's case: 4096 as 4 × 1024, 100+ ms, 7B on an A100).",
+        P, g.name, m.name, want_chunks, C, P % C ? fmt::format(" (the last {})", P % C) : std::string());
+  else
+    r.claim = fmt::format(
+        "A {}-token prompt with --chunk {} is one chunk: both runs prefill it in one step on the {}, and the "
+        "decodes of {} stall for it in both, within the same roofline bounds (the course's case: 4096 as "
+        "4 × 1024 shrinks the stall).",
+        P, C, g.name, m.name);
   const std::string bound_why = fmt::format(
       "roofline of the step by the check's own arithmetic (config fields, catalogue KV bytes): "
       "between the prompt chunk alone and the chunk + {} decodes at context {}; ±{:g} relative for "
@@ -233,6 +277,7 @@ Result run_chunked_prefill(const ChunkedPrefillOptions& o, const RunContext& /*c
   r.tables.push_back(request_table(chunked.sim, "chunked", true));
   r.tables.push_back(step_table(whole.sim, "no chunking", o.long_run));
   r.tables.push_back(step_table(chunked.sim, "chunked", o.long_run));
+  r.plots.push_back(stall_plot(whole, chunked, C, course));
   add_series_plots(r, {{"no chunking", &whole.sim}, {"chunked", &chunked.sim}}, o.long_run);
 
   r.notes.push_back(fmt::format(

@@ -37,6 +37,7 @@
 
 #include "bench/machine.hpp"
 #include "core/error.hpp"
+#include "core/progress.hpp"
 #include "core/work_budget.hpp"
 #include "model/f32_kernels.hpp"
 #include "model/fast_gpt.hpp"
@@ -254,7 +255,32 @@ Result run_cpu_roofline(const CpuRooflineOptions& in, const RunContext& ctx, con
     };
 
   // ---- measure -------------------------------------------------------------------------------
+  // On a terminal (the real parts only): about how long, up front, then a progress line whose
+  // work is the budget's estimate of each part in seconds of the reference machine.
+  const bool real = !parts.machine && !parts.time_decode && !parts.time_prefill;
+  const CpuRooflineWork est = real ? cpu_roofline_work(o) : CpuRooflineWork{};
+  Progress progress = real ? Progress::on_stderr(std::string(kName), est.seconds)
+                           : Progress(std::string(kName), 0, "", nullptr, false);
+  progress.announce(fmt::format("about {} on the reference machine (machine roof, {} decode and {} prefill points, "
+                                "{} repeats each)",
+                                duration_text(est.seconds), o.batches.size() * o.contexts.size(), o.prompts.size(),
+                                o.repeats));
+  const auto step_seconds = [&](const StepCost& s) {
+    return (o.repeats + 1) * (s.bytes / kRefStreamBytesPerSecond + s.flops / kRefGemmFlopsPerSecond);
+  };
+  double est_done = 0;
+  const auto advance = [&](double seconds, const std::string& what) {
+    est_done += seconds;
+    progress.update(est_done, what);
+  };
   const MachineRoof roof = p.machine();
+  {
+    MachineOptions mo;
+    mo.stream_bytes_per_array = static_cast<std::uint64_t>(o.stream_mib) << 20;
+    mo.repeats = o.repeats;
+    mo.gemm_n = o.quick ? 256 : 2048;
+    advance(machine_work_seconds(mo), "machine roof");
+  }
   if (!(roof.bandwidth_bytes_per_s > 0) || !(roof.flops_per_s > 0) || !std::isfinite(roof.bandwidth_bytes_per_s) ||
       !std::isfinite(roof.flops_per_s))
     throw std::runtime_error("cpu-roofline: the machine measurement gave no finite positive rates");
@@ -270,11 +296,13 @@ Result run_cpu_roofline(const CpuRooflineOptions& in, const RunContext& ctx, con
       if (static_cast<std::int64_t>(B) * (n + 1) > o.max_cached_tokens) continue;
       Point pt{B, n, decode_step_cost(c, B, n), p.time_decode(c, B, n, o.repeats)};
       finish(pt);
+      advance(step_seconds(pt.cost), fmt::format("decode, batch {}, ctx {}", B, n));
       decode.push_back(std::move(pt));
     }
   for (int len : o.prompts) {
     Point pt{1, len, prefill_cost(c, len), p.time_prefill(c, len, o.repeats)};
     finish(pt);
+    advance(step_seconds(pt.cost), fmt::format("prefill, {} tokens", len));
     prefill.push_back(std::move(pt));
   }
   // Paired: copy, step, copy, step ... at the smallest context, repeat by repeat over all points,
@@ -301,7 +329,11 @@ Result run_cpu_roofline(const CpuRooflineOptions& in, const RunContext& ctx, con
       pp.times.push_back(t.front());
       pp.rates.push_back(rate);
       pp.fractions.push_back(pp.cost.bytes / t.front() / rate);
+      advance(2.0 * static_cast<double>(o.stream_mib) * 1048576.0 / kRefStreamBytesPerSecond +
+                  2.0 * pp.cost.bytes / kRefStreamBytesPerSecond,
+              "paired: " + pp.what);
     }
+  progress.finish();
 
   // ---- report --------------------------------------------------------------------------------
   Result r;

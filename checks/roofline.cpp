@@ -316,7 +316,7 @@ Plot roofline_plot(const GpuSpec& g, const std::vector<std::pair<std::string, De
   }
   p.series.push_back(std::move(roof));
   for (const auto& [label, s] : points)
-    p.series.push_back({label, {s.intensity}, {s.flops / s.time_s / 1e12}, "points"});
+    p.series.push_back({label, {s.intensity}, {s.flops / s.time_s / 1e12}, "labeled"});  // named beside the point
   return p;
 }
 

@@ -429,8 +429,9 @@ Result run_spec_etau(const SpecEtauOptions& o, const RunContext& ctx, const Spec
     r.tables.push_back(std::move(sims));
     // The plot (--plot): E[τ] against K, the formula for each α of the table (lines) and the
     // simulated means (points); the same numbers as the two tables above.
+    // The legend sits outside, right of the axes: inside it covered the α = 0.9–1 lines.
     Plot plot{"spec-etau: E[τ] against K, formula (lines) vs simulation (points)",
-              "K (draft tokens per step)", "E[τ] (tokens per step)", false, false, {}};
+              "K (draft tokens per step)", "E[τ] (tokens per step)", false, false, {}, "outside right top"};
     PlotSeries simulated{"simulated (every α)", {}, {}, "points"};
     for (std::size_t i = 0; i < kGridAlpha.size(); ++i) {
       PlotSeries formula{fmt::format("α = {:g}", kGridAlpha[i]), {}, {}, "lines"};

@@ -34,10 +34,12 @@
 #include <vector>
 
 #include "core/error.hpp"
+#include "core/progress.hpp"
 #include "core/rng.hpp"
 #include "core/stats.hpp"
 #include "model/gpt.hpp"
 #include "model/sequence_model.hpp"
+#include "model/work.hpp"
 #include "spec/monte_carlo.hpp"
 #include "support/model_setup.hpp"
 #include "framework/options.hpp"
@@ -113,7 +115,8 @@ std::vector<int> spec_exact_text_prompt() { return {'T', 'h', 'e'}; }
 template <class T>
 void spec_exactness_rows(Result& r, const MiniGPT<T>& target, const MiniGPT<T>& draft, const std::vector<int>& prompt,
                          const SpecExactOptions& o, std::uint64_t seed, double false_alarm, bool with_direct,
-                         const std::string& source, const spec::SpecFaults& faults) {
+                         const std::string& source, const spec::SpecFaults& faults,
+                         const std::function<void(std::int64_t)>& on_sample) {
   const int vocab = target.config().vocab_size;
   const std::int64_t m = outcomes(vocab, o.new_tokens);
   if (m < 0)
@@ -185,6 +188,7 @@ void spec_exactness_rows(Result& r, const MiniGPT<T>& target, const MiniGPT<T>& 
       {fmt::format("speculative, soft draft (T = {}), K = {}", o.temperature, o.k), 1, o.k, "spec_soft"},
       {fmt::format("speculative, greedy draft (one-hot q), K = {}", o.k), 2, o.k, "spec_greedy"}};
   std::uint64_t stream = 10;
+  std::int64_t drawn = 0;  // sequences over every sampler, for on_sample
   // Every sample prefills the same prompt: run it once per model and copy its K/V (the same bits).
   const std::span<const int> head(prompt.data(), prompt.empty() ? 0 : prompt.size() - 1);
   const int max_len = static_cast<int>(prompt.size()) + o.new_tokens + std::max(1, o.k);
@@ -215,6 +219,7 @@ void spec_exactness_rows(Result& r, const MiniGPT<T>& target, const MiniGPT<T>& 
             total.target_forwards += st.target_forwards;
       }
       ++counts[static_cast<std::size_t>(cell_of[index_of(out, 0, vocab)])];
+      if (on_sample) on_sample(++drawn);
     }
     const LawFit f = fit_to_law(counts, cell_law, o.samples, per);
     const std::string cells_said =
@@ -255,10 +260,11 @@ void spec_exactness_rows(Result& r, const MiniGPT<T>& target, const MiniGPT<T>& 
 
 template void spec_exactness_rows<float>(Result&, const MiniGPT<float>&, const MiniGPT<float>&, const std::vector<int>&,
                                          const SpecExactOptions&, std::uint64_t, double, bool, const std::string&,
-                                         const spec::SpecFaults&);
+                                         const spec::SpecFaults&, const std::function<void(std::int64_t)>&);
 template void spec_exactness_rows<double>(Result&, const MiniGPT<double>&, const MiniGPT<double>&,
                                           const std::vector<int>&, const SpecExactOptions&, std::uint64_t, double,
-                                          bool, const std::string&, const spec::SpecFaults&);
+                                          bool, const std::string&, const spec::SpecFaults&,
+                                          const std::function<void(std::int64_t)>&);
 
 namespace {
 
@@ -283,7 +289,21 @@ Result run_impl(const SpecExactOptions& o, const RunContext& ctx, const spec::Sp
       "(V = {}), the empirical law of the loop's output matches the target's exact law as closely "
       "as direct sampling does (TV below the sampling bound, chi-square not rejecting).",
       o.samples, o.new_tokens, vocab);
-  spec_exactness_rows(r, target, draft, prompt, o, ctx.seed, kFalseAlarm, true, kSource, faults);
+  // On a file pair (seconds to minutes) and a terminal: how long, up front, then a progress line.
+  Progress progress = ctx.weights.empty() ? Progress("spec-exact", 0, "", nullptr, false)
+                                          : Progress::on_stderr("spec-exact", 4.0 * o.samples, "sequences");
+  {
+    const double len = static_cast<double>(prompt.size()) + o.new_tokens + o.k;
+    // Short forwards run at half the rate of a window's: counted twice (as spec-real's estimate).
+    progress.announce(fmt::format(
+        "about {} on the reference machine (4 samplers × {} sequences of {} tokens on the file pair)",
+        duration_text(model_seconds(2.0 * 4.0 * static_cast<double>(o.samples) *
+                                    (forward_flops(target.config(), len) + forward_flops(draft.config(), len)))),
+        o.samples, o.new_tokens));
+  }
+  spec_exactness_rows(r, target, draft, prompt, o, ctx.seed, kFalseAlarm, true, kSource, faults,
+                      [&progress](std::int64_t n) { progress.update(static_cast<double>(n)); });
+  progress.finish();
   if (ctx.weights.empty())
     r.notes.push_back(fmt::format(
         "seed {}: target MiniGPT(seed), draft MiniGPT(SplitMix64(seed, 1)), each sampler its own "

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -33,12 +34,15 @@ Result run_spec_exact(const SpecExactOptions& opts, const RunContext& ctx,
 /// draft (K = 1 and o.k) and a greedy draft (K = o.k), plus direct sampling when `with_direct`, and
 /// adds to `r` per sampler: TV over the cells below the Bretagnolle–Huber–Carol bound and Pearson's
 /// chi-square below its critical value, `false_alarm` split evenly (Bonferroni) over the rows.
+/// `on_sample`, when set, is called after each drawn sequence with the count drawn so far over
+/// every sampler (3 or 4 × o.samples in all): a progress line's hook.
 /// Throws InputError when V^N is over the limit or the TV bound is >= 1 (too few samples).
 /// Source: 000 §7.6, §A.2 [e]; Leviathan et al. 2023, Appendix A.1.
 template <class T>
 void spec_exactness_rows(Result& r, const MiniGPT<T>& target, const MiniGPT<T>& draft, const std::vector<int>& prompt,
                          const SpecExactOptions& o, std::uint64_t seed, double false_alarm, bool with_direct,
-                         const std::string& source, const spec::SpecFaults& faults = {});
+                         const std::string& source, const spec::SpecFaults& faults = {},
+                         const std::function<void(std::int64_t)>& on_sample = {});
 
 /// The prompt spec-exact uses on a byte-level (vocab 256) pair: the bytes of "The".
 std::vector<int> spec_exact_text_prompt();

@@ -24,6 +24,9 @@
 // Skipped (exit 0, verdict "skipped") when data/weights/{target,draft}.safetensors or the
 // fortunes text is absent; a --target, --draft or --fortunes that names an absent path is exit 2.
 //
+// Arithmetic: float32 throughout (the pair as trained and stored); the common --dtype is refused
+// with that reason, and --help says so.
+//
 //   kvlab spec-real [--prompts 2] [--new-tokens 24] [--alpha-windows 4] [--long]
 #include "spec_real.hpp"
 #include "spec_exact.hpp"
@@ -37,6 +40,7 @@
 #include <vector>
 
 #include "core/error.hpp"
+#include "core/progress.hpp"
 #include "core/work_budget.hpp"
 #include "core/martingale.hpp"
 #include "core/rng.hpp"
@@ -54,6 +58,9 @@ namespace kvlab::checks {
 namespace {
 
 constexpr char kSource[] = "000 §7.4, §9.2; Leviathan et al. 2023 Table 3";
+// What spec-real does with the common --dtype: the help and the refusal both say it.
+constexpr char kDtypeText[] =
+    "spec-real computes in float32 (the trained pair, stored F32, runs as float32 MiniGPTs) and takes no --dtype";
 constexpr int kPromptLen = 16;
 constexpr int kMaxK = 8;
 constexpr int kMaxPrompts = 64;
@@ -147,7 +154,13 @@ namespace {
 /// each K = 1..8 at most K draft steps and K + 1 verified positions per token, at the longest
 /// context), and the exactness test (3 samplers × samples × both models over the short prompt
 /// and its 2 tokens, with K = 2).
-double spec_real_flops(const SpecRealOptions& o, const ModelConfig& t, const ModelConfig& d, std::size_t text_tokens) {
+struct SpecRealWork {
+  double alpha = 0, generation = 0, exactness = 0;
+  double total() const { return alpha + generation + exactness; }
+};
+
+SpecRealWork spec_real_work(const SpecRealOptions& o, const ModelConfig& t, const ModelConfig& d,
+                            std::size_t text_tokens) {
   const int block = std::min(t.block_size, d.block_size);
   const auto available = static_cast<std::int64_t>((text_tokens - 1) / static_cast<std::size_t>(block));
   const double windows = static_cast<double>(std::min<std::int64_t>(o.alpha_windows, std::max<std::int64_t>(available, 1)));
@@ -160,7 +173,11 @@ double spec_real_flops(const SpecRealOptions& o, const ModelConfig& t, const Mod
   const double exact_len = kExactPromptLen + 2 + 2;
   // Short forwards run at half the rate of a window's (kRefModelFlopsPerSecond): counted twice.
   const double exactness = 2.0 * 3.0 * static_cast<double>(o.exact_samples) * (forward_flops(t, exact_len) + forward_flops(d, exact_len));
-  return alpha + generation + exactness;
+  return {alpha, generation, exactness};
+}
+
+double spec_real_flops(const SpecRealOptions& o, const ModelConfig& t, const ModelConfig& d, std::size_t text_tokens) {
+  return spec_real_work(o, t, d, text_tokens).total();
 }
 
 /// Throws InputError naming the options that drive the work when a run is over the budget.
@@ -228,7 +245,23 @@ Result run_spec_real(const SpecRealOptions& o_in, const RunContext& ctx, const S
     throw InputError("validation text: shorter than one window");
   if (!parts.inputs) require_spec_real_budget(o, target.config(), draft.config(), in.validation.size());
 
+  // On a terminal: about how long, up front, then a progress line through the three phases (the
+  // work estimate of the budget, in FLOPs; each K's share of the generation ∝ its 2K + 1 forwards
+  // per token, the target alone 1).
+  const SpecRealWork work = spec_real_work(o, target.config(), draft.config(), in.validation.size());
+  Progress progress = Progress::on_stderr("spec-real", work.total());
+  progress.announce(fmt::format("about {} on the reference machine (teacher-forced α, K = 1..{} at 2 temperatures, "
+                                "{} exactness samples per sampler)",
+                                duration_text(model_seconds(work.total())), kMaxK, o.exact_samples));
+  double work_done = 0;
+  const auto advance = [&](double flops, const char* phase) {
+    work_done += flops;
+    progress.update(work_done, phase);
+  };
+  const double per_k_unit = work.generation / (2.0 * (1.0 + kMaxK * (kMaxK + 2.0)));  // Σ_{K=1..8}(2K + 1) = 80
+
   const TeacherAlpha ta = teacher_forced_alpha(target, draft, in.validation, o.alpha_windows);
+  advance(work.alpha, "α teacher-forced");
 
   std::vector<std::vector<int>> prompts;
   for (int i = 0; i < o.prompts; ++i) {
@@ -267,6 +300,7 @@ Result run_spec_real(const SpecRealOptions& o_in, const RunContext& ctx, const S
                                                    sampler, rng));
       seconds_baseline += since(t0);
     }
+    advance(per_k_unit, temperature == 0.0 ? "temperature 0" : "temperature 1");
     const double baseline_per_token = seconds_baseline / total_tokens;
     std::vector<PerK> ks;
     for (int k = 1; k <= kMaxK; ++k) {
@@ -305,6 +339,7 @@ Result run_spec_real(const SpecRealOptions& o_in, const RunContext& ctx, const S
                                     run.tokens[t] != greedy[static_cast<std::size_t>(i)][t];
       }
       mismatches_total += pk.greedy_mismatches;
+      advance(per_k_unit * (2.0 * k + 1.0), temperature == 0.0 ? "temperature 0" : "temperature 1");
       ks.push_back(std::move(pk));
     }
     const std::string tname = temperature == 0.0 ? "0 (greedy)" : "1";
@@ -398,8 +433,14 @@ Result run_spec_real(const SpecRealOptions& o_in, const RunContext& ctx, const S
   eo.temperature = 1.0;
   const auto t_exact = Clock::now();
   const std::vector<int> exact_prompt(prompts[0].end() - kExactPromptLen, prompts[0].end());
+  const double before_exact = work_done;
   spec_exactness_rows(r, target, draft, exact_prompt, eo, spec::derive_seed(ctx.seed, 77),
-                      kFalseAlarm * kExactRows / kStatRows, false, "000 §7.6, §A.2 [e]", parts.faults);
+                      kFalseAlarm * kExactRows / kStatRows, false, "000 §7.6, §A.2 [e]", parts.faults,
+                      [&](std::int64_t n) {
+                        progress.update(before_exact + work.exactness * static_cast<double>(n) / (3.0 * eo.samples),
+                                        "exactness");
+                      });
+  progress.finish();
   r.metric("seconds_exactness", since(t_exact));
   r.metric("alpha_teacher_forced_t1", ta.mean1);
   r.metric("alpha_teacher_forced_t0", ta.mean0);
@@ -421,7 +462,8 @@ Result run_spec_real(const SpecRealOptions& o_in, const RunContext& ctx, const S
   r.plots.push_back(std::move(plot));
   r.notes.push_back(fmt::format(
       "pair: target {} layers × d_model {} ({} heads, {} K/V heads), draft {} layers × d_model {}; {} prompts of "
-      "{} validation bytes (evenly spaced), {} new tokens each, K = 1..{}, temperatures 1 and 0, seed {}.",
+      "{} validation bytes (evenly spaced), {} new tokens each, K = 1..{}, temperatures 1 and 0, seed {}; "
+      "float32 arithmetic (the pair as trained and stored).",
       target.config().n_layer, target.config().d_model, target.config().n_head, target.config().n_kv_head,
       draft.config().n_layer, draft.config().d_model, o.prompts, kPromptLen, o.new_tokens, kMaxK, ctx.seed));
   r.notes.push_back(
@@ -481,6 +523,10 @@ class SpecRealCheck final : public Check {
         ->check(PathGiven());
     sub.add_option("--fortunes", opts_.fortunes, "Fortunes directory (default /usr/share/games/fortunes)")
         ->check(PathGiven());
+    // The common --dtype (f64 by default elsewhere) does not apply: the pair is run as float32
+    // MiniGPTs, as it was trained and stored. The help and the refusal say so.
+    if (Option* dtype = sub.find("--dtype"))
+      dtype->description(fmt::format("Not taken: {}", kDtypeText))->check(Refused(kDtypeText));
   }
   Result run(const RunContext& ctx) override { return run_spec_real(opts_, ctx); }
 

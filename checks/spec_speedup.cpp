@@ -356,16 +356,20 @@ Result run_impl(const SpecSpeedupOptions& o, const RunContext& ctx, const SpecSp
   plot.series = {s_doc, s_ver, s_meas, s_one};
   r.plots.push_back(std::move(plot));
 
-  if (!ctx.weights.empty())
+  // Every note describes the pair that ran: the files' (--weights) or the seeded random one.
+  const bool files = !ctx.weights.empty();
+  const std::string run_text = fmt::format(
+      "temperature {:g} for both; {} prompts of {} random tokens (stream 100 + i of seed {}), {} new tokens each, "
+      "K = 1..{}. Predicted speedup at the FLOP ratio, E[τ](α exact)/(1 + K·c), is best at K = {}.",
+      o.temperature, o.prompts, kPromptLen, ctx.seed, o.new_tokens, kMaxK, best_k_flops);
+  if (files)
     r.notes.push_back(pair_note(target.config(), draft.config(), ctx) +
-                      fmt::format(" (c = {:.4f} by weight FLOPs); the note below describes the random pair "
-                                  "this run replaced", c_flops));
-  r.notes.push_back(fmt::format(
-      "seed {}: target MiniGPT(seed) (2 layers, d_model 64), draft MiniGPT(SplitMix64(seed, 1)) "
-      "(1 layer, d_model 16; c = {:.4f} by weight FLOPs), temperature {:g} for both; {} prompts of "
-      "{} random tokens (stream 100 + i), {} new tokens each, K = 1..{}. Predicted speedup at the "
-      "FLOP ratio, E[τ](α exact)/(1 + K·c), is best at K = {}.",
-      ctx.seed, c_flops, o.temperature, o.prompts, kPromptLen, o.new_tokens, kMaxK, best_k_flops));
+                      fmt::format(" (c = {:.4f} by weight FLOPs); ", c_flops) + run_text);
+  else
+    r.notes.push_back(fmt::format(
+        "seed {}: target MiniGPT(seed) (2 layers, d_model 64), draft MiniGPT(SplitMix64(seed, 1)) "
+        "(1 layer, d_model 16; c = {:.4f} by weight FLOPs); ",
+        ctx.seed, c_flops) + run_text);
   {
     double n = 0.0, sum = 0.0, sq = 0.0, lo = 1.0, hi = 0.0;
     for (std::size_t i = 0; i < k8.pos_n.size(); ++i) {
@@ -380,23 +384,27 @@ Result run_impl(const SpecSpeedupOptions& o, const RunContext& ctx, const SpecSp
     r.notes.push_back(fmt::format(
         "i.i.d. caveat (000 §7.4): the formula assumes one α at every position. Here each verified "
         "position has its own α = Σ min(p̃, q̃): at K = 8 their mean is {:.3f} with SD {:.3f}, and "
-        "the mean by position runs from {:.3f} to {:.3f} (table \"per-position α\"). Random-weight "
-        "models have no easy or hard stretches of text, so α varies little; at K = 8 the formula at "
-        "the exact α gives {:.3f}, E[τ | drafts] {:.3f}, the measurement {:.3f}. "
+        "the mean by position runs from {:.3f} to {:.3f} (table \"per-position α\"). {}At K = 8 the "
+        "formula at the exact α gives {:.3f}, E[τ | drafts] {:.3f}, the measurement {:.3f}. "
         "For trained pairs α swings with the text and acceptances are correlated, and the i.i.d. "
         "formula can miss; so what is judged is the per-position form, E[τ | drafts] = "
         "Σ_i Π_{{j<=i}} min(1, p̃_j(d_j)/q̃_j(d_j)), exact given the drafts, and the formula is shown.",
-        mean, sd, lo, hi, spec::expected_tokens(k8.alpha_exact(), kMaxK), k8.predicted_per_step(),
+        mean, sd, lo, hi,
+        files ? "" : "Random-weight models have no easy or hard stretches of text, so α varies little. ",
+        spec::expected_tokens(k8.alpha_exact(), kMaxK), k8.predicted_per_step(),
         k8.tokens_per_step()));
   }
-  r.notes.push_back(
+  r.notes.push_back(fmt::format(
       "Cost model (000 §7.4, §1.1): one step = one target forward over K + 1 tokens plus K draft "
       "forwards. The formula counts the verify forward as one decode step (memory-bound on a GPU: "
-      "the weights are read once for K + 1 tokens). These mini-GPTs fit in the CPU's cache, where "
-      "that is not given: the timing table measures the verify forward in decode forwards "
+      "the weights are read once for K + 1 tokens). {} On a CPU that is not given: the timing table measures "
+      "the verify forward in decode forwards "
       "(column \"verify cost\") and shows tokens/step / (verify + K·c) beside E[τ]/(1 + K·c). The "
       "course's \"about 2×\" (003 part 5) and 1.6–2.2× (000 §9.2) are GPU figures for trained "
-      "pairs; the timing table is shown, never judged.");
+      "pairs; the timing table is shown, never judged.",
+      files ? fmt::format("The target of {} has {:.3g} weight multiply-adds per token.", ctx.weights,
+                          weight_flops(target.config()) / 2.0)
+            : std::string("These mini-GPTs fit in the CPU's cache.")));
   return r;
 }
 

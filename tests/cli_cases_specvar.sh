@@ -11,6 +11,9 @@ for opt in --epsilon --delta --temperature; do
     expect_usage_error "$opt" typical-acceptance "$opt" "$bad"
   done
 done
+# A setting where the claim cannot be shown is refused with the settings that can show it (at 0.01 p
+# is one-hot and typical acceptance emits its argmax: exact), not reported as a failed claim.
+expect_usage_error "cannot be judged at --temperature 0.01" typical-acceptance --temperature 0.01
 expect_exit 2 typical-acceptance --contexts 17
 expect_stderr_mentions --contexts typical-acceptance --contexts 0
 expect_exit 0 typical-acceptance --epsilon 1 --delta 1 --contexts 2

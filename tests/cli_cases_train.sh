@@ -48,6 +48,17 @@ for bad in 0 97 abc; do
   expect_usage_error --new-tokens spec-real --new-tokens "$bad"
 done
 
+# spec-real computes in float32: its --help says so, and any --dtype is refused saying so (the
+# common help's "f64 (default)" would offer what it does not do)
+for d in f64 f32; do
+  expect_usage_error "spec-real computes in float32" spec-real --dtype "$d"
+done
+if "$kvlab" spec-real --help | grep -A1 -e '--dtype' | grep -q 'computes in float32'; then
+  echo "ok: spec-real --help says it computes in float32"
+else
+  echo "FAIL: spec-real --help does not say float32 at --dtype"; failures=$((failures + 1))
+fi
+
 # gqa-meanpool: a named trained checkpoint that is absent is bad input
 expect_usage_error --trained-weights gqa-meanpool --trained-weights /nonexistent/kvlab/t.safetensors
 for bad in 0 4097 abc; do

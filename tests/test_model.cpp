@@ -206,3 +206,23 @@ TEST_CASE("incremental-vs-full passes with both caches and fails with a cache th
   CHECK(checks::run_incremental_vs_full(o, ctx).passed());
 }
 
+TEST_CASE("incremental-vs-full shows a nonzero rounding difference from another summation order beside its exact 0") {
+  // kvlab's 0 is not a buffer compared with itself: the same full forward summed in another order
+  // (Eigen's blocked products) differs by float64 rounding, well inside the row's bound.
+  const Result r = checks::run_incremental_vs_full({}, checks::RunContext{});
+  for (const char* v : {"mha", "gqa", "mqa", "chunked"}) {
+    CAPTURE(v);
+    CHECK(r.metric_value(std::string("max_abs_diff_") + v) == 0.0);
+    const double other = r.metric_value(std::string("max_abs_diff_reordered_") + v);
+    CHECK(other > 0.0);
+    CHECK(other < 1e-12);
+  }
+  bool said = false;
+  for (const auto& e : r.expectations)
+    if (e.quantity.find("max |Δlogits| mha") == 0) said = e.why.find("another order differs by") != std::string::npos;
+  CHECK(said);
+  bool why_zero = false;
+  for (const auto& n : r.notes) why_zero = why_zero || n.find("Why exactly 0") != std::string::npos;
+  CHECK(why_zero);
+}
+

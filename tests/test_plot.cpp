@@ -7,7 +7,10 @@
 #include <cstdlib>
 #include <fstream>
 #include <limits>
+#include <set>
 #include <sstream>
+
+#include <fmt/format.h>
 
 #include "report/plot.hpp"
 #include "test_util.hpp"
@@ -110,6 +113,30 @@ TEST_CASE("plot: with gnuplot installed, backquotes in titles run nothing") {
   CHECK(render_plots(*gnuplot, {p}, parse_plot_target("`touch " + marker + "`.svg")).find("<svg") != std::string::npos);
   CHECK_FALSE(std::ifstream(marker).good());
   std::remove(marker.c_str());
+}
+
+
+TEST_CASE("plot: twelve distinct colours before any repeats (spec-etau draws 11 series)") {
+  Plot p = two_series();
+  for (int i = 0; i < 9; ++i) p.series.push_back({fmt::format("α = {}", i), {1, 2}, {1, 2}, "lines"});
+  const std::string s = gnuplot_script({p}, parse_plot_target("a.svg"));
+  std::set<std::string> colours;
+  for (int lt = 1; lt <= 12; ++lt) {
+    const std::string key = fmt::format("set linetype {} lc rgb '", lt);
+    const auto at = s.find(key);
+    REQUIRE(at != std::string::npos);
+    colours.insert(s.substr(at + key.size(), 7));
+  }
+  CHECK(colours.size() == 12);
+}
+
+TEST_CASE("plot: a 'labeled' series writes its title beside each point, alternately above and below") {
+  Plot p{"roof", "x", "y", true, true,
+         {{"batch 8", {7.5}, {15}, "labeled"}, {"batch 64", {6.9}, {14}, "labeled"}}};
+  const std::string s = gnuplot_script({p}, parse_plot_target("a.svg"));
+  CHECK(s.find("$d0_0 using 1:2 with points ps 1.5 title 'batch 8'") != std::string::npos);
+  CHECK(s.find("$d0_0 using 1:2:('batch 8') with labels offset char 1,1 left notitle") != std::string::npos);
+  CHECK(s.find("$d0_1 using 1:2:('batch 64') with labels offset char 1,-1 left notitle") != std::string::npos);
 }
 
 }  // namespace

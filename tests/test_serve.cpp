@@ -4,6 +4,7 @@
 // that drops a chunk). Also a regression: an empty chunk contributes nothing.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -401,4 +402,49 @@ TEST_CASE("chunked-prefill: passes, and fails with a chunker that drops a chunk"
   o = ChunkedPrefillOptions{};
   o.decoder_output = 2;  // decoders done long before the prompt's prefill ends
   CHECK(input_error([&] { run_chunked_prefill(o, ctx); }).find("--decoder-output") != std::string::npos);
+}
+
+TEST_CASE("chunked-prefill: the claim states this run's prompt and chunks; the course's figure only at its options") {
+  using namespace kvlab::checks;
+  const RunContext ctx;
+  const Result course = run_chunked_prefill({}, ctx);
+  CHECK(course.claim.find("4 chunks × 1024") != std::string::npos);
+  CHECK(course.claim.find("100+ ms") != std::string::npos);
+
+  ChunkedPrefillOptions o;
+  o.chunk = 512;
+  const Result eight = run_chunked_prefill(o, ctx);
+  CHECK_MESSAGE(eight.claim.find("4096-token prompt") != std::string::npos, eight.claim);
+  CHECK_MESSAGE(eight.claim.find("8 chunks of 512") != std::string::npos, eight.claim);
+  CHECK_MESSAGE(eight.claim.find("split into 4 chunks × 1024") == std::string::npos, eight.claim);
+  for (const auto& e : eight.expectations) CHECK_FALSE(e.stated.has_value());
+
+  o = ChunkedPrefillOptions{};
+  o.long_prompt = 3000;
+  o.chunk = 1024;
+  const Result three = run_chunked_prefill(o, ctx);
+  CHECK_MESSAGE(three.claim.find("3000-token prompt") != std::string::npos, three.claim);
+  CHECK_MESSAGE(three.claim.find("3 chunks of 1024 (the last 952)") != std::string::npos, three.claim);
+
+  o.chunk = 4096;
+  const Result one = run_chunked_prefill(o, ctx);
+  CHECK_MESSAGE(one.claim.find("is one chunk") != std::string::npos, one.claim);
+  CHECK_MESSAGE(one.claim.find("stall shrinks and") == std::string::npos, one.claim);
+}
+
+TEST_CASE("chunked-prefill: its first plot shows the decode stall that chunking removes") {
+  using namespace kvlab::checks;
+  const Result r = run_chunked_prefill({}, RunContext{});
+  REQUIRE_FALSE(r.plots.empty());
+  const Plot& stall = r.plots.front();
+  CHECK(stall.title.find("stall") != std::string::npos);
+  REQUIRE(stall.series.size() >= 2);
+  const auto peak = [](const PlotSeries& s) { return *std::max_element(s.y.begin(), s.y.end()); };
+  // The plotted step times are the simulated ones: the tallest is each run's longest stall.
+  CHECK(peak(stall.series[0]) == doctest::Approx(r.metric_value("stall_s_sim_whole") * 1e3));
+  CHECK(peak(stall.series[1]) == doctest::Approx(r.metric_value("stall_s_sim_chunked") * 1e3));
+  CHECK(peak(stall.series[0]) > 2.0 * peak(stall.series[1]));
+  // Time runs from the long prompt's arrival (x = 0) or just before to after its prefill.
+  CHECK(*std::min_element(stall.series[0].x.begin(), stall.series[0].x.end()) <= 0.0);
+  CHECK(*std::max_element(stall.series[0].x.begin(), stall.series[0].x.end()) > peak(stall.series[0]));
 }

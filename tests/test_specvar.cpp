@@ -134,6 +134,10 @@ TEST_CASE("typical-acceptance: bad options are InputErrors naming the option") {
   named({.temperature = 0.0}, "--temperature");
   named({.epsilon = 0.0}, "--epsilon");
   named({.delta = 2.0}, "--delta");
+  // Where Medusa's law is within 2β of p the claim cannot be judged: refused, naming the flag and
+  // the temperatures that can judge it, never a FAIL for want of power.
+  named({.temperature = 0.01}, "--temperature");
+  named({.temperature = 0.01}, "it can at --temperature [");
 }
 
 // ---------------------------------------------------------------- Jacobi

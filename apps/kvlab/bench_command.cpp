@@ -20,6 +20,7 @@
 #include "bench/machine.hpp"
 #include "io/data_dir.hpp"
 #include "core/error.hpp"
+#include "core/progress.hpp"
 #include "core/work_budget.hpp"
 #include "io/safe_write.hpp"
 #include "model/fast_gpt.hpp"
@@ -204,6 +205,15 @@ int run_bench(const BenchFlags& f, std::ostream& out) {
   }
   const int batch_max = *std::max_element(f.batches.begin(), f.batches.end());
   require_decode_budget(f, batch_max);
+  // On a terminal: about how long, up front, then timed runs per second and the time left (the
+  // PyTorch side, with --vs-torch, counted as as many runs again).
+  const double runs_per_d = static_cast<double>(f.batches.size()) * f.repeats;
+  Progress progress = Progress::on_stderr(
+      "bench", static_cast<double>(f.d_models.size()) * runs_per_d * (f.vs_torch ? 2.0 : 1.0), "timed runs");
+  progress.announce(fmt::format("about {} on the reference machine ({} d_model x {} batch sizes x {} timed runs{})",
+                                duration_text(decode_work(f, batch_max).seconds), f.d_models.size(),
+                                f.batches.size(), f.repeats, f.vs_torch ? ", then the same in PyTorch" : ""));
+  double runs_done = 0;
   double load[1] = {-1};
   getloadavg(load, 1);
   Table t{fmt::format("decode tokens/s, {} layers, ctx {}, {} steps x {} repeats, {} threads", f.layers, f.ctx,
@@ -262,6 +272,7 @@ int run_bench(const BenchFlags& f, std::ostream& out) {
             }
           }
           rates.push_back(B * f.steps / (steady_seconds() - t0));
+          progress.update(++runs_done, fmt::format("d_model {}, batch {}", d, B));
         }
         kv_rates.push_back(rates);
       }
@@ -282,6 +293,8 @@ int run_bench(const BenchFlags& f, std::ostream& out) {
       std::filesystem::remove(tmp + ".weights");
       std::filesystem::remove(tmp + ".logits");
       if (status != 0) throw std::runtime_error("bench: the PyTorch driver failed: " + cmd);
+      runs_done += runs_per_d;
+      progress.update(runs_done, fmt::format("d_model {}, PyTorch", d));
       torch_rows = nlohmann::json::array();
       std::size_t pos = 0;
       while (pos < text.size()) {
@@ -318,6 +331,7 @@ int run_bench(const BenchFlags& f, std::ostream& out) {
       rows.push_back(jr);
     }
   }
+  progress.finish();
   if (f.format == "json") {
     out << nlohmann::json{{"load_average_1min", load[0]}, {"threads", fast_threads()}, {"rows", rows}}.dump(2) << '\n';
   } else {

@@ -11,6 +11,7 @@
 
 #include "bench/machine.hpp"
 #include "core/error.hpp"
+#include "core/progress.hpp"
 #include "core/work_budget.hpp"
 #include "io/catalogue.hpp"
 #include "io/safe_write.hpp"
@@ -85,7 +86,17 @@ int run_machine(const MachineFlags& f, std::ostream& out) {
       throw InputError(fmt::format("--save: {} (set KVLAB_LOCAL_HARDWARE to another path)", e.what()));
     }
   }
+  // On a terminal: about how long, up front, then the measurements' progress and the time left.
+  Progress progress = Progress::on_stderr("machine", 1.0);
+  progress.announce(fmt::format("about {} on the reference machine ({} repeats of STREAM copy and triad over 3 x {} "
+                                "MiB and GEMM n = {}{})",
+                                duration_text(seconds), f.repeats, f.size_mib, f.gemm_n,
+                                f.curve ? ", then the bandwidth curve" : ""));
+  o.on_step = [&progress](int done, int steps) {
+    progress.update(static_cast<double>(done) / steps, fmt::format("step {}/{}", done, steps));
+  };
   const MachineMeasurement m = measure_machine(o);
+  progress.finish();
   const nlohmann::json entry = hardware_entry(m);
   if (f.format == "json") {
     out << json_text(entry) << '\n';

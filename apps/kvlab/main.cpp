@@ -207,7 +207,7 @@ int run_all(const CommonFlags& flags, const AllFlags& all) {
                                      " has no CUDA path and ran on the CPU (docs/gpu.md lists the checks that have one).");
     if (flags.dtype != "f64" && !check->uses_dtype())  // one rule for every check, not a note in each
       results.back().notes.push_back("--dtype " + flags.dtype + " does not apply here: " + check->name() +
-                                     " computes in float64 or exact integers, without a model dtype.");
+                                     " has no model dtype to choose (`kvlab " + check->name() + " --help` says what it computes in).");
     results.back().claim_zh = kvlab::checks::claim_zh(check->name());
   }
   kvlab::write_all(std::cout, results, format, view);

@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.hpp"
+#include "core/progress.hpp"
 #include "core/work_budget.hpp"
 #include "io/safe_write.hpp"
 #include "io/safetensors.hpp"
@@ -39,7 +40,7 @@ constexpr std::uintmax_t kMaxTextBytes = 64u << 20;
 /// Mean cross-entropy over non-overlapping windows (see run_perplexity).
 template <class T>
 void perplexity_impl(const MiniGPT<T>& model, const std::vector<int>& tokens, int max_windows, double& loss,
-                     std::size_t& predicted, std::size_t& windows) {
+                     std::size_t& predicted, std::size_t& windows, Progress& progress) {
   const ModelConfig& c = model.config();
   const std::size_t L = static_cast<std::size_t>(c.block_size);
   if (tokens.size() < L + 1)
@@ -61,7 +62,9 @@ void perplexity_impl(const MiniGPT<T>& model, const std::vector<int>& tokens, in
       window += lse - row(tokens[start + t + 1]);
     }
     sum += window;
+    progress.update(static_cast<double>(i + 1));
   }
+  progress.finish();
   windows = n;
   predicted = n * L;
   loss = sum / static_cast<double>(predicted);
@@ -216,12 +219,21 @@ int perplexity(const PerplexityFlags& f, std::ostream& out) {
                                     : std::string("a smaller model: one window alone is over it"));
     }
   }
+  // On a terminal: how long, up front, then windows per second and the time left.
+  const double all_windows =
+      tokens.size() > 1 ? static_cast<double>((tokens.size() - 1) / static_cast<std::size_t>(c.block_size)) : 0.0;
+  const double n_windows = f.max_windows > 0 ? std::min(all_windows, static_cast<double>(f.max_windows)) : all_windows;
+  Progress progress = Progress::on_stderr("perplexity", n_windows, "windows");
+  progress.announce(fmt::format(
+      "about {} on the reference machine ({:.0f} windows of {} tokens, {})",
+      duration_text(model_seconds(n_windows * forward_flops(c, c.block_size) * (f.dtype == "f64" ? 2.0 : 1.0))),
+      n_windows, c.block_size, f.dtype));
   double loss = 0;
   std::size_t predicted = 0, windows = 0;
   // The model names its file, so that a forward that overflows is refused naming it (model/gpt.hpp).
   const auto run = [&](auto model) {
     model.set_source(f.weights);
-    perplexity_impl(model, tokens, f.max_windows, loss, predicted, windows);
+    perplexity_impl(model, tokens, f.max_windows, loss, predicted, windows, progress);
   };
   if (f.dtype == "f64")
     run(gpt_from_tensors<double>(c, file, f.weights));

@@ -19,6 +19,7 @@
 #include <fmt/format.h>
 
 #include "core/error.hpp"
+#include "core/progress.hpp"
 #include "core/work_budget.hpp"
 #include "io/safe_write.hpp"
 #include "model/gpt.hpp"
@@ -73,18 +74,6 @@ CLI::App* add_train_command(CLI::App& app, TrainFlags& f) {
       ->check(kvlab::checks::PathGiven());
   return t;
 }
-
-namespace {
-
-/// "40 s", "12 min", "3.5 h", "2.1 days".
-std::string duration_text(double seconds) {
-  if (seconds < 120) return fmt::format("{:.0f} s", std::max(seconds, 1.0));
-  if (seconds < 2 * 3600) return fmt::format("{:.0f} min", seconds / 60);
-  if (seconds < 2 * 86400) return fmt::format("{:.1f} h", seconds / 3600);
-  return fmt::format("{:.1f} days", seconds / 86400);
-}
-
-}  // namespace
 
 int run_train(const TrainFlags& f, std::ostream& out) {
   ModelConfig c;
@@ -149,47 +138,52 @@ int run_train(const TrainFlags& f, std::ostream& out) {
     out << fmt::format("stopping after step {} of the {}-step schedule (--stop-after)\n", cfg.stop_after, cfg.steps);
   out.flush();
   // Training is long by design (the committed pair: about 35 minutes), so it is not held to the
-  // 60 s work budget of the other commands (core/work_budget.hpp); it says up front how long the
-  // run should take, so that a mistyped --steps is seen, and stopped, at once.
+  // 60 s work budget of the other commands (core/work_budget.hpp); on a terminal it says up front
+  // how long the run should take, so that a mistyped --steps is seen, and stopped, at once. The
+  // progress line's time left counts the validation pass after the last step (FLOP-weighted: a
+  // training token costs 3 forwards' work, a validation token 1), which reports no progress itself.
+  const double steps = cfg.stop_after > 0 ? std::min(cfg.stop_after, cfg.steps) : cfg.steps;
+  const double step_work = 3.0 * cfg.batch * forward_flops(c, c.block_size);  // forward + backward
+  const double eval_windows = [&] {
+    const double all = static_cast<double>((corpus->validation.size() - 1) / static_cast<std::size_t>(c.block_size));
+    return f.eval_windows > 0 ? std::min(all, static_cast<double>(f.eval_windows)) : all;
+  }();
+  const double eval_work = eval_windows * forward_flops(c, c.block_size);
+  Progress progress = Progress::on_stderr("train", steps * step_work + eval_work);
   {
-    const double steps = cfg.stop_after > 0 ? std::min(cfg.stop_after, cfg.steps) : cfg.steps;
-    const double work = 3.0 * steps * cfg.batch * forward_flops(c, c.block_size);  // forward + backward
-    const double seconds = work / (kRefModelFlopsPerSecond * std::min(cfg.threads, 2));
-    std::fprintf(stderr, "train: about %s of work on the reference machine (2 cores): %.0f steps x %d sequences x %d tokens%s\n",
-                 duration_text(seconds).c_str(), steps, cfg.batch, c.block_size,
-                 within_work_budget(seconds) ? "" : "; Ctrl-C stops it");
-    std::fflush(stderr);
+    const double seconds = (steps * step_work + eval_work) / (kRefModelFlopsPerSecond * std::min(cfg.threads, 2));
+    progress.announce(fmt::format("about {} on the reference machine (2 cores): {:.0f} steps x {} sequences x {} "
+                                  "tokens, then {:.0f} validation windows{}",
+                                  duration_text(seconds), steps, cfg.batch, c.block_size, eval_windows,
+                                  within_work_budget(seconds) ? "" : "; Ctrl-C stops it"));
   }
 
   std::string loss_lines;  // --loss-log lines not yet written (64 KiB at a time)
-  const bool tty = isatty(STDERR_FILENO);
   const int every = std::max(1, cfg.steps / 20);
   const auto on_step = [&](const train::StepInfo& s) {
     if (loss_log) {
       fmt::format_to(std::back_inserter(loss_lines), "{}\t{:.9g}\t{:.9g}\t{:.9g}\n", s.step, s.loss, s.lr, s.grad_norm);
       if (loss_lines.size() >= (64u << 10)) loss_log->write(loss_lines), loss_lines.clear();
     }
-    const double left = s.elapsed_s / s.step * (s.steps - s.step);
-    if (tty) {
-      const int filled = static_cast<int>(30.0 * s.step / s.steps);
-      std::fprintf(stderr, "\rtrain [%s%s] %d/%d loss %.4f  %.0f tok/s  %.0f s left ",
-                   std::string(static_cast<std::size_t>(filled), '#').c_str(),
-                   std::string(static_cast<std::size_t>(30 - filled), ' ').c_str(), s.step, s.steps, s.loss,
-                   s.tokens_per_s, left);
-      if (s.step == s.steps) std::fprintf(stderr, "\n");
-    } else if (s.step % every == 0 || s.step == 1) {
-      std::fprintf(stderr, "train %d/%d loss %.4f lr %.2e |g| %.3f %.0f tok/s %.0f s left\n", s.step, s.steps, s.loss,
-                   s.lr, s.grad_norm, s.tokens_per_s, left);
+    if (progress.active()) {
+      progress.update(s.step * step_work, fmt::format("step {}/{}  loss {:.4f}  {:.0f} tok/s", s.step, s.steps, s.loss,
+                                                      s.tokens_per_s));
+    } else if (s.step % every == 0 || s.step == 1) {  // off a terminal: the training log, every 5%
+      std::fprintf(stderr, "train %d/%d loss %.4f lr %.2e |g| %.3f %.0f tok/s\n", s.step, s.steps, s.loss, s.lr,
+                   s.grad_norm, s.tokens_per_s);
+      std::fflush(stderr);
     }
-    std::fflush(stderr);
   };
   const train::TrainResult r = train::train_model(model, corpus->train, cfg, on_step);
   if (loss_log) {
     loss_log->write(loss_lines);
     loss_log->commit();
   }
+  progress.update(steps * step_work, fmt::format("validation: {:.0f} windows", eval_windows));
   const auto t_eval = std::chrono::steady_clock::now();
   const train::EvalResult ev = train::evaluate(model, corpus->validation, f.eval_windows, f.threads);
+  progress.update(steps * step_work + eval_work, "validation done");
+  progress.finish();
   const double eval_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_eval).count();
   double last = 0;  // mean of the last 5% of steps (the last step alone is one noisy batch)
   const std::size_t tail = std::max<std::size_t>(1, r.losses.size() / 20);

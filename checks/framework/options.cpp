@@ -18,6 +18,9 @@ namespace {
 
 Validator wrap(CLI::Validator v) { return Validator(std::make_shared<const CLI::Validator>(std::move(v))); }
 
+// The name Refused gives its validator, so that Option::check knows to hide the allowed values.
+constexpr const char* kRefusedName = "kvlab-refused";
+
 }  // namespace
 
 Validator FiniteRange(double lo, double hi) {
@@ -70,6 +73,12 @@ Validator TokenCount(std::int64_t hi) {
 
 Validator IsMember(std::vector<std::string> allowed) { return wrap(CLI::IsMember(std::move(allowed))); }
 
+Validator Refused(std::string reason) {
+  CLI::Validator v([reason](std::string&) -> std::string { return reason; }, "");
+  v.name(kRefusedName);
+  return wrap(std::move(v));
+}
+
 Validator PathGiven() {
   return wrap(CLI::Validator(
       [](std::string& input) -> std::string {
@@ -79,7 +88,14 @@ Validator PathGiven() {
 }
 
 Option* Option::check(const Validator& v) {
-  impl_->check(static_cast<const CLI::Validator&>(v));
+  const auto& cli = static_cast<const CLI::Validator&>(v);
+  if (cli.get_name() == kRefusedName)  // no value is taken: --help lists none (an IsMember set before)
+    for (int i = 0;; ++i) try {
+        impl_->get_validator(i)->description("");
+      } catch (const CLI::OptionNotFound&) {
+        break;
+      }
+  impl_->check(cli);
   return this;
 }
 
@@ -103,7 +119,17 @@ Option* Option::show_default() {
   return this;
 }
 
+Option* Option::description(const std::string& help) {
+  impl_->description(help);
+  return this;
+}
+
 bool Option::given() const { return impl_->count() > 0; }
+
+Option* OptionSet::find(const std::string& name) {
+  CLI::Option* impl = sub_.get_option_no_throw(name);
+  return impl ? keep(impl) : nullptr;
+}
 
 Option* OptionSet::keep(CLI::Option* impl) { return &options_.emplace_back(impl); }
 

@@ -56,6 +56,11 @@ Validator TokenCount(std::int64_t hi = std::numeric_limits<std::int64_t>::max())
 /// Accepts exactly one of `allowed` (case-sensitive).
 Validator IsMember(std::vector<std::string> allowed);
 
+/// Accepts no value at all: `reason` (e.g. "spec-real computes in float32 and takes no --dtype")
+/// is the error, for a common option a check cannot honour (OptionSet::find); --help then lists
+/// no allowed values for it.
+Validator Refused(std::string reason);
+
 /// One declared option. Pointers to it stay valid as long as the OptionSet that made it.
 class Option {
  public:
@@ -71,6 +76,8 @@ class Option {
   Option* excludes(Option* other);
   /// Shows the bound variable's current value as the default in --help ("[8]").
   Option* show_default();
+  /// Replaces the help text --help shows; returns this option for chaining.
+  Option* description(const std::string& help);
   /// Whether the option appeared on the command line (after parsing).
   bool given() const;
 
@@ -102,6 +109,10 @@ class OptionSet {
   Option* add_option(const std::string& name, std::vector<double>& target, const std::string& help);
   /// A switch: `target` becomes true when the flag is given.
   Option* add_flag(const std::string& name, bool& target, const std::string& help);
+  /// An option the front end already declared on this subcommand (the common --dtype, --seed, ...),
+  /// for a check whose help must say what it does with it (spec-real: float32 only); nullptr when
+  /// the subcommand has no such option (a bare one in a unit test).
+  Option* find(const std::string& name);
 
  private:
   Option* keep(CLI::Option* impl);

@@ -183,10 +183,16 @@ MachineMeasurement measure_machine(const MachineOptions& o) {
   if (pages > 0 && page > 0) m.memory_bytes = static_cast<std::uint64_t>(pages) * static_cast<std::uint64_t>(page);
   m.stream_bytes_per_array = o.stream_bytes_per_array;
   m.gemm_n = o.gemm_n;
+  int curve_points = 0;
+  if (o.curve)
+    for (std::uint64_t total = 256ull << 10; total <= 2 * o.stream_bytes_per_array; total *= 2) ++curve_points;
+  const int steps = o.repeats + curve_points;
+  int done = 0;
   for (int r = 0; r < o.repeats; ++r) {  // interleaved, so a burst of load hits all three alike
     m.copy_runs.push_back(stream_bandwidth(StreamKernel::copy, o.stream_bytes_per_array, 3));
     m.triad_runs.push_back(stream_bandwidth(StreamKernel::triad, o.stream_bytes_per_array, 3));
     m.gemm_runs.push_back(gemm_rate(o.gemm_n, 2));
+    if (o.on_step) o.on_step(++done, steps);
   }
   m.copy_bytes_per_s = median(m.copy_runs);
   m.triad_bytes_per_s = median(m.triad_runs);
@@ -195,6 +201,7 @@ MachineMeasurement measure_machine(const MachineOptions& o) {
     for (std::uint64_t total = 256ull << 10; total <= 2 * o.stream_bytes_per_array; total *= 2) {
       const int passes = static_cast<int>(std::clamp<std::uint64_t>((1ull << 31) / total, 3, 200));
       m.curve.push_back({total, stream_bandwidth(StreamKernel::copy, total / 2, passes)});
+      if (o.on_step) o.on_step(++done, steps);
     }
     m.flat_from_bytes = flat_from(m.curve, 0.15);
   }

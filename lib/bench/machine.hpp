@@ -90,6 +90,9 @@ struct MachineOptions {
   int repeats = 5;      ///< independent measurements (each the best of 3 passes)
   int gemm_n = 2048;
   bool curve = false;   ///< also sweep the copy bandwidth from 256 KiB to stream size
+  /// Called after each repeat and each curve point with (steps done, steps in all): a progress
+  /// line's hook (core/progress.hpp); empty = not called.
+  std::function<void(int, int)> on_step;
 };
 
 /// Runs the measurements. Throws std::invalid_argument for sizes out of range (see above).

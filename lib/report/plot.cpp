@@ -13,6 +13,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <iterator>
 #include <sstream>
 
 #include "core/error.hpp"
@@ -126,6 +127,16 @@ std::string gnuplot_script(const std::vector<Plot>& plots, const PlotTarget& tar
     if (plots.size() > 1) s += fmt::format("set multiplot layout {},1\n", plots.size());
   }
   s += "set termoption noenhanced\nset grid\n";
+  // Twelve colours that stay apart (Okabe–Ito's, then Tol's), each with its own point shape:
+  // gnuplot's own cycle repeats its colours after 8 series (spec-etau draws 11). Past 12 the
+  // colours repeat, dashed.
+  static constexpr const char* kPalette[] = {"#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9",
+                                             "#000000", "#882255", "#999933", "#332288", "#44AA99", "#7F7F7F"};
+  constexpr int kColours = static_cast<int>(std::size(kPalette));
+  for (int i = 0; i < 2 * kColours; ++i)
+    s += fmt::format("set linetype {} lc rgb '{}' lw 1.5 pt {} dt {}\n", i + 1, kPalette[i % kColours], i % 13 + 1,
+                     i < kColours ? 1 : 2);
+  s += fmt::format("set linetype cycle {}\n", 2 * kColours);
   for (std::size_t p = 0; p < plots.size(); ++p) {
     const Plot& plot = plots[p];
     for (std::size_t i = 0; i < plot.series.size(); ++i) {
@@ -142,15 +153,24 @@ std::string gnuplot_script(const std::vector<Plot>& plots, const PlotTarget& tar
     s += fmt::format("set title {}\nset xlabel {}\nset ylabel {}\n", quoted(plot.title),
                      quoted(plot.x_label), quoted(plot.y_label));
     const bool legend_ok = plot.legend.find_first_not_of("abcdefghijklmnopqrstuvwxyz ") == std::string::npos;
-    s += fmt::format("set key {} box opaque\n", legend_ok ? plot.legend : "top left");
+    // "set key default" first: a position of one plot (outside, below) must not carry over to the next.
+    s += fmt::format("set key default\nset key {} box opaque\n", legend_ok ? plot.legend : "top left");
     s += plot.log_x ? "set logscale x\n" : "unset logscale x\n";
     s += plot.log_y ? "set logscale y\n" : "unset logscale y\n";
     std::string cmd = "plot ";
+    int labeled = 0;
     for (std::size_t i = 0; i < plot.series.size(); ++i) {
       const auto& ser = plot.series[i];
-      const std::string style = ser.style == "lines" || ser.style == "points" ? ser.style : "linespoints";
+      const bool label = ser.style == "labeled";
+      const std::string style =
+          ser.style == "lines" || ser.style == "points" || label ? (label ? "points ps 1.5" : ser.style) : "linespoints";
       cmd += fmt::format("{}$d{}_{} using 1:2 with {} title {}", i ? ", " : "", p, i, style,
                          quoted(ser.title));
+      // "labeled": the title written beside each point too, alternately above and below, so that
+      // neighbouring points (roofline's batch 8 and 64) can each be read.
+      if (label)
+        cmd += fmt::format(", $d{}_{} using 1:2:({}) with labels offset char 1,{} left notitle", p, i,
+                           quoted(ser.title), labeled++ % 2 == 0 ? 1 : -1);
     }
     s += plot.series.empty() ? "" : cmd + "\n";
   }

@@ -32,8 +32,11 @@ PlotTarget parse_plot_target(const std::string& value);
 std::optional<std::string> find_gnuplot();
 
 /// The gnuplot script that draws `plots` for `target` (data inline; one page per plot on the
-/// terminal, stacked vertically in one SVG). Exposed for the tests. Throws std::invalid_argument
-/// when a series' x and y differ in length.
+/// terminal, stacked vertically in one SVG). Series styles: "lines", "points", "linespoints" (any
+/// other value), and "labeled": points with the series' title also written beside each point,
+/// alternately above and below (for operating points that lie close together). Twelve distinct
+/// colours, each with its own point shape, before any repeats. Exposed for the tests. Throws
+/// std::invalid_argument when a series' x and y differ in length.
 std::string gnuplot_script(const std::vector<Plot>& plots, const PlotTarget& target);
 
 /// gnuplot failed (exit status ≠ 0); what() holds its first error line.

@@ -33,7 +33,7 @@ struct Table {
 struct PlotSeries {
   std::string title;           ///< legend entry
   std::vector<double> x, y;    ///< the data, in the plot's axis units; NaN points are skipped
-  std::string style = "linespoints";  ///< gnuplot style: "lines", "points" or "linespoints"
+  std::string style = "linespoints";  ///< "lines", "points", "linespoints" or "labeled" (report/plot.hpp)
 };
 
 /// A plot a check offers to `--plot` (report/plot.hpp renders it through gnuplot). The same
