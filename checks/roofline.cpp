@@ -1,5 +1,5 @@
 // roofline — why decoding is memory-bound: intensity, step time and the tokens/s bound.
-// Source: 004 §1.5 (group 5); 000 §3.1.
+// Source: 004 §1.5 (group 5); 000 §1.1, §3.1; 003 Q6.
 //
 // One decode step reads every weight once (N · bytes/param) and each sequence's KV cache, and does
 // 2·N·B + 4·B·ctx·L·H·head_dim FLOPs; its time is max(bytes / bandwidth, FLOPs / peak) and it
@@ -51,7 +51,7 @@ void add_step_metrics(Result& r, const DecodeStep& s) {
 }
 
 constexpr const char* kName = "roofline";
-constexpr const char* kSource = "004 §1.5 (group 5); 000 §3.1";
+constexpr const char* kSource = "004 §1.5 (group 5); 000 §1.1, §3.1; 003 Q6";
 constexpr const char* kSummary =
     "Decode-step roofline: FLOPs, bytes, intensity vs the GPU's ridge, step time and tokens/s";
 constexpr const char* kClaim =
@@ -422,7 +422,8 @@ Result course_table(const RooflineParts& parts) {
             fmt::format("{:.4g} FLOP/s / {:.4g} B/s", a100.bf16_flops_per_s, a100.bandwidth_bytes_per_s)});
   r.expect({"tokens/s bound, 7B, batch 1 (ctx 1024)", "004 §1.5 (group 5)", "tok/s", 140.0, 5.0,
             "the document writes ≈ 140: two significant figures", s1.tokens_per_s,
-            Stated::parse("140", "≈ 140 tok/s"), ""});
+            Stated::parse("140", "≈ 140 tok/s"), ""})
+      .headline = true;  // the claim's own figure: the 7B at batch 1 on an A100
   r.expect({"arithmetic intensity, 7B, batch 1 (ctx 1024)", "004 §1.5 (group 5)", "FLOP/B", 1.0, 0.5,
             "the document writes ≈ 1: ± half a unit", s1.intensity, Stated::parse("1", "≈ 1"), ""});
   r.expect({"tokens/s bound, 7B, batch 8 (ctx 1024)", "004 §1.5 (group 5)", "tok/s", 892.0, 0.5,
@@ -963,7 +964,7 @@ class RooflineCheck final : public Check {
            "Batching shares the weight bytes among B sequences but not the KV bytes, so intensity rises with\n"
            "B only while the weights dominate; at long contexts the KV cache pulls it back down\n"
            "(batch 64 × 4096: 128 GiB of KV against 13 GiB of weights, intensity ≈ 6.8).\n"
-           "Source: 004 §1.5 (group 5); 000 §3.1.\n";
+           "Source: 004 §1.5 (group 5); 000 §1.1, §3.1; 003 Q6.\n";
   }
   bool has_plot() const override { return true; }
   std::string description() const override {

@@ -13,9 +13,16 @@ expect_usage_error --seed selftest --answers --seed -1
 expect_usage_error --seed selftest --answers --seed 99999999999999999999
 expect_usage_error --format selftest --answers --format yaml
 expect_usage_error --format selftest --format json
+expect_usage_error --format selftest --format md
 expect_usage_error --only selftest --answers --only motive
 expect_usage_error --count selftest --answers --count 0
 expect_usage_error --count selftest --answers --only intuition --count 99
+# The sheet's repeat hint names what picked its questions: --count (and --only) as well as the seed.
+if kv selftest --answers --count 3 --seed 4 --only derivation | grep -q -- '--answers --seed 4 --count 3 --only derivation'; then
+  echo "ok: selftest's repeat hint names --seed, --count and --only"
+else
+  echo "FAIL: selftest's repeat hint leaves out --count or --only"; failures=$((failures + 1))
+fi
 # Without --seed the seed comes from the random device and is printed, so the session can be repeated.
 kv selftest --answers --count 3 > "$st_tmp/drawn.txt"
 st_seed=$(sed -nE '1s/.*seed ([0-9]+)$/\1/p' "$st_tmp/drawn.txt")

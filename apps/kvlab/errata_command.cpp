@@ -62,9 +62,9 @@ void write_text(const std::vector<Erratum>& entries, std::size_t total, Lang lan
                                        "kvlab 发现的课程文档勘误：共 {} 条（{}）。\n")),
                        entries.size(), kind_counts(entries, lang));
     out << fmt::format(fmt::runtime(tr(lang,
-                                       "{} are flagged by a check's ERRATUM line (`kvlab all | grep ERRATUM`); "
+                                       "{} are flagged by a check's ERRATUM line (`kvlab all --full | grep ERRATUM`); "
                                        "\"convention\" and \"rounding\" are not mistakes.\n",
-                                       "其中 {} 条由检查的 ERRATUM 行标出（`kvlab all | grep ERRATUM`）；"
+                                       "其中 {} 条由检查的 ERRATUM 行标出（`kvlab all --full | grep ERRATUM`）；"
                                        "“约定”和“取整”不算错误。\n")),
                        flagged);
     out << tr(lang,
@@ -106,14 +106,18 @@ std::string md_cell(std::string s) {
 }
 
 void write_md(const std::vector<Erratum>& entries, Lang lang, std::ostream& out) {
-  out << tr(lang, "| id | source | kind | document | kvlab | arithmetic | command |\n",
-            "| 编号 | 出处 | 类别 | 文档原文 | kvlab | 计算 | 命令 |\n");
-  out << "|---|---|---|---|---|---|---|\n";
+  out << tr(lang, "| id | source | kind | document | kvlab | arithmetic | why | command |\n",
+            "| 编号 | 出处 | 类别 | 文档原文 | kvlab | 计算 | 说明 | 命令 |\n");
+  out << "|---|---|---|---|---|---|---|---|\n";
   for (const auto& e : entries) {
     const std::string doc = lang == Lang::en ? e.document + " (" + e.document_en + ")" : e.document;
-    out << fmt::format("| {} | {} | {} | {} | {} | {} | `{}` |\n", e.id, md_cell(e.source), kind_name(e.kind, lang),
-                       md_cell(doc), md_cell(lang == Lang::zh ? e.kvlab_zh : e.kvlab), md_cell(e.arithmetic),
-                       md_cell(e.command));
+    // The why, and the convention under which the document's figure is right, when it has one.
+    std::string why = lang == Lang::zh ? e.why_zh : e.why;
+    const std::string& convention = lang == Lang::zh ? e.convention_zh : e.convention;
+    if (!convention.empty()) why += std::string(tr(lang, " Convention: ", " 约定：")) + convention;
+    out << fmt::format("| {} | {} | {} | {} | {} | {} | {} | `{}` |\n", e.id, md_cell(e.source),
+                       kind_name(e.kind, lang), md_cell(doc), md_cell(lang == Lang::zh ? e.kvlab_zh : e.kvlab),
+                       md_cell(e.arithmetic), md_cell(why), md_cell(e.command));
   }
 }
 
@@ -151,7 +155,7 @@ CLI::App* add_errata_command(CLI::App& app, ErrataFlags& f) {
       "not state), rounding (a rounding the document is entitled to), ambiguous (right for one reading),\n"
       "imprecise (true only in part), citation (a paper misquoted), notation, code (a bug in its code).\n"
       "An entry's first line names the checks that print it as an ERRATUM line at their defaults\n"
-      "(`kvlab all | grep ERRATUM`); JSON: \"flagged_by\".\n"
+      "(`kvlab all --full | grep ERRATUM`); JSON: \"flagged_by\".\n"
       "Precision rule: an exact figure must round to what is written (± half a unit of its last digit);\n"
       "one marked approximate (≈, 约, ~, 大概, 往往, about) may also be truncated: up to one full unit above.\n"
       "The same list, with more detail: docs/claims.md, \"Document errata\".");

@@ -97,15 +97,26 @@ std::string answer_text(const SelftestQuestion& q, Lang lang) {
   return fmt::format("{}. {}", letter(q.correct), q.choices[q.correct].in(lang));
 }
 
+// The options that draw the same questions again: the seed, and --count and --only when given
+// (they pick which questions; the seed alone asks every one).
+std::string repeat_options(const SelftestFlags& f, std::uint64_t seed) {
+  std::string options = fmt::format("--seed {}", seed);
+  if (f.count) options += fmt::format(" --count {}", *f.count);
+  for (const auto& layer : f.only) options += " --only " + layer;
+  return options;
+}
+
 void print_worksheet(std::ostream& out, const std::vector<SelftestQuestion>& qs, std::uint64_t seed, Lang lang,
-                     bool md) {
+                     bool md, const std::string& repeat) {
   out << (md ? "# " : "")
       << (lang == Lang::zh ? fmt::format("kvlab selftest：自测练习卷，共 {} 题，seed {}\n", qs.size(), seed)
                            : fmt::format("kvlab selftest: worksheet of {} questions, seed {}\n", qs.size(), seed));
-  out << tr(lang,
-            "Questions first, answers with the worked arithmetic at the end. Numeric figures are drawn with the seed: "
-            "`kvlab selftest --answers --seed N` prints the same sheet.\n",
-            "先是题目，答案和演算在最后。数值题的参数由 seed 抽取：`kvlab selftest --answers --seed N` 会打印同一份练习卷。\n");
+  out << (lang == Lang::zh
+              ? fmt::format("先是题目，答案和演算在最后。数值题的参数由 seed 抽取：`kvlab selftest --answers {}` 会打印同一份练习卷。\n",
+                            repeat)
+              : fmt::format("Questions first, answers with the worked arithmetic at the end. Numeric figures are drawn "
+                            "with the seed: `kvlab selftest --answers {}` prints the same sheet.\n",
+                            repeat));
   for (std::size_t i = 0; i < qs.size(); ++i) print_question(out, qs[i], i + 1, qs.size(), lang, md);
   out << "\n" << (md ? "## " : "") << tr(lang, "Answers", "答案") << (md ? "\n" : "\n" + std::string(7, '=') + "\n");
   for (std::size_t i = 0; i < qs.size(); ++i) {
@@ -315,7 +326,8 @@ CLI::App* add_selftest_command(CLI::App& app, SelftestFlags& f) {
 
 int run_selftest(const SelftestFlags& f, std::istream& in, std::ostream& out) {
   const Lang lang = resolve_lang(f.lang);
-  if (f.format == "json" && !f.answers) throw InputError("--format json: only with --answers (the worksheet as JSON)");
+  if (f.format != "text" && !f.answers)
+    throw InputError("--format " + f.format + ": only with --answers (md and json are the worksheet's formats)");
   std::uint64_t seed = 0;
   if (f.seed) {
     seed = static_cast<std::uint64_t>(*f.seed);
@@ -326,12 +338,14 @@ int run_selftest(const SelftestFlags& f, std::istream& in, std::ostream& out) {
   const std::vector<SelftestQuestion> qs = session_questions(f, seed);
   if (f.answers) {
     if (f.format == "json") print_json(out, qs, seed, lang);
-    else print_worksheet(out, qs, seed, lang, f.format == "md");
+    else print_worksheet(out, qs, seed, lang, f.format == "md", repeat_options(f, seed));
     return 0;
   }
   out << (lang == Lang::zh
-              ? fmt::format("kvlab selftest：共 {} 题，seed {}（用 --seed {} 重做同一套题）\n", qs.size(), seed, seed)
-              : fmt::format("kvlab selftest: {} questions, seed {} (repeat with --seed {})\n", qs.size(), seed, seed));
+              ? fmt::format("kvlab selftest：共 {} 题，seed {}（用 {} 重做同一套题）\n", qs.size(), seed,
+                            repeat_options(f, seed))
+              : fmt::format("kvlab selftest: {} questions, seed {} (repeat with {})\n", qs.size(), seed,
+                            repeat_options(f, seed)));
   out << tr(lang,
             "Numbers with or without their unit (5.25 or 5.25 GiB), a letter for a choice; an empty line skips; "
             "Ctrl-D ends with the score.\n",

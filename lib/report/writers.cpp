@@ -164,7 +164,7 @@ void write_headline(std::ostream& out, const Result& r, const Headline& h, Lang 
   out << tr(lang, "claim: ", "论断：") << claim << '\n';
   if (h.outcome != Outcome::skipped)
     out << fmt::format("{}{} · kvlab{}{}{}\n", tr(lang, "document: ", "文档："), h.document, tr(lang, ": ", "："),
-                       h.kvlab, h.quantity.empty() ? "" : "  (" + h.quantity + ")");
+                       h.kvlab, h.quantity.empty() || lang == Lang::zh ? "" : "  (" + h.quantity + ")");
   out << verdict_line(r, h, lang) << '\n';
   if (h.outcome == Outcome::held_document_off)
     out << tr(lang, "erratum: ", "勘误：") << (lang == Lang::zh ? h.erratum_zh : h.erratum)
@@ -288,8 +288,12 @@ Headline headline(const Result& r) {
   h.quantity = e.quantity;
   h.document = document_text(e);
   h.kvlab = h.outcome != Outcome::did_not_hold && !r.answer.empty() ? r.answer : figure_text(e.measured, e.unit);
-  for (const auto& x : r.expectations)
-    if (x.is_erratum()) {
+  // The erratum shown: the headline row's own when it is one (its figures are the line above),
+  // else the first.
+  std::vector<const Expectation*> order{&e};
+  for (const auto& x : r.expectations) order.push_back(&x);
+  for (const Expectation* px : order)
+    if (const Expectation& x = *px; x.is_erratum()) {
       // The document's figure in the row's unit too, when its words do not show that number
       // ("≈ 1.25 GB" read in GiB is 1.16415; "1–5%" is the range 1–5 %): a unit slip then reads as
       // one. Then the arithmetic, the why of the erratum.
@@ -304,9 +308,10 @@ Headline headline(const Result& r) {
       const std::string id = st.erratum.empty() ? "" : st.erratum + " ";
       h.erratum = fmt::format("{}{}: the document says {}{}; kvlab has {}{}", id, x.source, st.text,
                               in_unit.empty() ? "" : " (= " + in_unit + ")", figure_text(x.measured, x.unit), why);
+      // The arithmetic is written in English: the Chinese line points to the catalogue's entry.
       h.erratum_zh = fmt::format("{}{}：文档写 {}{}；kvlab 得 {}{}", id, x.source, st.text,
                                  in_unit.empty() ? "" : "（= " + in_unit + "）", figure_text(x.measured, x.unit),
-                                 x.arithmetic.empty() ? "" : "：" + x.arithmetic);
+                                 st.erratum.empty() ? "" : "（中文解释：kvlab errata --id " + st.erratum + " --lang zh）");
       break;
     }
   return h;
@@ -482,10 +487,10 @@ void write_all(std::ostream& out, const std::vector<Result>& results, Format f, 
     out << passed << " passed, " << failed << " failed\n";
     return;
   }
-  std::size_t errata = 0;
+  std::size_t errata = 0;  // those reported above: --quiet leaves out the checks that held
   for (const auto& r : results) {
-    errata += r.errata().size();
     if (!shown(r)) continue;
+    errata += r.errata().size();
     write_result(out, r, f, view.lang);
     if (f == Format::text) out << '\n';
   }
