@@ -12,6 +12,7 @@
 #include "core/error.hpp"
 #include "errata/catalogue.hpp"
 #include "report/lang.hpp"
+#include "report/writers.hpp"
 
 namespace kvlab::app {
 namespace {
@@ -96,15 +97,6 @@ void write_text(const std::vector<Erratum>& entries, std::size_t total, Lang lan
   }
 }
 
-std::string md_cell(std::string s) {
-  std::string out;
-  for (char c : s) {
-    if (c == '|') out += "\\|";
-    else out += c;
-  }
-  return out;
-}
-
 void write_md(const std::vector<Erratum>& entries, Lang lang, std::ostream& out) {
   out << tr(lang, "| id | source | kind | document | kvlab | arithmetic | why | command |\n",
             "| 编号 | 出处 | 类别 | 文档原文 | kvlab | 计算 | 说明 | 命令 |\n");
@@ -115,9 +107,9 @@ void write_md(const std::vector<Erratum>& entries, Lang lang, std::ostream& out)
     std::string why = lang == Lang::zh ? e.why_zh : e.why;
     const std::string& convention = lang == Lang::zh ? e.convention_zh : e.convention;
     if (!convention.empty()) why += std::string(tr(lang, " Convention: ", " 约定：")) + convention;
-    out << fmt::format("| {} | {} | {} | {} | {} | {} | {} | `{}` |\n", e.id, md_cell(e.source),
-                       kind_name(e.kind, lang), md_cell(doc), md_cell(lang == Lang::zh ? e.kvlab_zh : e.kvlab),
-                       md_cell(e.arithmetic), md_cell(why), md_cell(e.command));
+    out << fmt::format("| {} | {} | {} | {} | {} | {} | {} | `{}` |\n", e.id, md_escape(e.source),
+                       kind_name(e.kind, lang), md_escape(doc), md_escape(lang == Lang::zh ? e.kvlab_zh : e.kvlab),
+                       md_escape(e.arithmetic), md_escape(why), md_escape(e.command));
   }
 }
 

@@ -11,6 +11,7 @@
 #include "core/error.hpp"
 #include "core/rng.hpp"
 #include "cost/kv_cache.hpp"
+#include "report/writers.hpp"
 #include "cost/layers.hpp"
 #include "cost/roofline.hpp"
 #include "io/catalogue.hpp"
@@ -38,16 +39,6 @@ const T& pick(Rng& rng, const std::vector<T>& items) {
   return items[std::min(i, items.size() - 1)];
 }
 
-/// 1234567 -> "1,234,567".
-std::string grouped(std::uint64_t n) {
-  std::string digits = std::to_string(n), out;
-  for (std::size_t i = 0; i < digits.size(); ++i) {
-    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
-    out += digits[i];
-  }
-  return out;
-}
-
 QuizQuestion kv_cache_question(Rng& rng) {
   QuizQuestion q;
   q.kind = QuizKind::kv_cache;
@@ -73,8 +64,8 @@ QuizQuestion kv_cache_question(Rng& rng) {
       "2 (K and V) · {} layers · {} KV heads · {} · {} B = {} B per token; × {} · {} = {} tokens "
       "= {} B = {:.4g} GiB",
       size.layout.n_layer, size.layout.kv_heads, size.layout.head_dim, bytes_per_element,
-      grouped(static_cast<std::uint64_t>(size.bytes_per_token)), q.batch, q.ctx, grouped(size.tokens),
-      grouped(size.total_bytes), q.answer);
+      group_thousands(static_cast<std::uint64_t>(size.bytes_per_token)), q.batch, q.ctx, group_thousands(size.tokens),
+      group_thousands(size.total_bytes), q.answer);
   if (size.total_bytes != size.total_bytes_if_all_full) {
     // Windows (cost/layers.hpp): a sliding layer keeps at most W positions, so the sum runs over
     // the layer groups.
@@ -85,15 +76,15 @@ QuizQuestion kv_cache_question(Rng& rng) {
                                    : fmt::format("{} full", g.group.count);
       layout += (layout.empty() ? "" : ", ") + what;
       sum += fmt::format("{}{} · {} B · {} · {}", sum.empty() ? "" : " + ", g.group.count,
-                         grouped(g.bits_per_token / g.group.count / 8), q.batch, g.positions);
+                         group_thousands(g.bits_per_token / g.group.count / 8), q.batch, g.positions);
     }
     q.text += fmt::format(" Its layers: {}; a sliding layer keeps at most its window of positions.",
                           layout);
     q.worked = fmt::format(
         "every layer caching every position: {} B per token · {} tokens = {} B; with the windows, "
         "layers × bytes per token and layer × batch × positions held: {} = {} B = {:.4g} GiB",
-        grouped(static_cast<std::uint64_t>(size.bytes_per_token)), grouped(size.tokens),
-        grouped(size.total_bytes_if_all_full), sum, grouped(size.total_bytes), q.answer);
+        group_thousands(static_cast<std::uint64_t>(size.bytes_per_token)), group_thousands(size.tokens),
+        group_thousands(size.total_bytes_if_all_full), sum, group_thousands(size.total_bytes), q.answer);
   }
   return q;
 }
@@ -112,7 +103,7 @@ QuizQuestion decode_bound_question(Rng& rng) {
   q.text = fmt::format(
       "{} has N = {} parameters, stored in bf16 (2 B each). On the {} ({:.4g} TB/s), what is the upper "
       "bound on decode tokens/s at batch 1, counting only the weight reads?",
-      q.model, grouped(*m.num_parameters), q.gpu, g.bandwidth_bytes_per_s / 1e12);
+      q.model, group_thousands(*m.num_parameters), q.gpu, g.bandwidth_bytes_per_s / 1e12);
   q.answer = g.bandwidth_bytes_per_s / bytes;
   q.unit = "tokens/s";
   q.tolerance_rel = 0.02;
@@ -120,7 +111,7 @@ QuizQuestion decode_bound_question(Rng& rng) {
   q.worked = fmt::format(
       "each token reads every weight once: 2 B · {} = {:.4g} GB; {:.4g} GB/s / {:.4g} GB = {:.4g} "
       "tokens/s (the KV cache and the FLOPs only lower it)",
-      grouped(*m.num_parameters), bytes / 1e9, g.bandwidth_bytes_per_s / 1e9, bytes / 1e9, q.answer);
+      group_thousands(*m.num_parameters), bytes / 1e9, g.bandwidth_bytes_per_s / 1e9, bytes / 1e9, q.answer);
   return q;
 }
 

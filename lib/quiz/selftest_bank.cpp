@@ -13,6 +13,7 @@
 
 #include "cost/generation_flops.hpp"
 #include "cost/kv_cache.hpp"
+#include "report/writers.hpp"
 #include "cost/roofline.hpp"
 #include "io/catalogue.hpp"
 #include "quiz/selftest_bank.hpp"
@@ -30,16 +31,6 @@ template <class T>
 const T& pick(Rng& rng, const std::vector<T>& items) {
   const auto i = static_cast<std::size_t>(rng.uniform() * static_cast<double>(items.size()));
   return items[std::min(i, items.size() - 1)];
-}
-
-/// 1234567 -> "1,234,567" (in printed figures only; answers are never read with separators).
-std::string grouped(std::uint64_t n) {
-  std::string digits = std::to_string(n), out;
-  for (std::size_t i = 0; i < digits.size(); ++i) {
-    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
-    out += digits[i];
-  }
-  return out;
 }
 
 /// A multiple-choice question: the right choice first, then the wrong ones.
@@ -95,7 +86,7 @@ SelftestQuestion kv_cache_question(const std::string& model, std::uint64_t batch
   q.tolerance_rel = 0.01;
   const std::string arithmetic =
       fmt::format("2 · {} · {} · {} · ({} · {}) · 2 B = {} B = {:.4g} GiB", size.layout.n_layer, size.layout.kv_heads,
-                  size.layout.head_dim, batch, ctx, grouped(size.total_bytes), q.answer);
+                  size.layout.head_dim, batch, ctx, group_thousands(size.total_bytes), q.answer);
   q.worked = {"2 (K and V) × L × n_kv × d_head × (batch × length) × bytes: " + arithmetic,
               "2（K、V 各一份）× L × n_kv × d_head ×（batch × 序列长）× 每数字节数：" + arithmetic};
   q.explanation = {"The cache grows linearly in layers, K/V heads, length and batch; only n_kv changes between MHA, "
@@ -160,15 +151,15 @@ SelftestQuestion decode_bound_question(const std::string& model, const std::stri
   const double bytes = weight_bytes(n, 2.0);
   q.text = {fmt::format("{} has N = {} parameters in bf16 (2 B each). On the {} ({:.4g} TB/s), what is the upper bound "
                         "on decode speed at batch 1, counting only the weight reads, in tokens/s?",
-                        model, grouped(*m.num_parameters), gpu, g.bandwidth_bytes_per_s / 1e12),
+                        model, group_thousands(*m.num_parameters), gpu, g.bandwidth_bytes_per_s / 1e12),
             fmt::format("{} 有 N = {} 个参数，bf16 存储（每个 2 字节）。在 {}（带宽 {:.4g} TB/s）上，batch=1 解码的吞吐上限"
                         "（只算读权重）是多少 token/s？",
-                        model, grouped(*m.num_parameters), gpu, g.bandwidth_bytes_per_s / 1e12)};
+                        model, group_thousands(*m.num_parameters), gpu, g.bandwidth_bytes_per_s / 1e12)};
   q.answer = g.bandwidth_bytes_per_s / bytes;
   q.unit = "tok/s";
   q.tolerance_rel = 0.02;
   const std::string arithmetic = fmt::format("2 B · {} = {:.4g} GB; {:.4g} GB/s / {:.4g} GB = {:.4g} tok/s",
-                                             grouped(*m.num_parameters), bytes / 1e9, g.bandwidth_bytes_per_s / 1e9,
+                                             group_thousands(*m.num_parameters), bytes / 1e9, g.bandwidth_bytes_per_s / 1e9,
                                              bytes / 1e9, q.answer);
   q.worked = {"each token reads every weight once: " + arithmetic, "每个 token 要把全部权重读一遍：" + arithmetic};
   q.explanation = {"At batch 1 the intensity is about 1 FLOP/B, two orders below the ridge: the bound is set by "
@@ -204,11 +195,11 @@ SelftestQuestion b1_intensity(Rng& rng) {
                         "decodes one token for each of {} sequences that each hold {} cached positions. Count FLOPs "
                         "= 2·N·B + 4·B·ctx·L·h·d_head and bytes = 2·N + B·ctx·(KV bytes per token). Arithmetic "
                         "intensity, in FLOP/B?",
-                        q.gpu, q.model, grouped(*m.num_parameters), m.n_layer, m.n_head, m.head_dim, q.batch, q.ctx),
+                        q.gpu, q.model, group_thousands(*m.num_parameters), m.n_layer, m.n_head, m.head_dim, q.batch, q.ctx),
             fmt::format("004 §1.5 第 5 组换到 {} 上：{}（N = {}，{} 层，{} 个头、d_head = {}，MHA，bf16），batch 里 {} "
                         "条序列各已缓存 {} 个位置，各解码一个 token。FLOPs = 2·N·B + 4·B·ctx·L·h·d_head，字节 = 2·N + "
                         "B·ctx·(每 token 的 KV 字节)。算术强度是多少 FLOP/字节？",
-                        q.gpu, q.model, grouped(*m.num_parameters), m.n_layer, m.n_head, m.head_dim, q.batch, q.ctx)};
+                        q.gpu, q.model, group_thousands(*m.num_parameters), m.n_layer, m.n_head, m.head_dim, q.batch, q.ctx)};
   q.answer = s.intensity;
   q.unit = "FLOP/B";
   q.tolerance_rel = 0.02;

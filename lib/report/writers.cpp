@@ -13,18 +13,6 @@
 namespace kvlab {
 namespace {
 
-std::string group_thousands(long long v) {
-  std::string digits = std::to_string(v < 0 ? -static_cast<unsigned long long>(v)
-                                            : static_cast<unsigned long long>(v));
-  std::string out;
-  const int n = static_cast<int>(digits.size());
-  for (int i = 0; i < n; ++i) {
-    if (i > 0 && (n - i) % 3 == 0) out += ',';
-    out += digits[i];
-  }
-  return v < 0 ? "-" + out : out;
-}
-
 std::string cell_text(const Cell& c) {
   if (auto s = std::get_if<std::string>(&c)) return *s;
   if (auto i = std::get_if<std::int64_t>(&c)) return group_thousands(*i);
@@ -64,15 +52,6 @@ void write_text_table(std::ostream& out, const Table& t) {
       out << rule << '\n';
     }
   }
-}
-
-std::string md_escape(std::string s) {
-  std::string out;
-  for (char ch : s) {
-    if (ch == '|') out += "\\|";
-    else out += ch;
-  }
-  return out;
 }
 
 void write_md_table(std::ostream& out, const Table& t) {
@@ -196,6 +175,27 @@ void write_text(std::ostream& out, const Result& r, Lang lang) {
 }
 
 }  // namespace
+
+std::string group_thousands(long long v) {
+  std::string digits = std::to_string(v < 0 ? -static_cast<unsigned long long>(v)
+                                            : static_cast<unsigned long long>(v));
+  std::string out;
+  const int n = static_cast<int>(digits.size());
+  for (int i = 0; i < n; ++i) {
+    if (i > 0 && (n - i) % 3 == 0) out += ',';
+    out += digits[i];
+  }
+  return v < 0 ? "-" + out : out;
+}
+
+std::string md_escape(std::string s) {
+  std::string out;
+  for (char ch : s) {
+    if (ch == '|') out += "\\|";
+    else out += ch;
+  }
+  return out;
+}
 
 Format parse_format(const std::string& s) {
   if (s == "text") return Format::text;

@@ -19,6 +19,12 @@ enum class Format { text, md, csv, json };
 /// "text" | "md" | "csv" | "json" -> Format; throws InputError naming `--format` otherwise.
 Format parse_format(const std::string& s);
 
+/// An integer with thousands separators: 1234567 -> "1,234,567", -1234 -> "-1,234".
+std::string group_thousands(long long v);
+
+/// `s` for a markdown table cell: each '|' escaped as "\\|".
+std::string md_escape(std::string s);
+
 /// A number as the tables show it: integers with thousands separators, otherwise 6 significant
 /// digits ("1,342,177,280", "140.26", "3.6e-15"); NaN and inf as "nan", "inf".
 std::string format_number(double v);
