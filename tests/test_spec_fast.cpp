@@ -54,50 +54,70 @@ ModelConfig small_config() {
 
 }  // namespace
 
-TEST_CASE("streaming kernels: every batch 1..17 and the int8 / int4 weights equal the float64 product") {
-  const int in = 56, out = 37;  // in: 7 vectors of 8; out: not a multiple of the 2- or 4-row tiles
-  const auto wt = seeded(static_cast<std::size_t>(in) * out, 3);
-  for (int rows = 1; rows <= 17; ++rows) {
-    CAPTURE(rows);
-    const auto x = seeded(static_cast<std::size_t>(rows) * in, 100 + rows);
-    std::vector<float> y(static_cast<std::size_t>(rows) * out);
-    stream_matmul_f32(x.data(), rows, in, wt.data(), out, y.data(), out);
-    const std::vector<double> w64(wt.begin(), wt.end());
-    double a = 0.0;
-    const double err = worst_error(y, x, w64, rows, in, out, &a);
-    CHECK(err <= 2.0 * in * std::ldexp(1.0, -24) * a);
-    for (int bits : {8, 4}) {
-      CAPTURE(bits);
-      std::vector<std::uint8_t> q(static_cast<std::size_t>(out) * in * bits / 8);
-      std::vector<float> scale(out);
-      quantize_rows(wt.data(), out, in, bits, q.data(), scale.data());
-      // The dequantized weights: level × scale, read back through the documented packing.
-      std::vector<double> deq(wt.size());
-      const int levels = bits == 8 ? 127 : 7;
-      double worst_q = 0.0;
-      for (int o = 0; o < out; ++o)
-        for (int i = 0; i < in; ++i) {
-          int level = 0;
-          if (bits == 8) {
-            level = static_cast<std::int8_t>(q[static_cast<std::size_t>(o) * in + i]);
-          } else {
-            const int j = i / 8 * 8, k = i % 8;
-            const std::uint8_t byte = q[static_cast<std::size_t>(o) * in / 2 + j / 2 + k % 4];
-            level = (k < 4 ? byte & 15 : byte >> 4) - 8;
+TEST_CASE("streaming kernels: every batch 1..17 equals the float64 product; int8 / int4 weights times int8 activations exactly") {
+  // in 56: 7 vectors of 8, one block of 32 for the integer kernels and a tail; in 96: blocks only.
+  // out 37: not a multiple of the 2- or 4-row tiles.
+  for (const int in : {56, 96}) {
+    for (int rows = 1; rows <= 17; ++rows) {
+      const int out = 37;
+      const auto wt = seeded(static_cast<std::size_t>(in) * out, 3);
+      CAPTURE(in);
+      CAPTURE(rows);
+      const auto x = seeded(static_cast<std::size_t>(rows) * in, 100 + rows);
+      std::vector<float> y(static_cast<std::size_t>(rows) * out);
+      stream_matmul_f32(x.data(), rows, in, wt.data(), out, y.data(), out);
+      const std::vector<double> w64(wt.begin(), wt.end());
+      double a = 0.0;
+      const double err = worst_error(y, x, w64, rows, in, out, &a);
+      CHECK(err <= 2.0 * in * std::ldexp(1.0, -24) * a);
+      for (int bits : {8, 4}) {
+        CAPTURE(bits);
+        std::vector<std::uint8_t> q(static_cast<std::size_t>(out) * in * bits / 8);
+        std::vector<float> scale(out);
+        quantize_rows(wt.data(), out, in, bits, q.data(), scale.data());
+        // The dequantized weights: level × scale, read back through the documented packing.
+        std::vector<double> deq(wt.size());
+        const int levels = bits == 8 ? 127 : 7;
+        double worst_q = 0.0;
+        for (int o = 0; o < out; ++o)
+          for (int i = 0; i < in; ++i) {
+            int level = 0;
+            if (bits == 8) {
+              level = static_cast<std::int8_t>(q[static_cast<std::size_t>(o) * in + i]);
+            } else {
+              const int j = i / 8 * 8, k = i % 8;
+              const std::uint8_t byte = q[static_cast<std::size_t>(o) * in / 2 + j / 2 + k % 4];
+              level = (k < 4 ? byte & 15 : byte >> 4) - 8;
+            }
+            CHECK(std::abs(level) <= levels);
+            const std::size_t at = static_cast<std::size_t>(o) * in + i;
+            deq[at] = static_cast<double>(level) * scale[o];
+            worst_q = std::max(worst_q, std::abs(deq[at] - wt[at]) / scale[o]);
           }
-          CHECK(std::abs(level) <= levels);
-          const std::size_t at = static_cast<std::size_t>(o) * in + i;
-          deq[at] = static_cast<double>(level) * scale[o];
-          worst_q = std::max(worst_q, std::abs(deq[at] - wt[at]) / scale[o]);
-        }
-      CHECK(worst_q <= 0.5 + 1e-5);  // round to nearest level
-      if (bits == 8)
-        linear_q8(x.data(), rows, in, reinterpret_cast<const std::int8_t*>(q.data()), scale.data(), nullptr, out,
-                  y.data(), out);
-      else
-        linear_q4(x.data(), rows, in, q.data(), scale.data(), nullptr, out, y.data(), out);
-      const double qerr = worst_error(y, x, deq, rows, in, out, &a);
-      CHECK(qerr <= 4.0 * in * std::ldexp(1.0, -24) * a);
+        CHECK(worst_q <= 0.5 + 1e-5);  // round to nearest level
+        // The activations, quantized per row as the kernel does (W8A8): level × sx[r].
+        std::vector<std::int8_t> qx(x.size());
+        std::vector<float> sx(static_cast<std::size_t>(rows));
+        quantize_activations(x.data(), rows, in, qx.data(), sx.data());
+        std::vector<float> xdeq(x.size());
+        double worst_x = 0.0;
+        for (int r = 0; r < rows; ++r)
+          for (int i = 0; i < in; ++i) {
+            const std::size_t at = static_cast<std::size_t>(r) * in + i;
+            CHECK(std::abs(qx[at]) <= 127);
+            xdeq[at] = static_cast<float>(qx[at]) * sx[static_cast<std::size_t>(r)];
+            worst_x = std::max(worst_x, std::abs(static_cast<double>(xdeq[at]) - x[at]) / sx[static_cast<std::size_t>(r)]);
+          }
+        CHECK(worst_x <= 0.5 + 1e-5);
+        if (bits == 8)
+          linear_q8(x.data(), rows, in, reinterpret_cast<const std::int8_t*>(q.data()), scale.data(), nullptr, out,
+                    y.data(), out);
+        else
+          linear_q4(x.data(), rows, in, q.data(), scale.data(), nullptr, out, y.data(), out);
+        // The integer sum is exact; only sx[r] · scale[o] and the final product round (≤ 2u each way).
+        const double qerr = worst_error(y, xdeq, deq, rows, in, out, &a);
+        CHECK(qerr <= 2.5 * std::ldexp(1.0, -24) * a);
+      }
     }
   }
 }

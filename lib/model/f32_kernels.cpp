@@ -31,7 +31,7 @@
 #define KVLAB_MULTIVERSION 0
 #define KVLAB_BODY inline
 #endif
-// GCC only (clang spells the target region differently): tiles for AVX2 with intrinsic loads.
+// GCC only (clang spells the target region differently): the quantized drafts' AVX2 integer kernels.
 #if KVLAB_MULTIVERSION && defined(__GNUC__) && !defined(__clang__)
 #define KVLAB_WIDE_TILES 1
 #define KVLAB_AVX2_BODY [[gnu::always_inline]] inline __attribute__((target("avx2,fma")))
@@ -56,86 +56,76 @@ KVLAB_BODY Float8 load8(const float* p) {
 
 KVLAB_BODY float sum8(Float8 v) { return ((v[0] + v[4]) + (v[1] + v[5])) + ((v[2] + v[6]) + (v[3] + v[7])); }
 
-// How a tile reads its weight rows: float32 (F32Rows), int8 (Q8Rows) or packed int4 (Q4Rows),
-// 8 weights at a time as floats; the quantized ones scaled per row after the dot product.
-// load_wide: the same with AVX2 intrinsics, for the tiles compiled for AVX2 (KVLAB_WIDE_TILES).
+// How a tile reads its weight rows: float32, 8 weights at a time (the quantized drafts have
+// integer kernels of their own, below linear_f32).
 struct F32Rows {
   using T = float;
   static const T* row(const T* w, int o, int in) { return w + static_cast<std::ptrdiff_t>(o) * in; }
   static const void* address(const T* r, int i) { return r + i; }
   KVLAB_BODY static Float8 load(const T* r, int i) { return load8(r + i); }
-#if KVLAB_WIDE_TILES
-  KVLAB_AVX2_BODY static Float8 load_wide(const T* r, int i) { return load8(r + i); }
-#endif
   static float at(const T* r, int j) { return r[j]; }
 };
-struct Q8Rows {
-  using T = std::int8_t;
-  using I8 = std::int8_t __attribute__((vector_size(8)));
-  static const T* row(const T* w, int o, int in) { return w + static_cast<std::ptrdiff_t>(o) * in; }
-  static const void* address(const T* r, int i) { return r + i; }
-#if KVLAB_WIDE_TILES
-  KVLAB_AVX2_BODY static Float8 load_wide(const T* r, int i) {
-    const __m128i b = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(r + i));
-    return reinterpret_cast<Float8>(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(b)));
-  }
-#endif
-  KVLAB_BODY static Float8 load(const T* r, int i) {
-    I8 v;
-    std::memcpy(&v, r + i, sizeof v);
-    return __builtin_convertvector(v, Float8);
-  }
-  static float at(const T* r, int j) { return r[j]; }
-};
-// int4: weights 8j .. 8j + 7 of a row in bytes 4j .. 4j + 3, byte 4j + k holding weight 8j + k in
-// its low nibble and 8j + k + 4 in its high one, each stored as q + 8 (q in [-7, 7]).
-struct Q4Rows {
-  using T = std::uint8_t;
-  using U4 = std::uint8_t __attribute__((vector_size(4)));
-  using U8 = std::uint8_t __attribute__((vector_size(8)));
-  static const T* row(const T* w, int o, int in) { return w + static_cast<std::ptrdiff_t>(o) * (in / 2); }
-  static const void* address(const T* r, int i) { return r + i / 2; }
-#if KVLAB_WIDE_TILES
-  KVLAB_AVX2_BODY static Float8 load_wide(const T* r, int i) {
-    std::int32_t word;
-    std::memcpy(&word, r + i / 2, sizeof word);
-    const __m128i b = _mm_cvtsi32_si128(word), mask = _mm_set1_epi8(15);
-    const __m128i lo = _mm_and_si128(b, mask), hi = _mm_and_si128(_mm_srli_epi16(b, 4), mask);
-    const __m256 f = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_unpacklo_epi32(lo, hi)));
-    return reinterpret_cast<Float8>(_mm256_sub_ps(f, _mm256_set1_ps(8.0f)));
-  }
-#endif
-  KVLAB_BODY static Float8 load(const T* r, int i) {
-    U4 b;
-    std::memcpy(&b, r + i / 2, sizeof b);
-    const U4 lo = b & static_cast<std::uint8_t>(15), hi = b >> static_cast<std::uint8_t>(4);
-    const U8 both = __builtin_shufflevector(lo, hi, 0, 1, 2, 3, 4, 5, 6, 7);
-    return __builtin_convertvector(both, Float8) - 8.0f;
-  }
-  static float at(const T* r, int j) {
-    const int k = j % 8;
-    const std::uint8_t b = r[(j / 8) * 4 + k % 4];
-    return static_cast<float>((k < 4 ? b & 15 : b >> 4) - 8);
-  }
-};
 
-#define KVLAB_TILE_LOAD(W, row, i) W::load(row, i)
-#include "model/f32_tiles.inc"
-#undef KVLAB_TILE_LOAD
+// A WO x RB tile: weight rows o .. o + WO - 1 against batch rows r .. r + RB - 1, WO x RB
+// independent accumulators (enough chains to keep both FMA pipes busy), each weight vector loaded
+// once for the RB rows and each input vector once for the WO weight rows.
+// `prefetch`: also prefetch the same offsets of the next WO weight rows (the next tile), which
+// must exist (a short row is too short a stream for the hardware prefetcher to ramp up).
+template <class W, int WO, int RB>
+KVLAB_BODY void stream_tile(const float* x, int in, const typename W::T* wt, const float* scale, const float* bias,
+                            int o, int r, float* y, int ldy, bool prefetch) {
+  Float8 acc[WO][RB] = {};
+  const typename W::T* w[WO];
+  const typename W::T* next[WO];
+  const float* xr[RB];
+  for (int a = 0; a < WO; ++a) w[a] = W::row(wt, o + a, in);
+  for (int a = 0; a < WO; ++a) next[a] = prefetch ? W::row(wt, o + WO + a, in) : w[a];
+  for (int b = 0; b < RB; ++b) xr[b] = x + static_cast<std::ptrdiff_t>(r + b) * in;
+  int i = 0;
+  for (; i + 8 <= in; i += 8) {
+    Float8 xv[RB];
+    for (int b = 0; b < RB; ++b) xv[b] = load8(xr[b] + i);
+    if (prefetch)
+      for (int a = 0; a < WO; ++a) __builtin_prefetch(W::address(next[a], i));
+    for (int a = 0; a < WO; ++a) {
+      const Float8 wv = W::load(w[a], i);
+      for (int b = 0; b < RB; ++b) acc[a][b] += wv * xv[b];
+    }
+  }
+  for (int a = 0; a < WO; ++a)
+    for (int b = 0; b < RB; ++b) {
+      float s = sum8(acc[a][b]);
+      for (int j = i; j < in; ++j) s += W::at(w[a], j) * xr[b][j];
+      if (scale) s *= scale[o + a];
+      y[static_cast<std::ptrdiff_t>(r + b) * ldy + o + a] = s + (bias ? bias[o + a] : 0.0f);
+    }
+}
 
-#if KVLAB_WIDE_TILES
-// The same tiles compiled for AVX2 + FMA, widening int8 / int4 weights with one instruction each
-// (Q8Rows::load_wide, Q4Rows::load_wide). GCC 12 turns the generic __builtin_convertvector from
-// 8-bit lanes into 8 scalar conversions per vector (the int8 draft ran 3x slower than float32).
-#pragma GCC push_options
-#pragma GCC target("avx2,fma")
-namespace wide {
-#define KVLAB_TILE_LOAD(W, row, i) W::load_wide(row, i)
-#include "model/f32_tiles.inc"
-#undef KVLAB_TILE_LOAD
-}  // namespace wide
-#pragma GCC pop_options
-#endif
+// WO weight rows against every batch row, three batch rows per tile: 4 x 3 = 12 accumulators, 3
+// input vectors and one weight vector fill AVX2's 16 registers, and each weight vector loaded
+// serves 3 FMAs (measured in cache on this VM's Zen core: 26–32 G multiply-adds/s at batch 4–16
+// against 20–22 for 2 x 4 tiles, whose input loads the compiler folded into every FMA).
+template <class W, int WO>
+KVLAB_BODY void stream_weight_rows(const float* x, int rows, int in, const typename W::T* wt, const float* scale,
+                                   const float* bias, int o, float* y, int ldy, bool prefetch) {
+  int r = 0;  // the first tile reads the weight rows from memory and prefetches the next ones
+  for (; r + 3 <= rows; r += 3) stream_tile<W, WO, 3>(x, in, wt, scale, bias, o, r, y, ldy, prefetch && r == 0);
+  switch (rows - r) {
+    case 2: stream_tile<W, WO, 2>(x, in, wt, scale, bias, o, r, y, ldy, prefetch && r == 0); break;
+    case 1: stream_tile<W, WO, 1>(x, in, wt, scale, bias, o, r, y, ldy, prefetch && r == 0); break;
+    default: break;
+  }
+}
+
+// Rows o0..o1 of wt against all `rows` rows of x. Each weight row is read from memory once
+// whatever the batch: a tile of 4 weight rows runs over all batch rows while its rows stay in L1.
+template <class W>
+KVLAB_BODY void stream_rows_body(const float* x, int rows, int in, const typename W::T* wt, const float* scale,
+                                 const float* bias, int o0, int o1, float* y, int ldy) {
+  int o = o0;
+  for (; o + 4 <= o1; o += 4) stream_weight_rows<W, 4>(x, rows, in, wt, scale, bias, o, y, ldy, o + 8 <= o1);
+  for (; o < o1; ++o) stream_weight_rows<W, 1>(x, rows, in, wt, scale, bias, o, y, ldy, false);
+}
 
 // The widest instruction set this CPU supports, by feature bits (checked once).
 enum class Isa { avx512, avx2, baseline };
@@ -160,12 +150,7 @@ Isa isa() {
 template <class W, class... A>
 KVLAB_AVX512 void stream_rows_avx512(A... a) { stream_rows_body<W>(a...); }
 template <class W, class... A>
-KVLAB_AVX2 void stream_rows_avx2(A... a) {
-#if KVLAB_WIDE_TILES
-  if constexpr (!std::is_same_v<W, F32Rows>) return wide::stream_rows_body<W>(a...);
-#endif
-  stream_rows_body<W>(a...);
-}
+KVLAB_AVX2 void stream_rows_avx2(A... a) { stream_rows_body<W>(a...); }
 #endif
 
 template <class W>
@@ -251,14 +236,159 @@ void linear_f32(const float* x, int rows, int in, const float* wt, const float* 
   }
 }
 
+void quantize_activations(const float* x, int rows, int in, std::int8_t* qx, float* sx) {
+  for (int r = 0; r < rows; ++r) {
+    const float* xr = x + static_cast<std::ptrdiff_t>(r) * in;
+    float mx = 0.0f;
+    for (int i = 0; i < in; ++i) mx = std::max(mx, std::abs(xr[i]));
+    const float s = mx > 0.0f ? mx / 127.0f : 1.0f;
+    sx[r] = s;
+    std::int8_t* qr = qx + static_cast<std::ptrdiff_t>(r) * in;
+    for (int i = 0; i < in; ++i)
+      qr[i] = static_cast<std::int8_t>(std::clamp(std::nearbyint(xr[i] / s), -127.0f, 127.0f));
+  }
+}
+
+namespace {
+
+// Integer dot products of the quantized drafts: int8 activations against int8 or int4 weights,
+// summed exactly in int32 (|sum| <= in · 127 · 127 < 2^31 for in < 133,000), then scaled once.
+// Widening each weight to float cost 3 instructions per 8 weights and held the int8 draft at
+// ~5 G weights/s per core, compute-bound below the memory's rate (c ≈ 0.44 for a quarter of the
+// bytes); the AVX2 body below does 32 weights in 4 instructions (sign, multiply-add pairs, widen,
+// add), as llama.cpp's Q8_0 dot product does.
+struct IntQ8 {
+  using T = std::int8_t;
+  static const T* row(const T* w, int o, int in) { return w + static_cast<std::ptrdiff_t>(o) * in; }
+  static int level(const T* r, int i) { return r[i]; }
+  static std::ptrdiff_t byte(int i) { return i; }
+};
+struct IntQ4 {
+  using T = std::uint8_t;
+  static const T* row(const T* w, int o, int in) { return w + static_cast<std::ptrdiff_t>(o) * (in / 2); }
+  static int level(const T* r, int i) {
+    const int k = i % 8;
+    const std::uint8_t b = r[(i / 8) * 4 + k % 4];
+    return (k < 4 ? b & 15 : b >> 4) - 8;
+  }
+  static std::ptrdiff_t byte(int i) { return i / 2; }
+};
+
+// y[r, o] for weight rows o0 .. o1 − 1 and every batch row: four weight rows at a time, each
+// batch row in turn (the tile's rows stay in L1 after the first).
+template <class W>
+void int_rows_generic(const std::int8_t* qx, const float* sx, int rows, int in, const typename W::T* wq,
+                      const float* scale, const float* bias, int o0, int o1, float* y, int ldy) {
+  for (int o = o0; o < o1; ++o) {
+    const typename W::T* w = W::row(wq, o, in);
+    for (int r = 0; r < rows; ++r) {
+      const std::int8_t* xr = qx + static_cast<std::ptrdiff_t>(r) * in;
+      std::int32_t s = 0;
+      for (int i = 0; i < in; ++i) s += static_cast<std::int32_t>(xr[i]) * W::level(w, i);
+      y[static_cast<std::ptrdiff_t>(r) * ldy + o] = static_cast<float>(s) * (sx[r] * scale[o]) + (bias ? bias[o] : 0.0f);
+    }
+  }
+}
+
+#if KVLAB_WIDE_TILES
+KVLAB_AVX2_BODY __m256i load32(const std::int8_t* r, int i) {
+  return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(r + i));
+}
+// 32 int4 weights (16 bytes, the packing of quantize_rows) as 32 signed bytes in order.
+KVLAB_AVX2_BODY __m256i load32(const std::uint8_t* r, int i) {
+  const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(r + i / 2)), mask = _mm_set1_epi8(15);
+  const __m128i lo = _mm_and_si128(b, mask), hi = _mm_and_si128(_mm_srli_epi16(b, 4), mask);
+  const __m256i w = _mm256_set_m128i(_mm_unpackhi_epi32(lo, hi), _mm_unpacklo_epi32(lo, hi));
+  return _mm256_sub_epi8(w, _mm256_set1_epi8(8));
+}
+KVLAB_AVX2_BODY std::int32_t hsum(__m256i v) {
+  const __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+  const __m128i t = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4e));
+  return _mm_cvtsi128_si32(_mm_add_epi32(t, _mm_shuffle_epi32(t, 0xb1)));
+}
+
+// Four weight rows against one batch row: |x| times w·sign(x) is x·w, and _mm256_maddubs_epi16
+// takes an unsigned and a signed byte (|x| <= 127 and |w| <= 127: a pair sums to at most 32,258,
+// no saturation).
+template <class W>
+KVLAB_AVX2_BODY void int_tile_avx2(const std::int8_t* xr, int in, const typename W::T* const w[4],
+                                   const typename W::T* const next[4], std::int32_t out[4]) {
+  const __m256i ones = _mm256_set1_epi16(1);
+  __m256i acc[4] = {_mm256_setzero_si256(), _mm256_setzero_si256(), _mm256_setzero_si256(), _mm256_setzero_si256()};
+  int i = 0;
+  for (; i + 32 <= in; i += 32) {
+    const __m256i xv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xr + i)), xa = _mm256_abs_epi8(xv);
+    if (next)
+      for (int a = 0; a < 4; ++a) __builtin_prefetch(next[a] + W::byte(i));
+    for (int a = 0; a < 4; ++a) {
+      const __m256i pairs = _mm256_maddubs_epi16(xa, _mm256_sign_epi8(load32(w[a], i), xv));
+      acc[a] = _mm256_add_epi32(acc[a], _mm256_madd_epi16(pairs, ones));
+    }
+  }
+  for (int a = 0; a < 4; ++a) {
+    std::int32_t s = hsum(acc[a]);
+    for (int j = i; j < in; ++j) s += static_cast<std::int32_t>(xr[j]) * W::level(w[a], j);
+    out[a] = s;
+  }
+}
+
+template <class W>
+KVLAB_AVX2 void int_rows_avx2(const std::int8_t* qx, const float* sx, int rows, int in, const typename W::T* wq,
+                                   const float* scale, const float* bias, int o0, int o1, float* y, int ldy) {
+  int o = o0;
+  for (; o + 4 <= o1; o += 4) {
+    const typename W::T* w[4];
+    const typename W::T* next[4];
+    for (int a = 0; a < 4; ++a) w[a] = W::row(wq, o + a, in), next[a] = W::row(wq, o + 4 + a, in);
+    const bool prefetch = o + 8 <= o1;  // the next tile's rows exist
+    for (int r = 0; r < rows; ++r) {
+      std::int32_t s[4];
+      int_tile_avx2<W>(qx + static_cast<std::ptrdiff_t>(r) * in, in, w, prefetch && r == 0 ? next : nullptr, s);
+      for (int a = 0; a < 4; ++a)
+        y[static_cast<std::ptrdiff_t>(r) * ldy + o + a] =
+            static_cast<float>(s[a]) * (sx[r] * scale[o + a]) + (bias ? bias[o + a] : 0.0f);
+    }
+  }
+  int_rows_generic<W>(qx, sx, rows, in, wq, scale, bias, o, o1, y, ldy);
+}
+#endif
+
+template <class W>
+void int_parallel(const float* x, int rows, int in, const typename W::T* wq, const float* scale, const float* bias,
+                  int out, float* y, int ldy) {
+  // The activations quantized once, on the calling thread, into a buffer kept for the next call.
+  thread_local std::vector<std::int8_t> qx;
+  thread_local std::vector<float> sx;
+  if (qx.size() < static_cast<std::size_t>(rows) * in) qx.resize(static_cast<std::size_t>(rows) * in);
+  if (sx.size() < static_cast<std::size_t>(rows)) sx.resize(static_cast<std::size_t>(rows));
+  quantize_activations(x, rows, in, qx.data(), sx.data());
+  const std::int8_t* q = qx.data();
+  const float* s = sx.data();
+  const int chunks = (out + kChunk - 1) / kChunk;
+  const bool big = static_cast<long long>(rows) * in * out >= kParallelMacs;
+#pragma omp parallel for schedule(dynamic, 1) if (chunks > 1 && big)
+  for (int ch = 0; ch < chunks; ++ch) {
+    const int o0 = ch * kChunk, o1 = std::min(out, (ch + 1) * kChunk);
+#if KVLAB_WIDE_TILES
+    if (isa() != Isa::baseline) {
+      int_rows_avx2<W>(q, s, rows, in, wq, scale, bias, o0, o1, y, ldy);
+      continue;
+    }
+#endif
+    int_rows_generic<W>(q, s, rows, in, wq, scale, bias, o0, o1, y, ldy);
+  }
+}
+
+}  // namespace
+
 void linear_q8(const float* x, int rows, int in, const std::int8_t* wq, const float* scale, const float* bias, int out,
                float* y, int ldy) {
-  stream_parallel<Q8Rows>(x, rows, in, wq, scale, bias, out, y, ldy);
+  int_parallel<IntQ8>(x, rows, in, wq, scale, bias, out, y, ldy);
 }
 
 void linear_q4(const float* x, int rows, int in, const std::uint8_t* wq, const float* scale, const float* bias, int out,
                float* y, int ldy) {
-  stream_parallel<Q4Rows>(x, rows, in, wq, scale, bias, out, y, ldy);
+  int_parallel<IntQ4>(x, rows, in, wq, scale, bias, out, y, ldy);
 }
 
 void quantize_rows(const float* wt, int out, int in, int bits, std::uint8_t* q, float* scale) {

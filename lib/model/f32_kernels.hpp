@@ -24,14 +24,23 @@ inline constexpr int kGemmRows = 16;
 /// y does not overlap x or wt.
 void linear_f32(const float* x, int rows, int in, const float* wt, const float* bias, int out, float* y, int ldy);
 
-/// linear_f32 with weights quantized per output row (quantize_rows): y[r, o] = bias[o] +
-/// scale[o] * sum_i x[r, i] q[o, i], streaming the packed weights (1 byte per weight for int8,
-/// half a byte for int4) once for all rows, whatever `rows` (no GEMM branch). Preconditions (not
-/// checked): in a multiple of 8, sizes positive, y disjoint from the inputs.
+/// y = x W + b with weights quantized per output row (quantize_rows) and the activations quantized
+/// per batch row (quantize_activations: qx, sx), multiplied in integers (W8A8; the quantized
+/// drafts of speculative decoding, model/fast_gpt.hpp):
+///   y[r, o] = bias[o] + (sx[r] · scale[o]) · sum_i qx[r, i] q[o, i],
+/// the sum exact in int32. Streams the packed weights (1 byte per weight for int8, half a byte for
+/// int4) once for all rows. Keeps a per-thread buffer for qx (allocated when a call needs more than
+/// the last). Preconditions (not checked): in a multiple of 8 and below 133,000 (the int32 sum),
+/// sizes positive, y disjoint from the inputs.
 void linear_q8(const float* x, int rows, int in, const std::int8_t* wq, const float* scale, const float* bias, int out,
                float* y, int ldy);
 void linear_q4(const float* x, int rows, int in, const std::uint8_t* wq, const float* scale, const float* bias, int out,
                float* y, int ldy);
+
+/// Symmetric per-row absmax quantization of activations x [rows, in] to int8: sx[r] =
+/// max_i |x[r, i]| / 127 (1 for an all-zero row), qx[r, i] = round(x[r, i] / sx[r]) in
+/// [-127, 127] (the int8 GEMM of LLM.int8(), Dettmers et al. 2022, per token). qx: [rows, in].
+void quantize_activations(const float* x, int rows, int in, std::int8_t* qx, float* sx);
 
 /// Symmetric per-row absmax quantization of W^T [out, in] (in a multiple of 8) to `bits` = 8
 /// (levels -127..127, `q` holds out x in int8 bytes) or 4 (levels -7..7, `q` holds out x in / 2
