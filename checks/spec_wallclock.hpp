@@ -39,9 +39,12 @@ struct SpecTiming {
 struct SpecWallclockParts {
   /// Builds the target and the drafts for `config` (called once, before any timing).
   std::function<void(const ModelConfig& config, int skip_layers)> build;
-  /// Seconds of the plain greedy decoding of `n` new tokens by the target alone.
+  /// Seconds of the decode phase of the plain greedy decoding of `n` new tokens by the target
+  /// alone, per n tokens: the prompt's prefill is left out (it gives the first token; the n − 1
+  /// decode steps' seconds are scaled by n / (n − 1)).
   std::function<double(int n)> time_baseline;
-  /// One greedy speculative run of `n` new tokens with draft `kind` and K = `k`.
+  /// One greedy speculative run of `n` new tokens with draft `kind` and K = `k`; its seconds leave
+  /// out the prefill of the prompt (all but its last token) by the target and by the draft.
   std::function<SpecTiming(DraftKind kind, int k, int n)> time_spec;
   /// Seconds of one forward of `rows` new tokens at the runs' mid context: the target's
   /// (rows = 1: a decode step; rows = K + 1: the verify step) or a draft's (rows = 1).
