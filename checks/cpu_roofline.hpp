@@ -5,8 +5,9 @@
 #include <functional>
 #include <vector>
 
+#include "framework/spec.hpp"
 #include "model/config.hpp"
-#include "framework/check.hpp"
+#include "model/fast_gpt.hpp"
 
 namespace kvlab::checks {
 
@@ -63,6 +64,52 @@ struct CpuRooflineWork {
   double peak_bytes = 0.0;
 };
 CpuRooflineWork cpu_roofline_work(const CpuRooflineOptions& o);
+
+/// One timed point: a decode step of `batch` sequences at context `ctx`, or a prefill (batch 1, ctx
+/// = the prompt's length); its bytes and FLOPs, every repeat's seconds, their median and the
+/// roof's bound max(bytes / bandwidth, FLOPs / rate) in seconds.
+struct RoofPoint {
+  int batch = 0, ctx = 0;
+  StepCost cost;
+  std::vector<double> times;
+  double median_s = 0.0, bound_s = 0.0;
+};
+
+/// One row of the paired table: a decode step of `rows` sequences, or the verify step of `rows`
+/// tokens (verify), each timing with the copy rate (bytes/s) measured just before it and their
+/// ratio achieved / copy.
+struct PairedStep {
+  bool verify = false;
+  int rows = 0;
+  StepCost cost;
+  std::vector<double> times, rates, fractions;
+};
+
+/// What cpu-roofline measured, in numbers: the options as run (lists sorted, --quick applied),
+/// the model's config, the machine's roofs and every timed point.
+struct CpuRooflineMeasured {
+  CpuRooflineOptions options;
+  ModelConfig config;
+  MachineRoof roof;
+  std::vector<RoofPoint> decode, prefill;
+  std::vector<PairedStep> paired;  ///< at the smallest context: batches 1, 2, 4, 8, then verify 2, 5, 9
+};
+
+/// The options a run uses: --quick's tiny grid, every list sorted without duplicates. Throws
+/// InputError for an empty list, a value out of range, heads that do not divide, or a grid whose
+/// smallest decode point does not fit --max-cached-tokens.
+CpuRooflineOptions cpu_roofline_effective(const CpuRooflineOptions& o);
+
+/// Times every point with `parts` (empty members: this machine and the fast path, after the work
+/// and memory budget: InputError when over it). `o` as cpu_roofline_effective returns it.
+CpuRooflineMeasured measure_cpu_roofline(const CpuRooflineOptions& o, const RunContext& ctx,
+                                         const CpuRooflineParts& parts = {});
+/// The verdict rows: batch-1 decode ≥ 80% of the paired copy rate and the longest prefill ≥ 60%
+/// of the GEMM rate, each capped at 1 (kvlab's goals for its fast path).
+std::vector<Expectation> judge_cpu_roofline(const CpuRooflineMeasured& m);
+
+/// The check as data (registered as `cpu-roofline`, a benchmark).
+const CheckDef<CpuRooflineOptions, CpuRooflineMeasured>& cpu_roofline_check();
 
 /// Runs the check. Throws InputError on out-of-range options, and on options whose real parts
 /// would be over the work or memory budget (cpu_roofline_work; injected parts are not counted).

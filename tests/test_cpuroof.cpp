@@ -1,5 +1,5 @@
-// The fast float32 path against the float64 reference, its kernels, the machine
-// measurement's helpers, and cpu-roofline's verdict logic on synthetic timings.
+// The fast float32 path against the float64 reference, its kernels, and the machine
+// measurement's helpers (cpu-roofline's verdict: tests/checks/cpu_roofline_test.cpp).
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -9,7 +9,6 @@
 
 #include "bench/machine.hpp"
 #include "core/error.hpp"
-#include "checks/cpu_roofline.hpp"
 #include "model/f32_kernels.hpp"
 #include "model/fast_gpt.hpp"
 #include "model/gpt.hpp"
@@ -226,91 +225,4 @@ TEST_CASE("machine: flat_from finds where the bandwidth curve stops falling; med
   CHECK(stream_bandwidth(StreamKernel::triad, 1 << 16, 1) > 0);
   CHECK(gemm_rate(32, 1) > 0);
   CHECK_THROWS_AS(stream_bandwidth(StreamKernel::copy, 8, 1), std::invalid_argument);
-}
-
-namespace {
-
-// Synthetic parts: a machine of 10 GB/s and 100 GFLOP/s, and timers returning the roof's bound
-// divided by an efficiency, with a ±3% spread over the repeats.
-checks::CpuRooflineParts synthetic(double decode_eff, double prefill_eff) {
-  checks::CpuRooflineParts p;
-  p.machine = [] { return checks::MachineRoof{10e9, 100e9, {9.8e9, 10e9, 10.1e9}, {99e9, 100e9, 101e9}, "synthetic"}; };
-  auto bound = [](const StepCost& s) { return std::max(s.bytes / 10e9, s.flops / 100e9); };
-  auto spread = [](double t, int repeats) {
-    std::vector<double> v;
-    for (int r = 0; r < repeats; ++r) v.push_back(t * (1.0 + 0.03 * ((r % 3) - 1)));
-    return v;
-  };
-  p.time_decode = [=](const ModelConfig& c, int batch, int ctx, int repeats) {
-    return spread(bound(decode_step_cost(c, batch, ctx)) / decode_eff, repeats);
-  };
-  p.time_verify = [=](const ModelConfig& c, int rows, int ctx, int repeats) {
-    return spread(bound(verify_step_cost(c, rows, ctx)) / decode_eff, repeats);
-  };
-  p.time_prefill = [=](const ModelConfig& c, int len, int repeats) {
-    return spread(bound(prefill_cost(c, len)) / prefill_eff, repeats);
-  };
-  return p;
-}
-
-}  // namespace
-
-TEST_CASE("cpu-roofline: holds on timings near the roof, fails when decode or prefill falls short") {
-  checks::CpuRooflineOptions o;  // the default grid; the timers are synthetic, no model is built
-  const checks::RunContext ctx;
-  const Result good = checks::run_cpu_roofline(o, ctx, synthetic(0.9, 0.8));
-  CHECK(good.passed());
-  CHECK(good.metric_value("decode_bandwidth_fraction") == doctest::Approx(0.9).epsilon(0.02));
-  CHECK(good.metric_value("ridge") == doctest::Approx(10.0));
-  // At 90% of the roof everywhere the measured turn is where the roof turns.
-  CHECK(good.metric_value("crossover_batch_measured") ==
-        doctest::Approx(good.metric_value("crossover_batch_predicted")).epsilon(0.35));
-  CHECK_FALSE(good.plots.empty());
-
-  for (const char* key : {"bw_fraction_batch_1", "bw_fraction_batch_2", "bw_fraction_batch_4", "bw_fraction_batch_8",
-                          "bw_fraction_verify_5"}) {
-    CAPTURE(key);
-    CHECK(good.metric_value(key) == doctest::Approx(0.9).epsilon(0.05));
-  }
-
-  // Paired: the copy rate swings between 5 and 20 GB/s from one measurement to the next and each
-  // step runs at 90% of the rate measured just before it; the verdict follows the pairs, not a
-  // roof measured once.
-  auto swinging = synthetic(0.9, 0.8);
-  auto rate = std::make_shared<double>(5e9);
-  swinging.copy_rate = [rate] {
-    *rate = *rate == 5e9 ? 20e9 : 5e9;
-    return *rate;
-  };
-  swinging.time_decode = [rate](const ModelConfig& c, int batch, int n, int repeats) {
-    return std::vector<double>(static_cast<std::size_t>(repeats), decode_step_cost(c, batch, n).bytes / (0.9 * *rate));
-  };
-  const Result paired = checks::run_cpu_roofline(o, ctx, swinging);
-  CHECK(paired.expectations[0].holds());
-  CHECK(paired.metric_value("bw_fraction_batch_1") == doctest::Approx(0.9));
-  CHECK(paired.metric_value("bw_fraction_batch_8") == doctest::Approx(0.9));
-
-  const Result slow_decode = checks::run_cpu_roofline(o, ctx, synthetic(0.5, 0.8));  // half the bandwidth
-  CHECK_FALSE(slow_decode.passed());
-  CHECK_FALSE(slow_decode.expectations[0].holds());
-  CHECK(slow_decode.expectations[1].holds());
-
-  const Result slow_prefill = checks::run_cpu_roofline(o, ctx, synthetic(0.9, 0.4));
-  CHECK_FALSE(slow_prefill.passed());
-  CHECK(slow_prefill.expectations[0].holds());
-  CHECK_FALSE(slow_prefill.expectations[1].holds());
-
-
-}
-
-TEST_CASE("cpu-roofline: bad options are InputErrors naming the option") {
-  checks::CpuRooflineOptions o;
-  o.n_kv_head = 3;
-  CHECK_THROWS_AS(checks::run_cpu_roofline(o, {}, synthetic(0.9, 0.8)), InputError);
-  o = {};
-  o.batches = {};
-  CHECK_THROWS_AS(checks::run_cpu_roofline(o, {}, synthetic(0.9, 0.8)), InputError);
-  o = {};
-  o.max_cached_tokens = 10;
-  CHECK_THROWS_AS(checks::run_cpu_roofline(o, {}, synthetic(0.9, 0.8)), InputError);
 }
