@@ -391,14 +391,24 @@ Table decode_table(const CpuRooflineMeasured& m) {
   return td;
 }
 
+// The share of the measured GEMM rate a paired step would need to run at the copy rate measured
+// beside it: its FLOPs over bytes / copy rate, over the GEMM rate. Near 1 the step sits at the
+// ridge point, and reaching the copy rate would take the whole compute roof at the same time.
+double compute_at_copy_rate(const CpuRooflineMeasured& m, const PairedStep& pp) {
+  return pp.cost.flops / (pp.cost.bytes / median(pp.rates)) / m.roof.flops_per_s;
+}
+
 Table paired_table(const CpuRooflineMeasured& m) {
   Table tpair{fmt::format("paired with the copy rate measured just before each step (ctx {}; copy, step, copy, step …)",
                           m.options.contexts.front()),
-              {"step", "MB", "median ms", "copy GB/s (median)", "achieved / copy (median)", "range"}, {}};
+              {"step", "MB", "median ms", "copy GB/s (median)", "achieved / copy (median)", "range",
+               "GEMM rate needed at the copy rate"},
+              {}};
   for (const auto& pp : m.paired) {
     const auto [lo, hi] = std::minmax_element(pp.fractions.begin(), pp.fractions.end());
     tpair.rows.push_back({paired_what(pp), pp.cost.bytes / 1e6, median(pp.times) * 1e3, median(pp.rates) / 1e9,
-                          median(pp.fractions), fmt::format("{:.3f}–{:.3f}", *lo, *hi)});
+                          median(pp.fractions), fmt::format("{:.3f}–{:.3f}", *lo, *hi),
+                          compute_at_copy_rate(m, pp)});
   }
   return tpair;
 }
@@ -492,6 +502,13 @@ void add_notes(const CpuRooflineMeasured& m, Result& r) {
     r.notes.push_back(fmt::format("the prefill of {} tokens ran at {:.0f}% of the GEMM rate measured in this run: the "
                                   "rate was measured low (a noisy moment; its runs are in the machine line), so the "
                                   "capped verdict says little about the prefill.", m.prefill.back().ctx, pf * 100));
+  const PairedStep& widest = m.paired.back();
+  r.notes.push_back(fmt::format(
+      "paired table: a step of B rows does 2B FLOPs per 4-byte weight (B/2 FLOP/B); to run at the copy rate it needs "
+      "B/2 × the copy rate in FLOP/s, the last column as a share of the GEMM rate measured here (ridge point {:.2f} "
+      "FLOP/B). Where that share nears or passes 1 ({}: {:.0f}%) the step meets the compute roof: the copy rate is out "
+      "of reach there, or takes that share of the GEMM rate from a kernel that streams its weights at the same time.",
+      m.roof.flops_per_s / m.roof.bandwidth_bytes_per_s, paired_what(widest), 100 * compute_at_copy_rate(m, widest)));
   if (m.options.quick) r.notes.push_back("--quick: a tiny model that fits in cache; the verdict means little, the run is a smoke test.");
 }
 
