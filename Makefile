@@ -58,14 +58,15 @@ test: build
 # (docs/perf.md, "CI time"); the Release build stays g++. `make test-sanitize SAN_CXX=g++` for
 # g++'s sanitizers. A folder configured with another compiler is removed first: CMake would
 # delete its cache on the compiler change and configure again without the other -D options
-# (a Release build, unsanitized, where build-asan/ was expected).
+# (a Release build, unsanitized, where build-asan/ was expected). The cache keeps the compiler as
+# given (clang++) or as found (/usr/bin/clang++): either is the same compiler.
 SAN_CXX ?= clang++
 SAN_CXX_PATH = $(shell command -v $(SAN_CXX))
 SAN_ENV := ASAN_OPTIONS=abort_on_error=1:detect_leaks=1:strict_string_checks=1 \
            UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 KVLAB_SWEEP_SECONDS=10 KVLAB_SWEEP_QUICK=1
 test-sanitize: deps
-	@if [ -f $(ASAN_BUILD)/CMakeCache.txt ] && \
-	    ! grep -qx 'CMAKE_CXX_COMPILER:[A-Z]*=$(SAN_CXX_PATH)' $(ASAN_BUILD)/CMakeCache.txt; then \
+	@cached=$$(sed -n 's/^CMAKE_CXX_COMPILER:[A-Z]*=//p' $(ASAN_BUILD)/CMakeCache.txt 2>/dev/null); \
+	if [ -n "$$cached" ] && [ "$$cached" != "$(SAN_CXX)" ] && [ "$$cached" != "$(SAN_CXX_PATH)" ]; then \
 	  echo "kvlab: $(ASAN_BUILD)/ was configured with another compiler than $(SAN_CXX); building it afresh"; \
 	  rm -rf $(ASAN_BUILD); fi
 	@cmake -S . -B $(ASAN_BUILD) -DCMAKE_CXX_COMPILER=$(SAN_CXX) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKVLAB_SANITIZE=ON \
