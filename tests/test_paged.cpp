@@ -11,7 +11,6 @@
 #include "cache/prefix.hpp"
 #include "checks/paged_cache.hpp"
 #include "checks/paged_vs_contiguous.hpp"
-#include "checks/parallel_sampling.hpp"
 #include "checks/prefix_cache.hpp"
 #include "core/rng.hpp"
 #include "model/gpt.hpp"
@@ -296,17 +295,4 @@ TEST_CASE("prefix-cache passes, and fails with an unchained block hash or COW in
   broken.faults.cow_in_place = true;
   CHECK_FALSE(run_prefix_cache({}, {}, broken).passed());
   CHECK(test::input_error([] { run_prefix_cache({.requests = 0}, {}); }).find("--requests") != std::string::npos);
-}
-
-TEST_CASE("parallel-sampling passes, and fails with COW in place or a ref count not decremented") {
-  using namespace kvlab::checks;
-  CHECK(run_parallel_sampling({}, {}).passed());
-  CHECK(run_parallel_sampling({.prompt = 32}, {}).passed());  // no partial block: no copies
-  PagedFaults faults;
-  faults.cow_in_place = true;
-  CHECK_FALSE(run_parallel_sampling({}, {}, {faults}).passed());
-  faults = {};
-  faults.free_keeps_ref = true;
-  CHECK_FALSE(run_parallel_sampling({}, {}, {faults}).passed());
-  CHECK(test::input_error([] { run_parallel_sampling({.samples = 1}, {}); }).find("--samples") != std::string::npos);
 }
