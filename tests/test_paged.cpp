@@ -10,7 +10,6 @@
 #include "cache/paged.hpp"
 #include "cache/prefix.hpp"
 #include "checks/paged_cache.hpp"
-#include "checks/paged_vs_contiguous.hpp"
 #include "checks/prefix_cache.hpp"
 #include "core/rng.hpp"
 #include "model/gpt.hpp"
@@ -263,16 +262,6 @@ TEST_CASE("paged-cache passes, and fails with COW in place or a ref count not de
   CHECK(test::input_error([] { run_paged_cache({.num_blocks = 34}, {}); }).find("--num-blocks") != std::string::npos);
   CHECK(test::input_error([] { run_paged_cache({.block_size = 256, .num_blocks = 4096}, {}); }).find("--num-blocks") !=
         std::string::npos);
-}
-
-TEST_CASE("paged-vs-contiguous passes (f64, f32), and fails when the gather ignores the block table") {
-  using namespace kvlab::checks;
-  CHECK(run_paged_vs_contiguous({}, {}).passed());
-  CHECK(run_paged_vs_contiguous({}, {.dtype = Dtype::f32}).passed());
-  PagedVsContiguousParts broken;
-  broken.faults.gather_ignores_table = true;
-  CHECK_FALSE(run_paged_vs_contiguous({}, {}, broken).passed());
-  CHECK(test::input_error([] { run_paged_vs_contiguous({.kv_heads = 3}, {}); }).find("--kv-heads") != std::string::npos);
 }
 
 TEST_CASE("prefix-cache passes, and fails with an unchained block hash or COW in place") {
