@@ -9,7 +9,6 @@
 
 #include "cache/paged.hpp"
 #include "cache/prefix.hpp"
-#include "checks/paged_cache.hpp"
 #include "checks/prefix_cache.hpp"
 #include "core/rng.hpp"
 #include "model/gpt.hpp"
@@ -248,21 +247,6 @@ TEST_CASE("prefix cache: a running request that computed a prefix the cache hold
 }
 
 // ---- the checks bite -------------------------------------------------------------------------
-
-TEST_CASE("paged-cache passes, and fails with COW in place or a ref count not decremented") {
-  using namespace kvlab::checks;
-  CHECK(run_paged_cache({}, {}).passed());
-  CHECK(run_paged_cache({.block_size = 1, .num_blocks = 40}, {}).passed());
-  PagedCacheParts broken;
-  broken.faults.cow_in_place = true;
-  CHECK_FALSE(run_paged_cache({}, {}, broken).passed());
-  broken = {};
-  broken.faults.free_keeps_ref = true;
-  CHECK_FALSE(run_paged_cache({}, {}, broken).passed());
-  CHECK(test::input_error([] { run_paged_cache({.num_blocks = 34}, {}); }).find("--num-blocks") != std::string::npos);
-  CHECK(test::input_error([] { run_paged_cache({.block_size = 256, .num_blocks = 4096}, {}); }).find("--num-blocks") !=
-        std::string::npos);
-}
 
 TEST_CASE("prefix-cache passes, and fails with an unchained block hash or COW in place") {
   using namespace kvlab::checks;
