@@ -1,6 +1,6 @@
-// Unit tests of the paged KV cache (lib/cache/paged.hpp, prefix.hpp) and of the checks built on it:
-// paged-cache, paged-vs-contiguous, prefix-cache, parallel-sampling. Each check passes with the
-// correct pool and fails with a deliberately broken one (PagedFaults). Also two regressions:
+// Unit tests of the paged KV cache (lib/cache/paged.hpp, prefix.hpp); the checks built on it
+// (paged-cache, paged-vs-contiguous, prefix-cache, parallel-sampling) have theirs in tests/checks/,
+// each passing with the correct pool and failing with a broken one (PagedFaults). Also two regressions:
 // a batch mixing a prefix-cache hit and a miss, and a running request whose computed
 // prefix the cache already holds.
 #include <doctest/doctest.h>
@@ -9,7 +9,6 @@
 
 #include "cache/paged.hpp"
 #include "cache/prefix.hpp"
-#include "checks/prefix_cache.hpp"
 #include "core/rng.hpp"
 #include "model/gpt.hpp"
 #include "test_util.hpp"
@@ -244,28 +243,4 @@ TEST_CASE("prefix cache: a running request that computed a prefix the cache hold
       CHECK_FALSE(m.audit().ok());  // a table entry without its reference
     }
   }
-}
-
-// ---- the checks bite -------------------------------------------------------------------------
-
-TEST_CASE("prefix-cache passes, and fails with an unchained block hash or COW in place") {
-  using namespace kvlab::checks;
-  const Result ok = run_prefix_cache({}, {});
-  CHECK(ok.passed());
-  CHECK(ok.metric_value("prefill_tokens_reused") == 7 * 40 + 16);
-  CHECK(run_prefix_cache({.system_tokens = 32, .block_size = 16}, {}).passed());  // reuse ends on a boundary
-  CHECK(run_prefix_cache({.block_size = 1}, {.dtype = Dtype::f32}).passed());
-  // One-token suffixes: identical prompts; the repeat computes its last token into a copy of the
-  // cached block, which is then deduplicated. The block count must still come out exact.
-  const Result twins = run_prefix_cache({.requests = 16, .system_tokens = 15, .user_tokens = 1, .decode = 0, .block_size = 8},
-                                        {.seed = 1});
-  CHECK(twins.passed());
-  CHECK(twins.metric_value("blocks_deduplicated") >= 1);
-  PrefixCacheParts broken;
-  broken.faults.unchained_hash = true;
-  CHECK_FALSE(run_prefix_cache({}, {}, broken).passed());
-  broken = {};
-  broken.faults.cow_in_place = true;
-  CHECK_FALSE(run_prefix_cache({}, {}, broken).passed());
-  CHECK(test::input_error([] { run_prefix_cache({.requests = 0}, {}); }).find("--requests") != std::string::npos);
 }
