@@ -21,7 +21,7 @@
 // and the verify steps are shown (metrics bw_fraction_batch_N, bw_fraction_verify_N), not judged.
 // The batch where decode turns compute-bound is compared with the ridge point, not judged.
 // A benchmark: not in `kvlab all` (only `kvlab all --bench`) nor in ctest's verdict; its logic is
-// unit-tested on synthetic timings (tests/test_cpuroof.cpp).
+// unit-tested on synthetic timings (tests/checks/cpu_roofline_test.cpp).
 //
 //   kvlab cpu-roofline                       about a minute
 //   kvlab cpu-roofline --quick               a tiny model, seconds (a smoke test)

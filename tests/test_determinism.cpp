@@ -37,7 +37,7 @@ TEST_CASE("every check prints the same output twice for the same seed (timings a
   REQUIRE(!first.empty());
   for (std::size_t i = 0; i < first.size(); ++i) {
     CAPTURE(first[i]->name());
-    if (first[i]->is_bench()) continue;  // a benchmark prints this machine's timings (tests/test_cpuroof.cpp)
+    if (first[i]->is_bench()) continue;  // a benchmark prints this machine's timings (tests/checks/cpu_roofline_test.cpp)
     checks::RunContext ctx;
     ctx.seed = 42;
     const Result a = without_timing(first[i]->run(ctx));

@@ -1,6 +1,6 @@
 // cpu-roofline (checks/cpu_roofline.cpp): its verdict on synthetic machines (timings near the roof
 // hold; a decode or a prefill that falls short fails), its judge on hand-made measurements, and
-// its refusals. The measurement of the machine itself: tests/test_cpuroof.cpp.
+// its refusals. The machine measurement itself: tests/lib/bench/machine_test.cpp.
 #include <doctest/doctest.h>
 
 #include <memory>
