@@ -37,6 +37,7 @@
 
 #include "bench/machine.hpp"
 #include "core/error.hpp"
+#include "core/finite.hpp"
 #include "core/progress.hpp"
 #include "core/work_budget.hpp"
 #include "model/f32_kernels.hpp"
@@ -367,11 +368,11 @@ std::vector<Expectation> judge_cpu_roofline(const CpuRooflineMeasured& m) {
                        m.options.contexts.front(), m.paired.front().fractions.size()),
            "004 §1.5 (kvlab's goal)", "ratio", 1.0, 1.0 - kDecodeShare,
            fmt::format("the claim's threshold: at least {:.0f}% of the roof; {}", kDecodeShare * 100, judged),
-           std::min(1.0, batch1_paired(m))},
+           nan_min(1.0, batch1_paired(m))},
           {fmt::format("prefill of {} tokens: achieved / measured GEMM rate (capped at 1)", m.prefill.back().ctx),
            "004 §1.5 (kvlab's goal)", "ratio", 1.0, 1.0 - kPrefillShare,
            fmt::format("the claim's threshold: at least {:.0f}% of the roof; {}", kPrefillShare * 100, judged),
-           std::min(1.0, prefill_fraction(m))}};
+           nan_min(1.0, prefill_fraction(m))}};
 }
 
 namespace {

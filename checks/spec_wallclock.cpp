@@ -45,6 +45,7 @@
 
 #include "bench/machine.hpp"
 #include "core/error.hpp"
+#include "core/finite.hpp"
 #include "core/rng.hpp"
 #include "core/work_budget.hpp"
 #include "model/f32_kernels.hpp"
@@ -356,7 +357,7 @@ Result run_spec_wallclock(const SpecWallclockOptions& in, const RunContext& ctx,
   const std::string at = fmt::format("{} draft, K = {}", draft_name(best.kind), best.k);
   r.expect({fmt::format("best measured speedup ({}; best of {} repeats on each side), capped at 1", at, best.speedups.size()),
             "000 §7.4, §9.2", "×", 1.0, 0.0,
-            "the claim: speculative decoding is not slower than the target alone at the best K", std::min(1.0, best.measured)});
+            "the claim: speculative decoding is not slower than the target alone at the best K", nan_min(1.0, best.measured)});
   Expectation against_model{fmt::format("measured speedup at the best K ({}) against the prediction τ̄/(verify_cost + f·c)", at),
                             "000 §7.4", "×", best.predicted, tolerance,
                             fmt::format("max({:.0f}% of the prediction, the range of the {} repeats {:.3f}–{:.3f})",

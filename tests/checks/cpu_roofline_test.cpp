@@ -3,6 +3,7 @@
 // its refusals. The machine measurement itself: tests/lib/bench/machine_test.cpp.
 #include <doctest/doctest.h>
 
+#include <cmath>
 #include <memory>
 #include <vector>
 
@@ -123,4 +124,10 @@ TEST_CASE("cpu-roofline: judge on hand-made measurements: the batch-1 pairs' med
   rows = checks::judge_cpu_roofline(m);
   CHECK(rows[0].holds());
   CHECK(rows[0].measured == 1.0);
+  // A NaN is never capped into a pass (std::min(1.0, NaN) is 1.0).
+  m.paired[0].fractions = {std::nan(""), std::nan(""), std::nan("")};
+  m.prefill[0].median_s = std::nan("");
+  rows = checks::judge_cpu_roofline(m);
+  CHECK_FALSE(rows[0].holds());
+  CHECK_FALSE(rows[1].holds());
 }
