@@ -11,7 +11,6 @@
 #include "checks/greedy_generate.hpp"
 #include "checks/intensity.hpp"
 #include "checks/bench_generate.hpp"
-#include "checks/complexity.hpp"
 #include "checks/max_batch.hpp"
 #include "checks/ragged_batch.hpp"
 #include "model/ragged.hpp"
@@ -190,33 +189,6 @@ TEST_CASE("ragged-batch passes, and fails with an MLP that normalizes across the
   CHECK(checks::run_ragged_batch(o, ctx).passed());
   o.max_len = 0;
   CHECK(input_error([&] { checks::run_ragged_batch(o, ctx); }).find("--max-len") != std::string::npos);
-}
-
-TEST_CASE("complexity: counts equal the closed forms, E18 flagged; fails with a recomputing cache or a count without the mask") {
-  checks::RunContext ctx;
-  checks::ComplexityOptions o;
-  const Result ok = checks::run_complexity(o, ctx);
-  CHECK(ok.passed());
-  CHECK(ok.errata().size() == 2);  // prefill at N = d/8 and the cached total at N + T = d (E18)
-  CHECK(ok.metric_value("prefill_exponent_small_n") < 1.1);
-
-  checks::ComplexityParts recompute;  // a "cached" generator that recomputes the prefix every step
-  recompute.schedule = [](GenerationMode, std::int64_t p, std::int64_t n, std::optional<std::int64_t> b) {
-    return generation_schedule(GenerationMode::naive, p, n, b);
-  };
-  CHECK_FALSE(checks::run_complexity(o, ctx, recompute).passed());
-
-  checks::ComplexityParts no_mask;  // counts every (query, key) pair, as if bidirectional
-  no_mask.count = [](const ModelConfig& c, std::int64_t n, std::int64_t s) {
-    ModelConfig b = c;
-    b.causal = false;
-    return count_forward(b, n, s);
-  };
-  CHECK_FALSE(checks::run_complexity(o, ctx, no_mask).passed());
-
-  o.d_model = 16384;
-  o.new_tokens = 4096;
-  CHECK(input_error([&] { checks::run_complexity(o, ctx); }).find("--d-model") != std::string::npos);
 }
 
 TEST_CASE("intensity: 000 §3.1 terms, MLP ∝ B, attention ≈ 1 (E17 on GQA); fails when AV is forgotten or the FFN is 2D") {
