@@ -177,7 +177,7 @@ std::string exponent_arithmetic(const ExponentRow& e, std::int64_t d) {
   if (e.curve == ComplexityCurve::cached)
     return fmt::format("at N + T = {} the linear layers, (N + T − 1)·24d², are {:.1f}% of the cached total: "
                        "it is O((N+T)²·d + (N+T)·d²), linear in N + T while N + T < 12d = {} (E18)", e.x,
-                       100 * e.linear_share, 6 * d);
+                       100 * e.linear_share, 12 * d);
   return "";
 }
 

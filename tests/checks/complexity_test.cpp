@@ -61,3 +61,15 @@ TEST_CASE("complexity: judge fails a count one FLOP off its closed form, and an 
   off.exponents[3].counted_2x *= 1 + 1e-12;  // the cached total at 2x, a relative 1e-12 too large
   CHECK_FALSE(checks::judge_complexity(off)[7].holds());
 }
+
+TEST_CASE("complexity: the cached total's erratum names 12d, where 24(N + T)d² meets 2d(N + T)²") {
+  // Regression: the arithmetic printed 6d under the name 12d (24576 for d = 4096).
+  checks::ComplexityOptions o;
+  o.d_model = 64;
+  o.new_tokens = 8;
+  const auto rows = checks::judge_complexity(checks::measure_complexity(o));
+  REQUIRE(rows.size() == 10);
+  CHECK(rows[9].stated);
+  CHECK(rows[9].arithmetic.find("N + T < 12d = 768 (E18)") != std::string::npos);
+  CHECK(rows[4].arithmetic.find("N < 12d = 768 (E18") != std::string::npos);
+}
