@@ -9,7 +9,6 @@
 #include "cache/kv_cache.hpp"
 #include "cost/traffic.hpp"
 #include "checks/greedy_generate.hpp"
-#include "checks/intensity.hpp"
 #include "checks/bench_generate.hpp"
 #include "checks/max_batch.hpp"
 #include "checks/ragged_batch.hpp"
@@ -189,44 +188,6 @@ TEST_CASE("ragged-batch passes, and fails with an MLP that normalizes across the
   CHECK(checks::run_ragged_batch(o, ctx).passed());
   o.max_len = 0;
   CHECK(input_error([&] { checks::run_ragged_batch(o, ctx); }).find("--max-len") != std::string::npos);
-}
-
-TEST_CASE("intensity: 000 §3.1 terms, MLP ∝ B, attention ≈ 1 (E17 on GQA); fails when AV is forgotten or the FFN is 2D") {
-  checks::RunContext ctx;
-  checks::IntensityOptions o;
-  const Result ok = checks::run_intensity(o, ctx);
-  CHECK(ok.passed());
-  CHECK(ok.errata().size() == 1);  // E17: the GQA row
-  CHECK(ok.metric_value("attention_intensity") == doctest::Approx(1.0).epsilon(0.001));
-
-  checks::IntensityParts no_av;
-  no_av.count = [](const ModelConfig& c, std::int64_t n, std::int64_t s) {
-    OpCount k = count_forward(c, n, s);
-    k.attn_values = 0;
-    return k;
-  };
-  CHECK_FALSE(checks::run_intensity(o, ctx, no_av).passed());
-
-  checks::IntensityParts narrow_ffn;
-  narrow_ffn.count = [](const ModelConfig& c, std::int64_t n, std::int64_t s) {
-    OpCount k = count_forward(c, n, s);
-    k.mlp /= 2;
-    return k;
-  };
-  CHECK_FALSE(checks::run_intensity(o, ctx, narrow_ffn).passed());
-
-  checks::IntensityParts weights_per_row;  // re-reads the weights for every row: no batch reuse
-  weights_per_row.linear_bytes = [](std::uint64_t rows, std::uint64_t in, std::uint64_t out, double b) {
-    return static_cast<double>(rows) * linear_bytes(1, in, out, b);
-  };
-  CHECK_FALSE(checks::run_intensity(o, ctx, weights_per_row).passed());
-
-  o.kv_heads = 8;  // GQA: the attention rows differ from 1 on every batch
-  const Result gqa = checks::run_intensity(o, ctx);
-  CHECK(gqa.passed());
-  CHECK(gqa.errata().size() == 4);
-  o.kv_heads = 5;
-  CHECK(input_error([&] { checks::run_intensity(o, ctx); }).find("--kv-heads") != std::string::npos);
 }
 
 TEST_CASE("bench-generate: counted work n(n+1)/2 vs n passes; a 'cached' generator that recomputes fails; timing only in timing") {
