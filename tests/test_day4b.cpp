@@ -10,7 +10,6 @@
 #include "cost/traffic.hpp"
 #include "checks/greedy_generate.hpp"
 #include "checks/bench_generate.hpp"
-#include "checks/max_batch.hpp"
 #include "checks/ragged_batch.hpp"
 #include "model/ragged.hpp"
 #include "core/error.hpp"
@@ -122,47 +121,6 @@ TEST_CASE("greedy-generate passes, and fails with a wrong window, a generator th
 
   o.kv_heads = 3;
   CHECK(input_error([&] { checks::run_greedy_generate(o, ctx); }).find("--kv-heads") != std::string::npos);
-}
-
-TEST_CASE("max-batch: 298 with errata E3 and E4, and fails with a cache that forgets K or V, or wrong weights") {
-  checks::RunContext ctx;
-  const Result r = checks::run_max_batch({}, ctx);
-  CHECK(r.passed());
-  CHECK(r.metric_value("max_batch") == 298.0);
-  CHECK(r.errata().size() == 2);
-
-  checks::MaxBatchParts half;  // forgets the factor 2 of K and V
-  half.capacity = [](const ModelSpec& m, const GpuSpec& g, std::uint64_t gpus, double n, double bpp,
-                     std::uint64_t c, CacheDtype d, std::optional<double> budget) {
-    BatchCapacity cap = batch_capacity(m, g, gpus, n, bpp, c, d, budget);
-    cap.kv_bytes_per_sequence /= 2;
-    cap.max_batch = static_cast<std::uint64_t>(std::floor(cap.kv_budget_bytes / static_cast<double>(cap.kv_bytes_per_sequence)));
-    return cap;
-  };
-  CHECK_FALSE(checks::run_max_batch({}, ctx, half).passed());
-
-  checks::MaxBatchParts int8_weights;  // weights counted at 1 B whatever --weight-bytes says
-  int8_weights.capacity = [](const ModelSpec& m, const GpuSpec& g, std::uint64_t gpus, double n, double,
-                             std::uint64_t c, CacheDtype d, std::optional<double> budget) {
-    return batch_capacity(m, g, gpus, n, 1.0, c, d, budget);
-  };
-  CHECK_FALSE(checks::run_max_batch({}, ctx, int8_weights).passed());
-
-  checks::MaxBatchOptions o;
-  o.model = "llama-2-7b";
-  o.gpu = "a100-40gb";
-  o.gpus = 1;
-  o.kv_dtype = "fp8";
-  const Result one = checks::run_max_batch(o, ctx);
-  CHECK(one.passed());
-  CHECK(one.errata().empty());
-  o.kv_budget_gb = 1e6;
-  CHECK(input_error([&] { checks::run_max_batch(o, ctx); }).find("--kv-budget-gb") != std::string::npos);
-  o.kv_budget_gb.reset();
-  o.model = "llama-3.1-405b";  // 810 GB of weights on one 40 GB card
-  CHECK(input_error([&] { checks::run_max_batch(o, ctx); }).find("weights") != std::string::npos);
-  o.model = "deepseek-v2";
-  CHECK(input_error([&] { checks::run_max_batch(o, ctx); }).find("--model") != std::string::npos);
 }
 
 TEST_CASE("ragged-batch passes, and fails with an MLP that normalizes across the batch or attention over the flattened rows") {
