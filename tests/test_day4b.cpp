@@ -1,6 +1,7 @@
-// The Day 4 generation and counting checks: greedy-generate, bench-generate, complexity, intensity, ragged-batch,
-// max-batch. Each check passes with the library's parts and fails with a deliberately broken one;
-// plus the library pieces they rest on (generation schedules, FLOP counts).
+// The Day 4 generation checks greedy-generate and bench-generate (complexity, intensity,
+// ragged-batch and max-batch have theirs in tests/checks/). Each check passes with the library's
+// parts and fails with a deliberately broken one; plus the library pieces they rest on
+// (generation schedules, FLOP counts).
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -10,7 +11,6 @@
 #include "cost/traffic.hpp"
 #include "checks/greedy_generate.hpp"
 #include "checks/bench_generate.hpp"
-#include "checks/ragged_batch.hpp"
 #include "model/ragged.hpp"
 #include "core/error.hpp"
 #include "model/generate.hpp"
@@ -121,31 +121,6 @@ TEST_CASE("greedy-generate passes, and fails with a wrong window, a generator th
 
   o.kv_heads = 3;
   CHECK(input_error([&] { checks::run_greedy_generate(o, ctx); }).find("--kv-heads") != std::string::npos);
-}
-
-TEST_CASE("ragged-batch passes, and fails with an MLP that normalizes across the batch or attention over the flattened rows") {
-  checks::RunContext ctx;
-  checks::RaggedBatchOptions o;
-  const Result ok = checks::run_ragged_batch(o, ctx);
-  CHECK(ok.passed());
-  CHECK(ok.metric_value("max_abs_diff_mlp") == 0.0);
-
-  checks::RaggedBatchParts batch_norm;  // subtracts the mean over all rows of the batch first
-  batch_norm.mlp = [](const BlockWeights<double>& b, const Mat<double>& x) {
-    Mat<double> centred = x.rowwise() - x.colwise().mean();
-    return mlp_sublayer(b, centred);
-  };
-  CHECK_FALSE(checks::run_ragged_batch(o, ctx, batch_norm).passed());
-
-  checks::RaggedBatchParts one_sequence;  // attends across requests
-  one_sequence.batched_attention = [](const BlockWeights<double>& b, const ModelConfig& c, const Mat<double>& x,
-                                      const std::vector<int>&) { return attention_sublayer(b, c, x); };
-  CHECK_FALSE(checks::run_ragged_batch(o, ctx, one_sequence).passed());
-
-  o.requests = 1;  // one request: nothing to mix
-  CHECK(checks::run_ragged_batch(o, ctx).passed());
-  o.max_len = 0;
-  CHECK(input_error([&] { checks::run_ragged_batch(o, ctx); }).find("--max-len") != std::string::npos);
 }
 
 TEST_CASE("bench-generate: counted work n(n+1)/2 vs n passes; a 'cached' generator that recomputes fails; timing only in timing") {
