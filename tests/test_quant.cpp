@@ -1,12 +1,11 @@
 // Unit tests of the quantized KV cache: kvlab's own fp8/fp16 codecs against values the
 // formats define, packed codes, KIVI's layout (per-channel K with a full-precision residual), and
-// the checks kv-quant and int8-outliers shown to fail on broken parts.
+// the check kv-quant shown to fail on broken parts.
 #include <doctest/doctest.h>
 
 #include <cmath>
 #include <limits>
 
-#include "checks/int8_outliers.hpp"
 #include "checks/kv_quant.hpp"
 #include "core/rng.hpp"
 #include "quant/int8_matmul.hpp"
@@ -167,30 +166,4 @@ TEST_CASE("kv-quant passes, and fails with a scale dropped on the decode path or
   o = {};
   o.outlier_scale = NAN;
   CHECK(test::input_error([&] { checks::run_kv_quant(o, ctx); }).find("--outlier-scale") != std::string::npos);
-}
-
-TEST_CASE("int8-outliers passes, and fails when the decomposition forgets the outlier columns") {
-  checks::RunContext ctx;
-  checks::Int8OutliersOptions o;
-  const Result good = checks::run_int8_outliers(o, ctx);
-  CHECK(good.passed());
-  CHECK(good.metric_value("rms_error_llm_int8") < good.metric_value("rms_error_int8_outliers") / 5);
-
-  checks::Int8OutliersParts forgets;  // finds the outlier columns, then leaves their product out
-  forgets.decomposition = [](const Mat<double>& x, const Mat<double>& w, double t) {
-    Int8Decomposition d = llm_int8_matmul(x, w, t);
-    Mat<double> x_reg = x;
-    for (int k : d.outlier_columns) x_reg.col(k).setZero();
-    d.c = int8_vectorwise_matmul(x_reg, w);
-    return d;
-  };
-  CHECK_FALSE(checks::run_int8_outliers(o, ctx, forgets).passed());
-
-  o.outlier_magnitude = 10;  // below 2 × threshold: planted dims would not all reach it
-  CHECK(test::input_error([&] { checks::run_int8_outliers(o, ctx); }).find("--outlier-magnitude") != std::string::npos);
-  o = {};
-  o.tokens = 512;
-  o.features = 512;
-  o.outputs = 512;
-  CHECK(test::input_error([&] { checks::run_int8_outliers(o, ctx); }).find("--tokens") != std::string::npos);
 }
