@@ -25,7 +25,6 @@
 #include "cost/generation_flops.hpp"
 #include "model/gpt.hpp"
 #include "support/model_setup.hpp"
-#include "framework/options.hpp"
 
 namespace kvlab::checks {
 namespace {
@@ -76,42 +75,31 @@ Counted count_generation(int d, int T, std::uint64_t seed) {
   return c;
 }
 
-}  // namespace
+int off_naive(const CacheFlopsMeasured& m) {
+  return static_cast<int>(std::count_if(m.counted.begin(), m.counted.end(),
+                                        [](const FlopCount& c) { return c.naive_counted != c.naive_formula; }));
+}
+int off_cached(const CacheFlopsMeasured& m) {
+  return static_cast<int>(std::count_if(m.counted.begin(), m.counted.end(),
+                                        [](const FlopCount& c) { return c.cached_counted != c.cached_formula; }));
+}
+double ratio_2048(const CacheFlopsMeasured& m) {
+  return static_cast<double>(m.naive_2048) / static_cast<double>(m.cached_2048);
+}
 
-Result run_cache_flops(const CacheFlopsOptions& o, const RunContext& ctx, const CacheFlopsParts& parts) {
-  require_range("--d", o.d, 1, kMaxWidth);
-  require_range("--max-tokens", o.max_tokens, 1, kMaxTableTokens);
-  require_range("--count-tokens", o.count_tokens, 4, kMaxCountTokens);
-  const FlopFormula naive_f = parts.naive ? parts.naive : FlopFormula(naive_generation_flops);
-  const FlopFormula cached_f = parts.cached ? parts.cached : FlopFormula(cached_generation_flops);
-  Result r;
-
-  // 1. The instrumented forward against the formulas, at small widths.
+Table counted_table(const CacheFlopsMeasured& m) {
   Table counted{"instrumented forward: counted FLOPs (one layer) vs the formula",
                 {"d", "T", "naive counted", "naive formula", "cached counted", "cached formula"}, {}};
-  int naive_off = 0, cached_off = 0, cells = 0;
-  for (const int d : kCountWidths) {
-    const Counted c = count_generation(d, o.count_tokens, ctx.seed);
-    for (int t = 1; t <= o.count_tokens; ++t) {
-      const std::uint64_t fn = naive_f(t, d), fc = cached_f(t, d);
-      naive_off += c.naive[t - 1] != fn ? 1 : 0;
-      cached_off += c.cached[t - 1] != fc ? 1 : 0;
-      ++cells;
-      if ((t & (t - 1)) == 0 || t == o.count_tokens)
-        counted.rows.push_back({std::int64_t{d}, std::int64_t{t}, static_cast<std::int64_t>(c.naive[t - 1]),
-                                static_cast<std::int64_t>(fn), static_cast<std::int64_t>(c.cached[t - 1]),
-                                static_cast<std::int64_t>(fc)});
-    }
-  }
-  const std::string cells_text = fmt::format("d = 16, 32, 64 × T = 1..{}: {} counts", o.count_tokens, cells);
-  r.expect({.quantity = fmt::format("naive: counts ≠ 12T(T+1)d² + (2/3)T(T+1)(T+2)d ({})", cells_text),
-            .source = "004 §1.1 (group 3)", .unit = "counts", .expected = 0, .tolerance = 0,
-            .why = "integer counts: exact", .measured = static_cast<double>(naive_off), .document = "O(T²d² + T³d)"});
-  r.expect({.quantity = fmt::format("cached: counts ≠ 24Td² + 2T(T+1)d ({})", cells_text),
-            .source = "004 §1.1 (group 3)", .unit = "counts", .expected = 0, .tolerance = 0,
-            .why = "integer counts: exact", .measured = static_cast<double>(cached_off), .document = "O(Td² + T²d)"});
+  for (const FlopCount& c : m.counted)
+    if ((c.t & (c.t - 1)) == 0 || c.t == m.options.count_tokens)
+      counted.rows.push_back({std::int64_t{c.d}, std::int64_t{c.t}, static_cast<std::int64_t>(c.naive_counted),
+                              static_cast<std::int64_t>(c.naive_formula), static_cast<std::int64_t>(c.cached_counted),
+                              static_cast<std::int64_t>(c.cached_formula)});
+  return counted;
+}
 
-  // 2. The table at the document's width.
+void present(const CacheFlopsMeasured& m, Result& r) {
+  const CacheFlopsOptions& o = m.options;
   const double d = o.d;
   Table sweep{fmt::format("cumulative FLOPs to generate T tokens through one layer, d = {}", o.d),
               {"T", "naive FLOPs", "cached FLOPs", "naive / cached", "naive / (T²d² + T³d)", "cached / (Td² + T²d)"}, {}};
@@ -119,89 +107,117 @@ Result run_cache_flops(const CacheFlopsOptions& o, const RunContext& ctx, const 
             "FLOPs", true, true, {}};
   PlotSeries naive_line{"no cache: O(T²d² + T³d)", {}, {}, "linespoints"};
   PlotSeries cached_line{"KV cache: O(Td² + T²d)", {}, {}, "linespoints"};
-  std::vector<int> ts;
-  for (int t = 1; t <= o.max_tokens; t *= 2) ts.push_back(t);
-  if (ts.back() != o.max_tokens) ts.push_back(o.max_tokens);
-  for (const int t : ts) {
-    const std::uint64_t n = naive_f(t, o.d), c = cached_f(t, o.d);
-    const double T = t;
-    sweep.rows.push_back({std::int64_t{t}, static_cast<std::int64_t>(n), static_cast<std::int64_t>(c),
-                          static_cast<double>(n) / static_cast<double>(c),
-                          static_cast<double>(n) / (T * T * d * d + T * T * T * d),
-                          static_cast<double>(c) / (T * d * d + T * T * d)});
+  for (const FlopSweepRow& row : m.sweep) {
+    const double T = row.t, n = static_cast<double>(row.naive), c = static_cast<double>(row.cached);
+    sweep.rows.push_back({std::int64_t{row.t}, static_cast<std::int64_t>(row.naive), static_cast<std::int64_t>(row.cached),
+                          n / c, n / (T * T * d * d + T * T * T * d), c / (T * d * d + T * T * d)});
     naive_line.x.push_back(T);
-    naive_line.y.push_back(static_cast<double>(n));
+    naive_line.y.push_back(n);
     cached_line.x.push_back(T);
-    cached_line.y.push_back(static_cast<double>(c));
+    cached_line.y.push_back(c);
   }
   plot.series = {naive_line, cached_line};
-
-  // 3. "Three orders of magnitude" (004 §1.5), at the document's d = 4096 and T = 2048.
-  const double ratio = static_cast<double>(naive_f(2048, 4096)) / static_cast<double>(cached_f(2048, 4096));
-  r.expect({.quantity = "orders of magnitude saved, ⌊log10(naive / cached)⌋, d = 4096, T = 2048",
-            .source = "004 §1.5", .unit = "", .expected = 3, .tolerance = 0, .why = "an integer: exact",
-            .measured = std::floor(std::log10(ratio)), .document = "三个数量级"});
+  const double ratio = ratio_2048(m);
   r.metric("ratio_naive_over_cached_d4096_t2048", ratio);
-  r.metric_exact("flops_naive_max_tokens", naive_f(o.max_tokens, o.d));
-  r.metric_exact("flops_cached_max_tokens", cached_f(o.max_tokens, o.d));
-  r.metric("counts_off_naive", naive_off);
-  r.metric("counts_off_cached", cached_off);
+  r.metric_exact("flops_naive_max_tokens", m.sweep.back().naive);
+  r.metric_exact("flops_cached_max_tokens", m.sweep.back().cached);
+  r.metric("counts_off_naive", off_naive(m));
+  r.metric("counts_off_cached", off_cached(m));
   r.tables.push_back(std::move(sweep));
-  r.tables.push_back(std::move(counted));
+  r.tables.push_back(counted_table(m));
   r.plots.push_back(std::move(plot));
   r.notes.push_back(fmt::format("Counted: a 1-layer mini-GPT (MHA, heads of {}, MLP 4d, causal) generating T = 1..{} "
                                 "tokens; the LM head's d × vocab multiply-adds per token (outside the layer) are taken "
                                 "out. FLOPs = 2 × multiply-adds; LayerNorm, softmax, GELU (O(Td)) are not counted. "
-                                "Seed {} (the counts do not depend on it).", kHeadDim, o.count_tokens, ctx.seed));
+                                "Seed {} (the counts do not depend on it).", kHeadDim, o.count_tokens, m.seed));
   r.notes.push_back(fmt::format("naive/cached ≈ (T + 1)(12d + (2/3)(T + 2)) / (24d + T + 1) ≈ T/2 while T ≪ d: "
                                 "{:.0f} at T = 2048, d = 4096. The causal mask halves the attention term against a "
                                 "count of full T×T score matrices (4t²d per step).", ratio));
-  r.check = "cache-flops";
-  r.source = "004 §1.1 (group 3); §0.1, §1.5";
-  r.claim = fmt::format("Generating T tokens through one layer costs O(T²d² + T³d) FLOPs without a cache and "
-                        "O(Td² + T²d) with one (d = {}); counted in the model's own loops, equal to the formulas.", o.d);
-  return r;
 }
 
-namespace {
-
-class CacheFlops final : public Check {
- public:
-  std::string name() const override { return "cache-flops"; }
-  std::string source() const override { return "004 §1.1 (group 3); §0.1, §1.5"; }
-  std::string summary() const override { return "generation FLOPs: naive O(T²d² + T³d) vs cached O(Td² + T²d), counted"; }
-  std::string description() const override {
-    return "Counts the multiply-adds of the mini-GPT's loops while it generates T tokens through one\n"
-           "layer, naively and with the KV cache, checks them against the closed forms, and tabulates\n"
-           "(and with --plot draws) both over T at d = 4096.";
-  }
-  std::string derivation() const override {
-    return "One token through one layer: Q, K, V, O projections 4d² and the MLP 8d² multiply-adds;\n"
-           "a query at position p attends to p + 1 keys: 2(p + 1)d (q·k, then weights·V). FLOPs = 2×.\n"
-           "Naive step t recomputes t tokens: 24td² + 2t(t + 1)d; cached step t does one token:\n"
-           "24d² + 4td. Summing t = 1..T: naive 12T(T + 1)d² + (2/3)T(T + 1)(T + 2)d = O(T²d² + T³d),\n"
-           "cached 24Td² + 2T(T + 1)d = O(Td² + T²d). Ratio ≈ T/2 for T ≪ d: ~1000 at T ≈ 2000.\n"
-           "Source: 004 §1.1 (group 3), §0.1; \"three orders of magnitude\": 004 §1.5.";
-  }
-  void bind(OptionSet& sub) override {
-    sub.add_option("--d", opts_.d, "Width d of the table")->check(IntRange(1, kMaxWidth));
-    sub.add_option("--max-tokens", opts_.max_tokens, "Largest T of the table (powers of two up to it)")
-        ->check(IntRange(1, kMaxTableTokens));
-    sub.add_option("--count-tokens", opts_.count_tokens, "T of the instrumented runs (at d = 16, 32, 64)")
-        ->check(IntRange(4, kMaxCountTokens));
-  }
-  bool has_plot() const override { return true; }
-  std::string weights_refusal() const override {
-    return "it counts multiply-adds over a sweep of model widths, and the counts depend on the "
-           "shapes, not on the weights' values (a file holds one width)";
-  }
-  Result run(const RunContext& ctx) override { return run_cache_flops(opts_, ctx); }
-
- private:
-  CacheFlopsOptions opts_;
-};
-
-KVLAB_REGISTER_CHECK(300, CacheFlops);
-
 }  // namespace
+
+CacheFlopsMeasured measure_cache_flops(const CacheFlopsOptions& o, const RunContext& ctx, const CacheFlopsParts& parts) {
+  const FlopFormula naive_f = parts.naive ? parts.naive : FlopFormula(naive_generation_flops);
+  const FlopFormula cached_f = parts.cached ? parts.cached : FlopFormula(cached_generation_flops);
+  CacheFlopsMeasured m{.options = o, .seed = ctx.seed};
+  // 1. The instrumented forward against the formulas, at small widths.
+  for (const int d : kCountWidths) {
+    const Counted c = count_generation(d, o.count_tokens, ctx.seed);
+    for (int t = 1; t <= o.count_tokens; ++t)
+      m.counted.push_back({d, t, c.naive[t - 1], naive_f(t, d), c.cached[t - 1], cached_f(t, d)});
+  }
+  // 2. The table at the document's width.
+  std::vector<int> ts;
+  for (int t = 1; t <= o.max_tokens; t *= 2) ts.push_back(t);
+  if (ts.back() != o.max_tokens) ts.push_back(o.max_tokens);
+  for (const int t : ts) m.sweep.push_back({t, naive_f(t, o.d), cached_f(t, o.d)});
+  // 3. "Three orders of magnitude" (004 §1.5), at the document's d = 4096 and T = 2048.
+  m.naive_2048 = naive_f(2048, 4096);
+  m.cached_2048 = cached_f(2048, 4096);
+  return m;
+}
+
+std::vector<Expectation> judge_cache_flops(const CacheFlopsMeasured& m) {
+  const std::string cells_text =
+      fmt::format("d = 16, 32, 64 × T = 1..{}: {} counts", m.options.count_tokens, m.counted.size());
+  return {{.quantity = fmt::format("naive: counts ≠ 12T(T+1)d² + (2/3)T(T+1)(T+2)d ({})", cells_text),
+           .source = "004 §1.1 (group 3)", .unit = "counts", .expected = 0, .tolerance = 0,
+           .why = "integer counts: exact", .measured = static_cast<double>(off_naive(m)),
+           .document = "O(T²d² + T³d)"},
+          {.quantity = fmt::format("cached: counts ≠ 24Td² + 2T(T+1)d ({})", cells_text),
+           .source = "004 §1.1 (group 3)", .unit = "counts", .expected = 0, .tolerance = 0,
+           .why = "integer counts: exact", .measured = static_cast<double>(off_cached(m)),
+           .document = "O(Td² + T²d)"},
+          {.quantity = "orders of magnitude saved, ⌊log10(naive / cached)⌋, d = 4096, T = 2048",
+           .source = "004 §1.5", .unit = "", .expected = 3, .tolerance = 0, .why = "an integer: exact",
+           .measured = std::floor(std::log10(ratio_2048(m))), .document = "三个数量级"}};
+}
+
+const CheckDef<CacheFlopsOptions, CacheFlopsMeasured>& cache_flops_check() {
+  static const CheckDef<CacheFlopsOptions, CacheFlopsMeasured> def{
+      .spec = {.name = "cache-flops",
+               .order = 300,
+               .source = "004 §1.1 (group 3); §0.1, §1.5",
+               .summary = "generation FLOPs: naive O(T²d² + T³d) vs cached O(Td² + T²d), counted",
+               .description =
+                   "Counts the multiply-adds of the mini-GPT's loops while it generates T tokens through one\n"
+                   "layer, naively and with the KV cache, checks them against the closed forms, and tabulates\n"
+                   "(and with --plot draws) both over T at d = 4096.",
+               .derivation =
+                   "One token through one layer: Q, K, V, O projections 4d² and the MLP 8d² multiply-adds;\n"
+                   "a query at position p attends to p + 1 keys: 2(p + 1)d (q·k, then weights·V). FLOPs = 2×.\n"
+                   "Naive step t recomputes t tokens: 24td² + 2t(t + 1)d; cached step t does one token:\n"
+                   "24d² + 4td. Summing t = 1..T: naive 12T(T + 1)d² + (2/3)T(T + 1)(T + 2)d = O(T²d² + T³d),\n"
+                   "cached 24Td² + 2T(T + 1)d = O(Td² + T²d). Ratio ≈ T/2 for T ≪ d: ~1000 at T ≈ 2000.\n"
+                   "Source: 004 §1.1 (group 3), §0.1; \"three orders of magnitude\": 004 §1.5.",
+               .traits = {.weights_refusal = "it counts multiply-adds over a sweep of model widths, and the counts "
+                                             "depend on the shapes, not on the weights' values (a file holds one "
+                                             "width)",
+                          .plot = true}},
+      .options = {{"--d", &CacheFlopsOptions::d, Allowed::integers(1, kMaxWidth), "Width d of the table"},
+                  {"--max-tokens", &CacheFlopsOptions::max_tokens, Allowed::integers(1, kMaxTableTokens),
+                   "Largest T of the table (powers of two up to it)"},
+                  {"--count-tokens", &CacheFlopsOptions::count_tokens, Allowed::integers(4, kMaxCountTokens),
+                   "T of the instrumented runs (at d = 16, 32, 64)"}},
+      .measure = [](const CacheFlopsOptions& o, const RunContext& ctx) { return measure_cache_flops(o, ctx); },
+      .judge = judge_cache_flops,
+      .present = present,
+      .claim =
+          [](const CacheFlopsMeasured& m) {
+            return fmt::format("Generating T tokens through one layer costs O(T²d² + T³d) FLOPs without a cache and "
+                               "O(Td² + T²d) with one (d = {}); counted in the model's own loops, equal to the "
+                               "formulas.", m.options.d);
+          }};
+  return def;
+}
+
+Result run_cache_flops(const CacheFlopsOptions& o, const RunContext& ctx, const CacheFlopsParts& parts) {
+  return run_check(cache_flops_check(), o, ctx, [&parts](const CacheFlopsOptions& opts, const RunContext& c) {
+    return measure_cache_flops(opts, c, parts);
+  });
+}
+
+KVLAB_REGISTER_SPEC(cache_flops_check);
+
 }  // namespace kvlab::checks

@@ -1,10 +1,12 @@
-// cache-flops (004 §1.1 group 3, §0.1, §1.5): options and the testable entry point. See cache_flops.cpp.
+// cache-flops (004 §1.1 group 3, §0.1, §1.5): options, what it measures, and its testable steps.
+// See cache_flops.cpp.
 #pragma once
 
 #include <cstdint>
 #include <functional>
+#include <vector>
 
-#include "framework/check.hpp"
+#include "framework/spec.hpp"
 
 namespace kvlab::checks {
 
@@ -25,7 +27,43 @@ struct CacheFlopsParts {
   FlopFormula cached;
 };
 
-/// Runs the check. Throws InputError on out-of-range options.
+/// One instrumented generation step: the cumulative layer FLOPs after t tokens at width d,
+/// counted in the mini-GPT's loops and given by the formulas.
+struct FlopCount {
+  int d = 0;
+  int t = 0;
+  std::uint64_t naive_counted = 0, naive_formula = 0;
+  std::uint64_t cached_counted = 0, cached_formula = 0;
+};
+
+/// One row of the table at the document's width: cumulative FLOPs after t tokens.
+struct FlopSweepRow {
+  int t = 0;
+  std::uint64_t naive = 0, cached = 0;
+};
+
+/// What cache-flops measured: integer FLOP counts only.
+struct CacheFlopsMeasured {
+  CacheFlopsOptions options;
+  std::uint64_t seed = 0;          ///< of the instrumented model (the counts do not depend on it)
+  std::vector<FlopCount> counted;  ///< d = 16, 32, 64 × t = 1..count_tokens, in that order
+  std::vector<FlopSweepRow> sweep; ///< t = 1, 2, 4, .. up to max_tokens (and max_tokens), at d
+  std::uint64_t naive_2048 = 0, cached_2048 = 0;  ///< the formulas at d = 4096, T = 2048 (004 §1.5)
+};
+
+/// Counts the instrumented generations and evaluates the formulas (`parts` or the library's).
+/// Throws InputError on out-of-range options.
+CacheFlopsMeasured measure_cache_flops(const CacheFlopsOptions& o, const RunContext& ctx,
+                                       const CacheFlopsParts& parts = {});
+/// The verdict rows: counted ≠ formula for the naive and the cached run (counts, exact), and the
+/// orders of magnitude saved at d = 4096, T = 2048 (3, exact).
+std::vector<Expectation> judge_cache_flops(const CacheFlopsMeasured& m);
+
+/// The check as data (registered as `cache-flops`).
+const CheckDef<CacheFlopsOptions, CacheFlopsMeasured>& cache_flops_check();
+
+/// Runs the check with `parts` (validate, measure, judge, present). Throws InputError on
+/// out-of-range options.
 Result run_cache_flops(const CacheFlopsOptions& o, const RunContext& ctx, const CacheFlopsParts& parts = {});
 
 }  // namespace kvlab::checks

@@ -26,7 +26,6 @@
 #include "core/finite.hpp"
 #include "model/gpt.hpp"
 #include "support/model_setup.hpp"
-#include "framework/options.hpp"
 
 namespace kvlab::checks {
 namespace {
@@ -42,16 +41,25 @@ std::uint64_t kv_parameters(const MiniGPT<T>& m) {
   return n;
 }
 
-template <class T>
-Result run_impl(const ClaOptions& o, const RunContext& ctx, const ClaCacheMaker<T>& make) {
-  const int N = o.prefill + o.decode;
+/// The mini-GPT with CLA: o.layers layers, o.share per K/V, 2 K/V heads, RoPE.
+ModelConfig cla_config(const ClaOptions& o) {
   ModelConfig cfg;
   cfg.n_layer = o.layers;
   cfg.n_kv_head = 2;
-  cfg.block_size = std::max(64, N);
+  cfg.block_size = std::max(64, o.prefill + o.decode);
   cfg.positional = Positional::rope;
-  ModelConfig base_cfg = cfg;  // the same model without CLA
   cfg.cla_share = o.share;
+  return cfg;
+}
+
+std::uint64_t groups(const ClaOptions& o) { return static_cast<std::uint64_t>((o.layers + o.share - 1) / o.share); }
+
+template <class T>
+ClaMeasured measure_impl(const ClaOptions& o, const RunContext& ctx, const ClaCacheMaker<T>& make) {
+  const int N = o.prefill + o.decode;
+  const ModelConfig cfg = cla_config(o);
+  ModelConfig base_cfg = cfg;  // the same model without CLA
+  base_cfg.cla_share = 1;
   const MiniGPT<T> model(cfg, ctx.seed), baseline(base_cfg, ctx.seed);
   const auto ids = random_tokens(ctx.seed + 1, N, cfg.vocab_size);
 
@@ -67,154 +75,154 @@ Result run_impl(const ClaOptions& o, const RunContext& ctx, const ClaCacheMaker<
   auto base_cache = baseline.make_cache(CacheKind::prealloc, N);
   baseline.forward(ids, 0, *base_cache);
 
-  const std::uint64_t stored = cache->stats().positions_written;
-  const std::uint64_t base_stored = base_cache->stats().positions_written;
-  std::uint64_t held = 0;
-  for (int l = 0; l < cache->n_layer(); ++l) held += static_cast<std::uint64_t>(cache->length(l));
-  const std::uint64_t groups = static_cast<std::uint64_t>((o.layers + o.share - 1) / o.share);
-  const std::uint64_t expected_stored = groups * static_cast<std::uint64_t>(N);
+  ClaMeasured m{.options = o, .context = ctx};
+  m.stored = cache->stats().positions_written;
+  m.base_stored = base_cache->stats().positions_written;
+  for (int l = 0; l < cache->n_layer(); ++l) m.held += static_cast<std::uint64_t>(cache->length(l));
   const auto elem = static_cast<std::uint64_t>(sizeof(T)), w = static_cast<std::uint64_t>(cfg.kv_width());
-  const std::uint64_t bytes = checked_mul(stored, 2 * w * elem, "cache bytes");
-  const std::uint64_t base_bytes = checked_mul(base_stored, 2 * w * elem, "cache bytes");
+  m.bytes = checked_mul(m.stored, 2 * w * elem, "cache bytes");
+  m.base_bytes = checked_mul(m.base_stored, 2 * w * elem, "cache bytes");
+  m.params = kv_parameters(model);
+  m.base_params = kv_parameters(baseline);
+  for (int l = 0; l < o.layers; ++l) m.cache_layer.push_back(cfg.kv_layer(l));
+  m.max_abs_diff = static_cast<double>(max_abs(inc - full));
+  m.logit_scale = std::max(1.0, static_cast<double>(max_abs(full)));
+  return m;
+}
 
-  Result r;
-  r.expect({.quantity = fmt::format("positions stored by the CLA cache ({} layers, {} per K/V), {} tokens",
-                                    o.layers, o.share, N),
-            .source = "003 part 2; 004 §2.7",
-            .unit = "positions",
-            .expected = static_cast<double>(expected_stored),
-            .tolerance = 0,
-            .why = fmt::format("exact: a count; ceil({}/{})·{} = {}·{}", o.layers, o.share, N, groups, N),
-            .measured = static_cast<double>(stored)});
-  Expectation ratio{.quantity = "CLA cache bytes / the same model's cache without CLA",
-                    .source = "003 part 2; 004 §2.7",
-                    .expected = static_cast<double>(groups) / o.layers,
-                    .tolerance = 0,
-                    .why = "exact: a ratio of two counts, each divided once",
-                    .measured = static_cast<double>(bytes) / static_cast<double>(base_bytes)};
-  ratio.document = "不同层之间共享相同的 KV Cache (003 part 2)";
-  ratio.headline = true;  // the saving the claim is about
-  r.expect(ratio);
-  const std::uint64_t params = kv_parameters(model), base_params = kv_parameters(baseline);
-  const std::uint64_t d = static_cast<std::uint64_t>(cfg.d_model);
-  Expectation pe{.quantity = "K/V projection parameters (W_k, W_v, b_k, b_v), counted from the weights",
-                 .source = "003 Q3",
-                 .unit = "parameters",
-                 .expected = static_cast<double>(groups * 2 * (d * w + w)),
-                 .tolerance = 0,
-                 .why = fmt::format("exact: ceil(l/s)·2·(d·w + w) = {}·2·({}·{} + {})", groups, d, w, w),
-                 .measured = static_cast<double>(params)};
-  pe.document = "连权重也一起共享 (003 Q3: one K/V projection per layer pair)";
-  r.expect(pe);
-  r.expect({.quantity = "K/V parameters / the same model's without CLA",
-            .source = "003 Q3",
-            .expected = static_cast<double>(groups) / o.layers,
-            .tolerance = 0,
-            .why = "exact: a ratio of two counts, each divided once",
-            .measured = static_cast<double>(params) / static_cast<double>(base_params)});
-  const double diff = static_cast<double>(max_abs(inc - full));
-  const double scale = std::max(1.0, static_cast<double>(max_abs(full)));
-  const double bound = rounding_bound(cfg, ctx.dtype, scale);
-  r.expect({.quantity = fmt::format("max |Δlogits| CLA: prefill {} + decode {} through the shared cache vs one full "
-                                    "forward", o.prefill, o.decode),
-            .source = "003 part 2; 004 §1.3",
-            .expected = 0,
-            .tolerance = bound,
-            .why = fmt::format("rounding: 2·n·u·max|logit|, n = {} summed terms, u = {:.2g} ({})", reduction_length(cfg),
-                               unit_roundoff(ctx.dtype), dtype_name(ctx.dtype)),
-            .measured = diff});
-
-  r.metric_exact("cache_positions_cla", stored);
-  r.metric_exact("cache_positions_held_cla", held);
-  r.metric_exact("cache_positions_baseline", base_stored);
-  r.metric_exact("cache_bytes_cla", bytes);
-  r.metric_exact("cache_bytes_baseline", base_bytes);
-  r.metric_exact("kv_params_cla", params);
-  r.metric_exact("kv_params_baseline", base_params);
-  r.metric("max_abs_diff", diff);
-  r.metric("rounding_bound", bound);
+void present(const ClaMeasured& m, Result& r) {
+  const ClaOptions& o = m.options;
+  const RunContext& ctx = m.context;
+  r.metric_exact("cache_positions_cla", m.stored);
+  r.metric_exact("cache_positions_held_cla", m.held);
+  r.metric_exact("cache_positions_baseline", m.base_stored);
+  r.metric_exact("cache_bytes_cla", m.bytes);
+  r.metric_exact("cache_bytes_baseline", m.base_bytes);
+  r.metric_exact("kv_params_cla", m.params);
+  r.metric_exact("kv_params_baseline", m.base_params);
+  r.metric("max_abs_diff", m.max_abs_diff);
+  r.metric("rounding_bound", rounding_bound(cla_config(o), ctx.dtype, m.logit_scale));
 
   Table layers{"which cache layer each layer reads", {"layer", "projects K/V", "cache layer read"}, {}};
   for (int l = 0; l < o.layers; ++l)
     layers.rows.push_back({std::int64_t{l}, std::string(l % o.share == 0 ? "yes" : "no (reuses)"),
-                           std::int64_t{cfg.kv_layer(l)}});
+                           std::int64_t{m.cache_layer[static_cast<std::size_t>(l)]}});
   Table cmp{"CLA vs the same model without CLA", {"model", "cache layers", "positions stored", "cache bytes", "K/V parameters"}, {}};
-  cmp.rows.push_back({std::string("without CLA"), std::int64_t{o.layers}, static_cast<std::int64_t>(base_stored),
-                      static_cast<std::int64_t>(base_bytes), static_cast<std::int64_t>(base_params)});
-  cmp.rows.push_back({fmt::format("CLA, {} layers per K/V", o.share), static_cast<std::int64_t>(groups),
-                      static_cast<std::int64_t>(stored), static_cast<std::int64_t>(bytes), static_cast<std::int64_t>(params)});
+  cmp.rows.push_back({std::string("without CLA"), std::int64_t{o.layers}, static_cast<std::int64_t>(m.base_stored),
+                      static_cast<std::int64_t>(m.base_bytes), static_cast<std::int64_t>(m.base_params)});
+  cmp.rows.push_back({fmt::format("CLA, {} layers per K/V", o.share), static_cast<std::int64_t>(groups(o)),
+                      static_cast<std::int64_t>(m.stored), static_cast<std::int64_t>(m.bytes),
+                      static_cast<std::int64_t>(m.params)});
   r.tables.push_back(std::move(cmp));
   r.tables.push_back(std::move(layers));
   r.notes.push_back(fmt::format("mini-GPT: {} layers, d_model 64, 8 query heads, 2 KV heads, RoPE, {} on {}, seed {}. "
                                 "In a group only the first layer projects K/V, from its own input; the others "
                                 "attend to those K/V with their own queries (Brandon et al. 2024, CLA2 for s = 2).",
                                 o.layers, dtype_name(ctx.dtype), device_name(ctx.device), ctx.seed));
-  return r;
 }
 
 }  // namespace
 
-Result run_cla(const ClaOptions& o, const RunContext& ctx, const ClaParts& parts) {
-  require_range("--layers", o.layers, 1, kMaxLayers);
-  if (o.share < 1 || o.share > o.layers)
-    throw InputError(fmt::format("--share: must be in [1, --layers = {}] (got {})", o.layers, o.share));
-  require_range("--prefill", o.prefill, 1, kMaxTokens);
-  require_range("--decode", o.decode, 0, kMaxTokens);
-  Result r = with_dtype(ctx.dtype, [&]<class T>() {
+ClaMeasured measure_cla(const ClaOptions& o, const RunContext& ctx, const ClaParts& parts) {
+  return with_dtype(ctx.dtype, [&]<class T>() {
     ClaCacheMaker<T> maker;
     if constexpr (std::is_same_v<T, double>) maker = parts.cache_f64;
     else maker = parts.cache_f32;
     if (!maker) maker = [](int n, int w, int len) { return make_cache<T>(CacheKind::prealloc, n, w, len); };
-    return run_impl<T>(o, ctx, maker);
+    return measure_impl<T>(o, ctx, maker);
   });
-  r.check = "cla";
-  r.source = "003 part 2, Q3; 004 §2.7";
-  r.claim = fmt::format("Cross-layer attention with {} layers per K/V: the {}-layer model stores ceil({}/{}) cache "
-                        "layers and as many K/V projections (÷{} for layer pairs), and its cached decode equals "
-                        "its full forward.", o.share, o.layers, o.layers, o.share, o.share);
-  return r;
 }
 
-namespace {
+std::vector<Expectation> judge_cla(const ClaMeasured& m) {
+  const ClaOptions& o = m.options;
+  const ModelConfig cfg = cla_config(o);
+  const int N = o.prefill + o.decode;
+  const std::uint64_t g = groups(o), d = static_cast<std::uint64_t>(cfg.d_model),
+                      w = static_cast<std::uint64_t>(cfg.kv_width());
+  const std::string ratio_why = "exact: a ratio of two counts, each divided once";
+  std::vector<Expectation> rows;
+  rows.push_back({.quantity = fmt::format("positions stored by the CLA cache ({} layers, {} per K/V), {} tokens",
+                                          o.layers, o.share, N),
+                  .source = "003 part 2; 004 §2.7", .unit = "positions",
+                  .expected = static_cast<double>(g * static_cast<std::uint64_t>(N)), .tolerance = 0,
+                  .why = fmt::format("exact: a count; ceil({}/{})·{} = {}·{}", o.layers, o.share, N, g, N),
+                  .measured = static_cast<double>(m.stored)});
+  rows.push_back({.quantity = "CLA cache bytes / the same model's cache without CLA", .source = "003 part 2; 004 §2.7",
+                  .expected = static_cast<double>(g) / o.layers, .tolerance = 0, .why = ratio_why,
+                  .measured = static_cast<double>(m.bytes) / static_cast<double>(m.base_bytes),
+                  .document = "不同层之间共享相同的 KV Cache (003 part 2)"});
+  rows.back().headline = true;  // the saving the claim is about
+  rows.push_back({.quantity = "K/V projection parameters (W_k, W_v, b_k, b_v), counted from the weights",
+                  .source = "003 Q3", .unit = "parameters", .expected = static_cast<double>(g * 2 * (d * w + w)),
+                  .tolerance = 0, .why = fmt::format("exact: ceil(l/s)·2·(d·w + w) = {}·2·({}·{} + {})", g, d, w, w),
+                  .measured = static_cast<double>(m.params),
+                  .document = "连权重也一起共享 (003 Q3: one K/V projection per layer pair)"});
+  rows.push_back({.quantity = "K/V parameters / the same model's without CLA", .source = "003 Q3",
+                  .expected = static_cast<double>(g) / o.layers, .tolerance = 0, .why = ratio_why,
+                  .measured = static_cast<double>(m.params) / static_cast<double>(m.base_params)});
+  const Dtype dtype = m.context.dtype;
+  rows.push_back({.quantity = fmt::format("max |Δlogits| CLA: prefill {} + decode {} through the shared cache vs one "
+                                          "full forward", o.prefill, o.decode),
+                  .source = "003 part 2; 004 §1.3", .expected = 0,
+                  .tolerance = rounding_bound(cfg, dtype, m.logit_scale),
+                  .why = fmt::format("rounding: 2·n·u·max|logit|, n = {} summed terms, u = {:.2g} ({})",
+                                     reduction_length(cfg), unit_roundoff(dtype), dtype_name(dtype)),
+                  .measured = m.max_abs_diff});
+  return rows;
+}
 
-class Cla final : public Check {
- public:
-  std::string name() const override { return "cla"; }
-  std::string source() const override { return "003 part 2, Q3; 004 §2.7"; }
-  std::string summary() const override { return "cross-layer attention: cache and K/V weights ÷ 2; decode = full"; }
-  std::string description() const override {
-    return "Builds a mini-GPT whose adjacent layers share one K/V projection and one cache layer\n"
-           "(CLA), counts the positions its real cache stores and the K/V parameters against the\n"
-           "formula and the same model without CLA, and compares its cached decode with its full\n"
-           "forward.";
-  }
-  std::string derivation() const override {
-    return "A KV cache stores, per token, K and V for every layer: 2·l·w elements (w = n_kv·d_h).\n"
-           "CLA lets a group of s adjacent layers use one K/V: the group's first layer projects\n"
-           "K, V from its input and caches them, the other s − 1 layers attend to them with their\n"
-           "own queries. Cache layers and K/V projections: ceil(l/s); for pairs (s = 2) both halve.\n"
-           "The cached decode stays exact: every cached K/V depends only on earlier positions, as\n"
-           "in 004 §1.2, so decode = full forward up to rounding.\n"
-           "Source: 003 part 2, Q3 (weights shared too); 004 §2.7.\n";
-  }
-  void bind(OptionSet& sub) override {
-    sub.add_option("--layers", opts_.layers, "Layers of the mini-GPT")->check(IntRange(1, kMaxLayers));
-    sub.add_option("--share", opts_.share, "Adjacent layers per K/V (<= --layers)")->check(IntRange(1, kMaxLayers));
-    sub.add_option("--prefill", opts_.prefill, "Prompt tokens")->check(IntRange(1, kMaxTokens));
-    sub.add_option("--decode", opts_.decode, "Tokens decoded one at a time")->check(IntRange(0, kMaxTokens));
-  }
-  bool uses_dtype() const override { return true; }
-  std::string weights_refusal() const override {
-    return "it compares one seeded model with and without cross-layer K/V sharing (cla_share), and a "
-           "file holds one model whose layers were not trained to share K/V";
-  }
-  Result run(const RunContext& ctx) override { return run_cla(opts_, ctx); }
+const CheckDef<ClaOptions, ClaMeasured>& cla_check() {
+  static const CheckDef<ClaOptions, ClaMeasured> def{
+      .spec = {.name = "cla",
+               .order = 160,
+               .source = "003 part 2, Q3; 004 §2.7",
+               .summary = "cross-layer attention: cache and K/V weights ÷ 2; decode = full",
+               .description =
+                   "Builds a mini-GPT whose adjacent layers share one K/V projection and one cache layer\n"
+                   "(CLA), counts the positions its real cache stores and the K/V parameters against the\n"
+                   "formula and the same model without CLA, and compares its cached decode with its full\n"
+                   "forward.",
+               .derivation =
+                   "A KV cache stores, per token, K and V for every layer: 2·l·w elements (w = n_kv·d_h).\n"
+                   "CLA lets a group of s adjacent layers use one K/V: the group's first layer projects\n"
+                   "K, V from its input and caches them, the other s − 1 layers attend to them with their\n"
+                   "own queries. Cache layers and K/V projections: ceil(l/s); for pairs (s = 2) both halve.\n"
+                   "The cached decode stays exact: every cached K/V depends only on earlier positions, as\n"
+                   "in 004 §1.2, so decode = full forward up to rounding.\n"
+                   "Source: 003 part 2, Q3 (weights shared too); 004 §2.7.\n",
+               .traits = {.dtype = true,
+                          .weights_refusal = "it compares one seeded model with and without cross-layer K/V sharing "
+                                             "(cla_share), and a file holds one model whose layers were not trained "
+                                             "to share K/V"}},
+      .options = {{"--layers", &ClaOptions::layers, Allowed::integers(1, kMaxLayers), "Layers of the mini-GPT"},
+                  {"--share", &ClaOptions::share, Allowed::integers(1, kMaxLayers),
+                   "Adjacent layers per K/V (<= --layers)"},
+                  {"--prefill", &ClaOptions::prefill, Allowed::integers(1, kMaxTokens), "Prompt tokens"},
+                  {"--decode", &ClaOptions::decode, Allowed::integers(0, kMaxTokens), "Tokens decoded one at a time"}},
+      .constraints =
+          [](const ClaOptions& o) {
+            if (o.share > o.layers)
+              throw InputError(fmt::format("--share: must be in [1, --layers = {}] (got {})", o.layers, o.share));
+          },
+      .measure = [](const ClaOptions& o, const RunContext& ctx) { return measure_cla(o, ctx); },
+      .judge = judge_cla,
+      .present = present,
+      .claim =
+          [](const ClaMeasured& m) {
+            const ClaOptions& o = m.options;
+            return fmt::format("Cross-layer attention with {} layers per K/V: the {}-layer model stores ceil({}/{}) "
+                               "cache layers and as many K/V projections (÷{} for layer pairs), and its cached decode "
+                               "equals its full forward.", o.share, o.layers, o.layers, o.share, o.share);
+          }};
+  return def;
+}
 
- private:
-  ClaOptions opts_;
-};
+Result run_cla(const ClaOptions& o, const RunContext& ctx, const ClaParts& parts) {
+  return run_check(cla_check(), o, ctx, [&parts](const ClaOptions& opts, const RunContext& c) {
+    return measure_cla(opts, c, parts);
+  });
+}
 
-KVLAB_REGISTER_CHECK(160, Cla);
+KVLAB_REGISTER_SPEC(cla_check);
 
-}  // namespace
 }  // namespace kvlab::checks

@@ -35,6 +35,7 @@
 #include <limits>
 #include <map>
 #include <set>
+#include <stdexcept>
 #include <tuple>
 #include <utility>
 
@@ -44,7 +45,6 @@
 #include "core/error.hpp"
 #include "core/finite.hpp"
 #include "core/rng.hpp"
-#include "framework/options.hpp"
 
 namespace kvlab::checks {
 namespace {
@@ -193,328 +193,433 @@ double rel_error(const Mat<double>& a, const Mat<double>& ref) { return (a - ref
 
 std::string fmt_name(KvQuantFormat f) { return kv_quant_format_name(f); }
 
-}  // namespace
+/// Seeded data: K, V, q ~ N(0, 1); the outlier keys offset a few distinct channels.
+struct KvData {
+  Mat<double> k_random, V, q, k_outlier;
+  std::vector<int> channels;
+};
 
-Result run_kv_quant(const KvQuantOptions& o, const RunContext& ctx, const KvQuantParts& parts) {
-  require_range("--tokens", o.tokens, 16, kMaxTokens);
-  require_range("--kv-heads", o.kv_heads, 1, kMaxHeads);
-  require_range("--head-dim", o.head_dim, 8, kMaxHeadDim);
-  if (o.head_dim % 2 != 0) throw InputError(fmt::format("--head-dim: must be even (got {})", o.head_dim));
-  require_range("--queries", o.queries, 1, kMaxQueries);
-  require_range("--group-size", o.group_size, 8, std::min(kMaxGroup, o.tokens));
-  const int W = o.kv_heads * o.head_dim, T = o.tokens, d = o.head_dim, H = o.kv_heads, G = o.group_size;
-  // At most half the channels: KIVI's outliers stand out from the rest of their token.
-  require_range("--outlier-channels", o.outlier_channels, 1, std::min(kMaxOutliers, W / 2));
-  require_finite_range("--outlier-scale", o.outlier_scale, 8, 1000);
-  if (std::int64_t{T} * W > kMaxElements)
-    throw InputError(fmt::format("--tokens × --kv-heads × --head-dim: {} × {} × {} = {} elements exceed the budget {}",
-                                 T, H, d, std::int64_t{T} * W, kMaxElements));
-
-  // Seeded data: K, V, q ~ N(0, 1); the outlier keys scale a few distinct channels by outlier_scale.
-  Rng rng(ctx.seed);
+KvData make_data(const KvQuantOptions& o, std::uint64_t seed) {
+  const int W = o.kv_heads * o.head_dim, T = o.tokens;
+  Rng rng(seed);
   auto normal = [&](int rows, int cols) {
     Mat<double> m(rows, cols);
     for (Eigen::Index i = 0; i < m.size(); ++i) m.data()[i] = rng.normal();
     return m;
   };
-  const Mat<double> k_random = normal(T, W), V = normal(T, W), q = normal(o.queries, W);
-  std::vector<int> channels(static_cast<std::size_t>(W));
-  for (int c = 0; c < W; ++c) channels[static_cast<std::size_t>(c)] = c;
+  KvData x;
+  x.k_random = normal(T, W);
+  x.V = normal(T, W);
+  x.q = normal(o.queries, W);
+  x.channels.resize(static_cast<std::size_t>(W));
+  for (int c = 0; c < W; ++c) x.channels[static_cast<std::size_t>(c)] = c;
   for (int i = 0; i < o.outlier_channels; ++i)  // partial Fisher–Yates
-    std::swap(channels[static_cast<std::size_t>(i)],
-              channels[static_cast<std::size_t>(i + static_cast<int>(rng.uniform() * (W - i)))]);
-  channels.resize(static_cast<std::size_t>(o.outlier_channels));
-  std::sort(channels.begin(), channels.end());
+    std::swap(x.channels[static_cast<std::size_t>(i)],
+              x.channels[static_cast<std::size_t>(i + static_cast<int>(rng.uniform() * (W - i)))]);
+  x.channels.resize(static_cast<std::size_t>(o.outlier_channels));
+  std::sort(x.channels.begin(), x.channels.end());
   // KIVI (Fig. 2): a few key channels have a large magnitude in every token; here a fixed offset
   // ±outlier_scale on top of the N(0, 1) values.
-  Mat<double> k_outlier = k_random;
-  for (int c : channels) k_outlier.col(c).array() += (rng.uniform() < 0.5 ? -1.0 : 1.0) * o.outlier_scale;
+  x.k_outlier = x.k_random;
+  for (int c : x.channels) x.k_outlier.col(c).array() += (rng.uniform() < 0.5 ? -1.0 : 1.0) * o.outlier_scale;
+  return x;
+}
 
-  std::set<int> group_set{G};
-  for (int g : {32, 64, 128})
-    if (g <= T) group_set.insert(g);
-  const std::vector<int> groups(group_set.begin(), group_set.end());
-  const auto formats = all_kv_quant_formats();
-  Result r;
-
-  // ---- 1. bytes of the real buffers against the layout's formula, 2G positions ----------------
-  Table bytes_table{"bytes of the real buffers, K + V of one layer (2G positions each)",
-                    {"format", "G", "code bytes", "scale/zero bytes", "total bytes", "formula", "bytes per position",
-                     "bits per element", "vs fp16"}, {}};
-  std::int64_t bytes_cells = 0, bytes_match = 0;
-  std::uint64_t fp16_total_at_G = 0, fp16_codes_at_G = 0;
-  struct AtG { std::uint64_t total = 0, codes = 0, formula = 0; };
-  std::vector<AtG> at_g(formats.size());
-  for (int g : groups)
-    for (std::size_t fi = 0; fi < formats.size(); ++fi) {
-      const KvQuantFormat f = formats[fi];
+/// Section 1: the real buffers of 2G positions for every (G, format).
+void measure_bytes(KvQuantMeasured& m, const KvQuantParts& parts, const KvData& x) {
+  const int T = m.options.tokens, W = static_cast<int>(x.V.cols());
+  for (int g : m.groups)
+    for (const KvQuantFormat f : m.formats) {
       const int n = 2 * g;
       Mat<double> kb(n, W), vb(n, W);
       for (int t = 0; t < n; ++t) {
-        kb.row(t) = k_random.row(t % T);
-        vb.row(t) = V.row(t % T);
+        kb.row(t) = x.k_random.row(t % T);
+        vb.row(t) = x.V.row(t % T);
       }
-      QuantConfig cfg{f, g, KeyAxis::per_channel, {}};
-      const QuantBytes b = write_through(parts, cfg, kb, vb, n).bytes;
-      // formula: codes 2 · n · W · b / 8; K params (n / G) groups · W channels · np · 2 B (none for
-      // fp16); V params n positions · ceil(W / G) groups · np · 2 B. W is even, so codes are whole bytes.
-      const std::uint64_t bits = kv_quant_code_bits(f), np = kv_quant_params_per_group(f);
-      const std::uint64_t un = static_cast<std::uint64_t>(n), uw = static_cast<std::uint64_t>(W);
-      const std::uint64_t codes = 2 * un * uw * bits / 8;
-      const std::uint64_t params = (un / g) * uw * np * 2 + un * ((uw + g - 1) / g) * np * 2;
-      const std::uint64_t formula = codes + params;
-      ++bytes_cells;
-      if (b.total() == formula && b.key_codes + b.value_codes == codes) ++bytes_match;
-      const double bits_per_element = 8.0 * double(b.total()) / (2.0 * n * W);
-      bytes_table.rows.push_back({fmt_name(f), std::int64_t{g}, std::int64_t(b.key_codes + b.value_codes),
-                                  std::int64_t(b.key_params + b.value_params), std::int64_t(b.total()),
-                                  std::int64_t(formula), double(b.total()) / n, bits_per_element,
-                                  16.0 / bits_per_element});
-      if (g == G) {
-        at_g[fi] = {b.total(), b.key_codes + b.value_codes, formula};
-        if (f == KvQuantFormat::fp16) {
-          fp16_total_at_G = b.total();
-          fp16_codes_at_G = b.key_codes + b.value_codes;
-        }
-      }
+      m.bytes.push_back({f, g, write_through(parts, {f, g, KeyAxis::per_channel, {}}, kb, vb, n).bytes});
     }
-  const std::string exact = "integer count: exact";
-  for (std::size_t fi = 0; fi < formats.size(); ++fi) {
-    const KvQuantFormat f = formats[fi];
-    const int np = kv_quant_params_per_group(f);
-    r.expect({.quantity = fmt::format("bytes of K + V, {}, G = {}, {} positions × {} channels (codes{})", fmt_name(f), G,
-                                      2 * G, W, np == 2 ? " + fp16 scale and zero" : np == 1 ? " + fp16 scale" : ""),
-              .source = "000 §4.5", .unit = "B", .expected = double(at_g[fi].formula), .tolerance = 0, .why = exact,
-              .measured = double(at_g[fi].total)});
-    r.metric(fmt::format("bits_per_element_{}", fmt_name(f)), 8.0 * double(at_g[fi].total) / (4.0 * G * W));
-  }
-  r.expect({.quantity = fmt::format("(format, G) cells whose buffers hold exactly the formula's bytes ({} formats × G in {{{}}})",
-                                    formats.size(), fmt::join(groups, ", ")),
-            .source = "000 §4.5", .unit = "cells", .expected = double(bytes_cells), .tolerance = 0, .why = exact,
-            .measured = double(bytes_match)});
+}
 
-  // 003 part 4: transfer ratio = fp16 bytes / quantized bytes (a bandwidth-bound step moves bytes).
-  const std::string ratio_why = "ratio of exact integers < 2^53: one correctly rounded division each side";
-  for (auto [f, bits_word] : {std::pair{KvQuantFormat::int8, "8"}, std::pair{KvQuantFormat::int4, "4"}}) {
-    const std::size_t fi = static_cast<std::size_t>(std::find(formats.begin(), formats.end(), f) - formats.begin());
-    Expectation e{.quantity = fmt::format("transfer ratio fp16 / {} codes alone (16 / {})", fmt_name(f), bits_word),
-                  .source = "003 part 4", .unit = "×", .expected = 16.0 / kv_quant_code_bits(f), .tolerance = 0,
-                  .why = ratio_why, .measured = double(fp16_codes_at_G) / double(at_g[fi].codes)};
-    e.stated = f == KvQuantFormat::int4 ? Stated{"翻四倍 (quadruples)", 4, 0.5} : Stated{"翻倍 (doubles)", 2, 0.5};
-    r.expect(e);
+/// One (keys, G, format) cell of section 2, and KIVI's per-token comparison for the int formats.
+KvErrorCell error_cell(KvQuantMeasured& m, const KvQuantParts& parts, const KvData& x, bool outlier, int g,
+                       KvQuantFormat f, const Mat<double>& O, Read& rd) {
+  const KvQuantOptions& o = m.options;
+  const Mat<double>& K = outlier ? x.k_outlier : x.k_random;
+  const int H = o.kv_heads, d = o.head_dim;
+  rd = write_through(parts, {f, g, KeyAxis::per_channel, {}}, K, x.V, o.tokens);
+  const Bounds bk = error_bounds(K, f, g, true), bv = error_bounds(x.V, f, g, false);
+  KvErrorCell cell{outlier, f, g, std::max(worst_ratio(rd.k, K, bk.err), worst_ratio(rd.v, x.V, bv.err))};
+  if (is_fp8(f))  // relative error over the elements in the normal range
+    for (auto [X, Xh, fl] : {std::tuple{&K, &rd.k, &bk.normal_floor}, std::tuple{&x.V, &rd.v, &bv.normal_floor}})
+      for (Eigen::Index i = 0; i < X->size(); ++i) {
+        const double v = X->data()[i];
+        if (std::fabs(v) >= fl->data()[i]) cell.fp8_relative = nan_max(cell.fp8_relative, std::fabs(Xh->data()[i] - v) / std::fabs(v));
+      }
+  const Mat<double> Oh = attention(x.q, rd.k, rd.v, H, d);
+  cell.attention = worst_ratio(Oh, O, attention_bound(x.q, x.V, bk.err, bv.err, H, d));
+  cell.output_relative = rel_error(Oh, O);
+  if (is_int(f)) {  // KIVI: the same keys quantized per token instead, V left exact
+    const Read tok = write_through(parts, {f, g, KeyAxis::per_token, {}}, K, x.V, o.tokens);
+    m.kivi.push_back({outlier, f, g, rel_error(rd.k, K), rel_error(tok.k, K), rel_error(attention(x.q, rd.k, x.V, H, d), O),
+                      rel_error(attention(x.q, tok.k, x.V, H, d), O)});
   }
-  for (KvQuantFormat f : {KvQuantFormat::fp8_e4m3, KvQuantFormat::int8, KvQuantFormat::int4}) {
-    const std::size_t fi = static_cast<std::size_t>(std::find(formats.begin(), formats.end(), f) - formats.begin());
-    const double ratio = double(fp16_total_at_G) / double(at_g[fi].total);
-    Expectation e{.quantity = fmt::format("transfer ratio fp16 / {} with its scales, G = {}", fmt_name(f), G),
-                  .source = "003 part 4", .unit = "×", .expected = double(fp16_total_at_G) / double(at_g[fi].formula),
-                  .tolerance = 0, .why = ratio_why, .measured = ratio};
-    e.document = fmt::format("{} (scales not counted)", f == KvQuantFormat::int4 ? "翻四倍" : "翻倍");
-    e.arithmetic = fmt::format("{} B / {} B = {:.4f}: {} bits per element with the fp16 scales of groups of {}",
-                               fp16_total_at_G, at_g[fi].formula, double(fp16_total_at_G) / double(at_g[fi].formula),
-                               8.0 * double(at_g[fi].formula) / (4.0 * G * W), G);
-    r.expect(e);
-    r.metric(fmt::format("transfer_ratio_{}", fmt_name(f)), ratio);
-  }
+  return cell;
+}
 
-  // ---- 2. errors: every element within its bound; attention output within the derived bound ----
-  const Mat<double> O = attention(q, k_random, V, H, d);
-  const Mat<double> O_out = attention(q, k_outlier, V, H, d);
-  struct KeySet { const char* name; const Mat<double>* K; const Mat<double>* O; };
-  const KeySet sets[2] = {{"random", &k_random, &O}, {"outlier", &k_outlier, &O_out}};
-  std::vector<double> worst_elem(formats.size(), 0), worst_attn(formats.size(), 0), worst_rel(formats.size(), 0);
-  Table err_table{"attention output error (relative Frobenius ‖Ô − O‖ / ‖O‖) and the bounds",
-                  {"keys", "format", "G", "K+V element error / bound", "fp8 normal-range rel. error", "output rel. error",
-                   "output error / bound"}, {}};
-  Table kivi{fmt::format("KIVI's argument: K error ‖K̂ − K‖ / ‖K‖ and the output error from K alone (V exact), "
-                         "{} outlier channels × {}", o.outlier_channels, o.outlier_scale),
-             {"keys", "format", "G", "K error per channel", "K error per token", "per-token / per-channel",
-              "output error, K per channel", "output error, K per token"}, {}};
-  std::int64_t kivi_cells = 0, kivi_wins = 0;
+/// Section 2: every (keys, G, format); returns the outlier keys' reads at G, for section 3.
+std::vector<Read> measure_errors(KvQuantMeasured& m, const KvQuantParts& parts, const KvData& x) {
+  const KvQuantOptions& o = m.options;
+  const int W = static_cast<int>(x.V.cols()), G = o.group_size;
+  const Mat<double> O = attention(x.q, x.k_random, x.V, o.kv_heads, o.head_dim);
+  const Mat<double> O_out = attention(x.q, x.k_outlier, x.V, o.kv_heads, o.head_dim);
   std::vector<bool> ordinary(static_cast<std::size_t>(W), true);
-  for (int c : channels) ordinary[static_cast<std::size_t>(c)] = false;
+  for (int c : m.channels) ordinary[static_cast<std::size_t>(c)] = false;
   std::map<std::pair<int, std::size_t>, Mat<double>> random_reads;  // (G, format) -> K̂ of the random keys
-  double ordinary_diff = 0;
-  std::vector<Read> at_G_outlier(formats.size());
-  for (const KeySet& ks : sets)
-    for (int g : groups)
-      for (std::size_t fi = 0; fi < formats.size(); ++fi) {
-        const KvQuantFormat f = formats[fi];
-        if (f == KvQuantFormat::fp16 && g != groups.front()) continue;  // fp16 has no groups
-        const QuantConfig cfg{f, g, KeyAxis::per_channel, {}};
-        Read rd = write_through(parts, cfg, *ks.K, V, T);
-        const Bounds bk = error_bounds(*ks.K, f, g, true), bv = error_bounds(V, f, g, false);
-        const double elem = std::max(worst_ratio(rd.k, *ks.K, bk.err), worst_ratio(rd.v, V, bv.err));
-        worst_elem[fi] = nan_max(worst_elem[fi], elem);
-        double rel = 0;  // fp8: relative error over elements in the normal range
-        if (is_fp8(f)) {
-          for (auto [X, Xh, fl] : {std::tuple{ks.K, &rd.k, &bk.normal_floor}, std::tuple{&V, &rd.v, &bv.normal_floor}})
-            for (Eigen::Index i = 0; i < X->size(); ++i) {
-              const double x = X->data()[i];
-              if (std::fabs(x) >= fl->data()[i]) rel = nan_max(rel, std::fabs(Xh->data()[i] - x) / std::fabs(x));
-            }
-          worst_rel[fi] = nan_max(worst_rel[fi], rel);
-        }
-        const Mat<double> Oh = attention(q, rd.k, rd.v, H, d);
-        const Mat<double> bound = attention_bound(q, V, bk.err, bv.err, H, d);
-        const double attn = worst_ratio(Oh, *ks.O, bound);
-        worst_attn[fi] = nan_max(worst_attn[fi], attn);
-        const double out_rel = rel_error(Oh, *ks.O);
-        err_table.rows.push_back({std::string(ks.name), fmt_name(f), f == KvQuantFormat::fp16 ? Cell{std::string("—")} : Cell{std::int64_t{g}},
-                                  elem, is_fp8(f) ? Cell{rel} : Cell{std::string("—")}, out_rel, attn});
-        if (ks.K == &k_outlier) {
-          r.metric(fmt::format("attention_rel_error_{}_g{}_outlier", fmt_name(f), g), out_rel);
-          if (g == G) at_G_outlier[fi] = rd;
-        }
+  std::vector<Read> at_G_outlier(m.formats.size());
+  for (const bool outlier : {false, true})
+    for (int g : m.groups)
+      for (std::size_t fi = 0; fi < m.formats.size(); ++fi) {
+        const KvQuantFormat f = m.formats[fi];
+        if (f == KvQuantFormat::fp16 && g != m.groups.front()) continue;  // fp16 has no groups
+        Read rd;
+        m.errors.push_back(error_cell(m, parts, x, outlier, g, f, outlier ? O_out : O, rd));
         // Per channel, an ordinary channel's groups hold the same values with or without the
         // outliers, so its K̂ must be the same bits.
-        if (ks.K == &k_random) random_reads[{g, fi}] = rd.k;
-        else
-          for (int c = 0; c < W; ++c)
-            if (ordinary[static_cast<std::size_t>(c)])
-              ordinary_diff = nan_max(ordinary_diff, max_abs(rd.k.col(c) - random_reads[{g, fi}].col(c)));
-        if (is_int(f)) {  // KIVI: the same keys quantized per token instead, V left exact
-          const Read tok = write_through(parts, {f, g, KeyAxis::per_token, {}}, *ks.K, V, T);
-          const double k_ch = rel_error(rd.k, *ks.K), k_tok = rel_error(tok.k, *ks.K);
-          kivi.rows.push_back({std::string(ks.name), fmt_name(f), std::int64_t{g}, k_ch, k_tok, k_tok / k_ch,
-                               rel_error(attention(q, rd.k, V, H, d), *ks.O),
-                               rel_error(attention(q, tok.k, V, H, d), *ks.O)});
-          if (ks.K == &k_outlier) {
-            ++kivi_cells;
-            if (k_ch < k_tok) ++kivi_wins;
-          }
+        if (!outlier) {
+          random_reads[{g, fi}] = rd.k;
+          continue;
         }
+        if (g == G) at_G_outlier[fi] = rd;
+        for (int c = 0; c < W; ++c)
+          if (ordinary[static_cast<std::size_t>(c)])
+            m.ordinary_diff = nan_max(m.ordinary_diff, max_abs(rd.k.col(c) - random_reads[{g, fi}].col(c)));
       }
-  if (at_G_outlier.front().k.size() == 0) at_G_outlier.front() = write_through(parts, {KvQuantFormat::fp16, G, KeyAxis::per_channel, {}}, k_outlier, V, T);
+  if (at_G_outlier.front().k.size() == 0)
+    at_G_outlier.front() = write_through(parts, {KvQuantFormat::fp16, G, KeyAxis::per_channel, {}}, x.k_outlier, x.V,
+                                         o.tokens);
+  return at_G_outlier;
+}
 
-  for (std::size_t fi = 0; fi < formats.size(); ++fi) {
-    const KvQuantFormat f = formats[fi];
-    std::string rule;
-    if (is_int(f)) rule = fmt::format("|x − x̂| ≤ step/2, step = (max − min)/{} of its group", (1 << kv_quant_code_bits(f)) - 1);
-    else if (is_fp8(f)) rule = fmt::format("|x − x̂| ≤ |x|·2^-{} + scale·2^-{}", fp8_spec(f).man_bits + 1,
-                                           fp8_spec(f).bias + fp8_spec(f).man_bits);
-    else rule = "|x − x̂| ≤ |x|·2^-11 + 2^-25 (fp16)";
-    r.expect({.quantity = fmt::format("max element error / its bound, {}, K and V, G in {{{}}}, random and outlier keys",
-                                      fmt_name(f), fmt::join(groups, ", ")),
-              .source = "000 §4.5", .unit = "× bound", .expected = 0, .tolerance = 1,
-              .why = rule + " (fp16 scale: +1 ulp, 2^-10; double arithmetic: +8u of the magnitudes)",
-              .measured = worst_elem[fi]});
+/// The layout's bytes for 2G positions of K and V: codes 2·n·W·b/8; K params (n / G) groups · W
+/// channels · np · 2 B (none for fp16); V params n positions · ceil(W / G) groups · np · 2 B. W is
+/// even, so codes are whole bytes.
+struct LayoutBytes {
+  std::uint64_t codes = 0, total = 0;
+};
+
+LayoutBytes layout_bytes(KvQuantFormat f, int g, int width) {
+  const std::uint64_t bits = kv_quant_code_bits(f), np = kv_quant_params_per_group(f);
+  const std::uint64_t un = static_cast<std::uint64_t>(2 * g), uw = static_cast<std::uint64_t>(width);
+  const std::uint64_t codes = 2 * un * uw * bits / 8;
+  return {codes, codes + (un / g) * uw * np * 2 + un * ((uw + g - 1) / g) * np * 2};
+}
+
+int width(const KvQuantMeasured& m) { return m.options.kv_heads * m.options.head_dim; }
+
+/// The bytes of format `f` at the judged G.
+const QuantBytes& at_group(const KvQuantMeasured& m, KvQuantFormat f) {
+  for (const KvBytesCell& c : m.bytes)
+    if (c.format == f && c.group == m.options.group_size) return c.bytes;
+  throw std::logic_error(fmt::format("kv-quant: no {} cache measured at G = {}", fmt_name(f), m.options.group_size));
+}
+
+std::uint64_t codes_of(const QuantBytes& b) { return b.key_codes + b.value_codes; }
+
+const std::string kExact = "integer count: exact";
+const std::string kRatioWhy = "ratio of exact integers < 2^53: one correctly rounded division each side";
+
+void bytes_rows(const KvQuantMeasured& m, std::vector<Expectation>& rows) {
+  const int G = m.options.group_size, W = width(m);
+  for (const KvQuantFormat f : m.formats) {
+    const int np = kv_quant_params_per_group(f);
+    rows.push_back({.quantity = fmt::format("bytes of K + V, {}, G = {}, {} positions × {} channels (codes{})",
+                                            fmt_name(f), G, 2 * G, W,
+                                            np == 2 ? " + fp16 scale and zero" : np == 1 ? " + fp16 scale" : ""),
+                    .source = "000 §4.5", .unit = "B", .expected = double(layout_bytes(f, G, W).total), .tolerance = 0,
+                    .why = kExact, .measured = double(at_group(m, f).total())});
   }
+  std::int64_t match = 0;
+  for (const KvBytesCell& c : m.bytes) {
+    const LayoutBytes want = layout_bytes(c.format, c.group, W);
+    if (c.bytes.total() == want.total && codes_of(c.bytes) == want.codes) ++match;
+  }
+  rows.push_back({.quantity = fmt::format("(format, G) cells whose buffers hold exactly the formula's bytes ({} formats "
+                                          "× G in {{{}}})", m.formats.size(), fmt::join(m.groups, ", ")),
+                  .source = "000 §4.5", .unit = "cells", .expected = double(m.bytes.size()), .tolerance = 0,
+                  .why = kExact, .measured = double(match)});
+}
+
+/// 003 part 4: transfer ratio = fp16 bytes / quantized bytes (a bandwidth-bound step moves bytes).
+void ratio_rows(const KvQuantMeasured& m, std::vector<Expectation>& rows) {
+  const int G = m.options.group_size, W = width(m);
+  const QuantBytes& fp16 = at_group(m, KvQuantFormat::fp16);
+  for (auto [f, bits_word] : {std::pair{KvQuantFormat::int8, "8"}, std::pair{KvQuantFormat::int4, "4"}}) {
+    Expectation e{.quantity = fmt::format("transfer ratio fp16 / {} codes alone (16 / {})", fmt_name(f), bits_word),
+                  .source = "003 part 4", .unit = "×", .expected = 16.0 / kv_quant_code_bits(f), .tolerance = 0,
+                  .why = kRatioWhy, .measured = double(codes_of(fp16)) / double(codes_of(at_group(m, f)))};
+    e.stated = f == KvQuantFormat::int4 ? Stated{"翻四倍 (quadruples)", 4, 0.5} : Stated{"翻倍 (doubles)", 2, 0.5};
+    rows.push_back(std::move(e));
+  }
+  for (KvQuantFormat f : {KvQuantFormat::fp8_e4m3, KvQuantFormat::int8, KvQuantFormat::int4}) {
+    const std::uint64_t formula = layout_bytes(f, G, W).total;
+    Expectation e{.quantity = fmt::format("transfer ratio fp16 / {} with its scales, G = {}", fmt_name(f), G),
+                  .source = "003 part 4", .unit = "×", .expected = double(fp16.total()) / double(formula),
+                  .tolerance = 0, .why = kRatioWhy, .measured = double(fp16.total()) / double(at_group(m, f).total())};
+    e.document = fmt::format("{} (scales not counted)", f == KvQuantFormat::int4 ? "翻四倍" : "翻倍");
+    e.arithmetic = fmt::format("{} B / {} B = {:.4f}: {} bits per element with the fp16 scales of groups of {}",
+                               fp16.total(), formula, double(fp16.total()) / double(formula),
+                               8.0 * double(formula) / (4.0 * G * W), G);
+    rows.push_back(std::move(e));
+  }
+}
+
+/// The worst of `field` over the error cells of format `f` (NaN in, NaN out).
+double worst_of(const KvQuantMeasured& m, KvQuantFormat f, double KvErrorCell::*field) {
+  double worst = 0;
+  for (const KvErrorCell& c : m.errors)
+    if (c.format == f) worst = nan_max(worst, c.*field);
+  return worst;
+}
+
+std::string element_rule(KvQuantFormat f) {
+  if (is_int(f))
+    return fmt::format("|x − x̂| ≤ step/2, step = (max − min)/{} of its group", (1 << kv_quant_code_bits(f)) - 1);
+  if (is_fp8(f))
+    return fmt::format("|x − x̂| ≤ |x|·2^-{} + scale·2^-{}", fp8_spec(f).man_bits + 1,
+                       fp8_spec(f).bias + fp8_spec(f).man_bits);
+  return "|x − x̂| ≤ |x|·2^-11 + 2^-25 (fp16)";
+}
+
+void error_rows(const KvQuantMeasured& m, std::vector<Expectation>& rows) {
+  for (const KvQuantFormat f : m.formats)
+    rows.push_back({.quantity = fmt::format("max element error / its bound, {}, K and V, G in {{{}}}, random and "
+                                            "outlier keys", fmt_name(f), fmt::join(m.groups, ", ")),
+                    .source = "000 §4.5", .unit = "× bound", .expected = 0, .tolerance = 1,
+                    .why = element_rule(f) + " (fp16 scale: +1 ulp, 2^-10; double arithmetic: +8u of the magnitudes)",
+                    .measured = worst_of(m, f, &KvErrorCell::element)});
   for (KvQuantFormat f : {KvQuantFormat::fp8_e4m3, KvQuantFormat::fp8_e5m2}) {
-    const std::size_t fi = static_cast<std::size_t>(std::find(formats.begin(), formats.end(), f) - formats.begin());
-    const MiniFloatSpec& m = fp8_spec(f);
-    r.expect({.quantity = fmt::format("max relative round-trip error, {}, normal range (|x|/scale ≥ 2^{})", fmt_name(f),
-                                      1 - m.bias),
-              .source = "000 §4.5 (FP8)", .unit = "", .expected = 0, .tolerance = m.unit_roundoff() + 4 * kU,
-              .why = fmt::format("unit roundoff of {} mantissa bits, 2^-{} = 1/{}, + 4u (x / scale and scale · code in double)",
-                                 m.man_bits, m.man_bits + 1, 1 << (m.man_bits + 1)),
-              .measured = worst_rel[fi]});
-    r.metric(fmt::format("fp8_rel_error_{}", fmt_name(f)), worst_rel[fi]);
+    const MiniFloatSpec& s = fp8_spec(f);
+    rows.push_back({.quantity = fmt::format("max relative round-trip error, {}, normal range (|x|/scale ≥ 2^{})",
+                                            fmt_name(f), 1 - s.bias),
+                    .source = "000 §4.5 (FP8)", .unit = "", .expected = 0, .tolerance = s.unit_roundoff() + 4 * kU,
+                    .why = fmt::format("unit roundoff of {} mantissa bits, 2^-{} = 1/{}, + 4u (x / scale and scale · "
+                                       "code in double)", s.man_bits, s.man_bits + 1, 1 << (s.man_bits + 1)),
+                    .measured = worst_of(m, f, &KvErrorCell::fp8_relative)});
   }
-  for (std::size_t fi = 0; fi < formats.size(); ++fi)
-    r.expect({.quantity = fmt::format("max attention output error / derived bound, {}, {} queries × {} keys",
-                                      fmt_name(formats[fi]), o.queries, T),
-              .source = "000 §4.5", .unit = "× bound", .expected = 0, .tolerance = 1,
-              .why = "bound max EV + (e^{2δ} − 1)·range(v)/2, δ = max_j Σ|q_c|·EK_jc/√d, from the element bounds "
-                     "(+ 4(d + S + 10)u·max|v| for the two double computations)",
-              .measured = worst_attn[fi]});
-  r.expect({.quantity = fmt::format("cells (int8/4/2 × G) where per-channel K has the smaller ‖K̂ − K‖, keys with {} outlier channels",
-                                    o.outlier_channels),
-            .source = "000 §4.5 (KIVI)", .unit = "cells", .expected = double(kivi_cells), .tolerance = 0,
-            .why = "a count of ‖K̂ − K‖ comparisons: a per-token group gives all its ≥ 8 channels the step of an outlier "
-                   "offset ≥ 8, a per-channel group keeps each channel's own small range",
-            .measured = double(kivi_wins)});
-  r.expect({.quantity = "max |ΔK̂| on the ordinary channels, keys with vs without the outliers, K per channel, every format and G",
-            .source = "000 §4.5 (KIVI)", .unit = "", .expected = 0, .tolerance = 0,
-            .why = "exactly equal: per channel, an ordinary channel's groups hold the same values either way",
-            .measured = ordinary_diff});
-  r.metric("kivi_cells_per_channel_wins", double(kivi_wins));
+  for (const KvQuantFormat f : m.formats)
+    rows.push_back({.quantity = fmt::format("max attention output error / derived bound, {}, {} queries × {} keys",
+                                            fmt_name(f), m.options.queries, m.options.tokens),
+                    .source = "000 §4.5", .unit = "× bound", .expected = 0, .tolerance = 1,
+                    .why = "bound max EV + (e^{2δ} − 1)·range(v)/2, δ = max_j Σ|q_c|·EK_jc/√d, from the element "
+                           "bounds (+ 4(d + S + 10)u·max|v| for the two double computations)",
+                    .measured = worst_of(m, f, &KvErrorCell::attention)});
+}
 
-  // ---- 3. prefill vs decode: the same position, the same bits -----------------------------------
+std::pair<std::int64_t, std::int64_t> kivi_wins(const KvQuantMeasured& m) {
+  std::int64_t cells = 0, wins = 0;
+  for (const KiviCell& c : m.kivi)
+    if (c.outlier_keys) ++cells, wins += c.k_per_channel < c.k_per_token ? 1 : 0;
+  return {cells, wins};
+}
+
+double worst_path(const KvQuantMeasured& m) {
+  double worst = 0;
+  for (const KvPathCell& p : m.paths) worst = std::max({worst, p.dk, p.dv});
+  return worst;
+}
+
+void kivi_and_path_rows(const KvQuantMeasured& m, std::vector<Expectation>& rows) {
+  const auto [cells, wins] = kivi_wins(m);
+  rows.push_back({.quantity = fmt::format("cells (int8/4/2 × G) where per-channel K has the smaller ‖K̂ − K‖, keys with "
+                                          "{} outlier channels", m.options.outlier_channels),
+                  .source = "000 §4.5 (KIVI)", .unit = "cells", .expected = double(cells), .tolerance = 0,
+                  .why = "a count of ‖K̂ − K‖ comparisons: a per-token group gives all its ≥ 8 channels the step of an "
+                         "outlier offset ≥ 8, a per-channel group keeps each channel's own small range",
+                  .measured = double(wins)});
+  rows.push_back({.quantity = "max |ΔK̂| on the ordinary channels, keys with vs without the outliers, K per channel, "
+                              "every format and G",
+                  .source = "000 §4.5 (KIVI)", .unit = "", .expected = 0, .tolerance = 0,
+                  .why = "exactly equal: per channel, an ordinary channel's groups hold the same values either way",
+                  .measured = m.ordinary_diff});
+  rows.push_back({.quantity = fmt::format("max |Δ| of K and V read back, one prefill vs prefill + decode, all {} formats",
+                                          m.formats.size()),
+                  .source = "000 §4.5", .unit = "", .expected = 0, .tolerance = 0,
+                  .why = "exactly equal: a K group is quantized once, when its G-th position arrives, from the same "
+                         "values",
+                  .measured = worst_path(m)});
+}
+
+Table bytes_table(const KvQuantMeasured& m) {
+  Table t{"bytes of the real buffers, K + V of one layer (2G positions each)",
+          {"format", "G", "code bytes", "scale/zero bytes", "total bytes", "formula", "bytes per position",
+           "bits per element", "vs fp16"}, {}};
+  const int W = width(m);
+  for (const KvBytesCell& c : m.bytes) {
+    const QuantBytes& b = c.bytes;
+    const int n = 2 * c.group;
+    const double bits_per_element = 8.0 * double(b.total()) / (2.0 * n * W);
+    t.rows.push_back({fmt_name(c.format), std::int64_t{c.group}, std::int64_t(codes_of(b)),
+                      std::int64_t(b.key_params + b.value_params), std::int64_t(b.total()),
+                      std::int64_t(layout_bytes(c.format, c.group, W).total), double(b.total()) / n, bits_per_element,
+                      16.0 / bits_per_element});
+  }
+  return t;
+}
+
+Table error_table(const KvQuantMeasured& m) {
+  Table t{"attention output error (relative Frobenius ‖Ô − O‖ / ‖O‖) and the bounds",
+          {"keys", "format", "G", "K+V element error / bound", "fp8 normal-range rel. error", "output rel. error",
+           "output error / bound"}, {}};
+  for (const KvErrorCell& c : m.errors)
+    t.rows.push_back({std::string(c.outlier_keys ? "outlier" : "random"), fmt_name(c.format),
+                      c.format == KvQuantFormat::fp16 ? Cell{std::string("—")} : Cell{std::int64_t{c.group}}, c.element,
+                      is_fp8(c.format) ? Cell{c.fp8_relative} : Cell{std::string("—")}, c.output_relative, c.attention});
+  return t;
+}
+
+Table kivi_table(const KvQuantMeasured& m) {
+  Table t{fmt::format("KIVI's argument: K error ‖K̂ − K‖ / ‖K‖ and the output error from K alone (V exact), "
+                      "{} outlier channels × {}", m.options.outlier_channels, m.options.outlier_scale),
+          {"keys", "format", "G", "K error per channel", "K error per token", "per-token / per-channel",
+           "output error, K per channel", "output error, K per token"}, {}};
+  for (const KiviCell& c : m.kivi)
+    t.rows.push_back({std::string(c.outlier_keys ? "outlier" : "random"), fmt_name(c.format), std::int64_t{c.group},
+                      c.k_per_channel, c.k_per_token, c.k_per_token / c.k_per_channel, c.out_per_channel,
+                      c.out_per_token});
+  return t;
+}
+
+void present_metrics(const KvQuantMeasured& m, Result& r) {
+  const int G = m.options.group_size, W = width(m);
+  for (const KvQuantFormat f : m.formats)
+    r.metric(fmt::format("bits_per_element_{}", fmt_name(f)), 8.0 * double(at_group(m, f).total()) / (4.0 * G * W));
+  const QuantBytes& fp16 = at_group(m, KvQuantFormat::fp16);
+  for (KvQuantFormat f : {KvQuantFormat::fp8_e4m3, KvQuantFormat::int8, KvQuantFormat::int4})
+    r.metric(fmt::format("transfer_ratio_{}", fmt_name(f)), double(fp16.total()) / double(at_group(m, f).total()));
+  for (const KvErrorCell& c : m.errors)
+    if (c.outlier_keys)
+      r.metric(fmt::format("attention_rel_error_{}_g{}_outlier", fmt_name(c.format), c.group), c.output_relative);
+  for (KvQuantFormat f : {KvQuantFormat::fp8_e4m3, KvQuantFormat::fp8_e5m2})
+    r.metric(fmt::format("fp8_rel_error_{}", fmt_name(f)), worst_of(m, f, &KvErrorCell::fp8_relative));
+  r.metric("kivi_cells_per_channel_wins", double(kivi_wins(m).second));
+  r.metric("max_prefill_decode_diff", worst_path(m));
+}
+
+void present(const KvQuantMeasured& m, Result& r) {
+  const KvQuantOptions& o = m.options;
+  const int T = o.tokens, G = o.group_size;
+  present_metrics(m, r);
   Table paths{fmt::format("the same positions written by one prefill vs prefill of {} + decode, G = {}", T / 2 + 1, G),
               {"format", "max |ΔK|", "max |ΔV|", "K positions quantized (of T)"}, {}};
-  double worst_path = 0;
-  for (std::size_t fi = 0; fi < formats.size(); ++fi) {
-    const KvQuantFormat f = formats[fi];
-    const Read& a = at_G_outlier[fi];
-    const Read b = write_through(parts, {f, G, KeyAxis::per_channel, {}}, k_outlier, V, T / 2 + 1);
-    const double dk = max_abs(a.k - b.k), dv = max_abs(a.v - b.v);
-    worst_path = std::max({worst_path, dk, dv});
-    paths.rows.push_back({fmt_name(f), dk, dv, std::int64_t{f == KvQuantFormat::fp16 ? T : T / G * G}});
-  }
-  r.expect({.quantity = fmt::format("max |Δ| of K and V read back, one prefill vs prefill + decode, all {} formats",
-                                    formats.size()),
-            .source = "000 §4.5", .unit = "", .expected = 0, .tolerance = 0,
-            .why = "exactly equal: a K group is quantized once, when its G-th position arrives, from the same values",
-            .measured = worst_path});
-  r.metric("max_prefill_decode_diff", worst_path);
-
-  r.tables.push_back(std::move(bytes_table));
-  r.tables.push_back(std::move(err_table));
-  r.tables.push_back(std::move(kivi));
+  for (const KvPathCell& p : m.paths)
+    paths.rows.push_back({fmt_name(p.format), p.dk, p.dv, std::int64_t{p.format == KvQuantFormat::fp16 ? T : T / G * G}});
+  r.tables.push_back(bytes_table(m));
+  r.tables.push_back(error_table(m));
+  r.tables.push_back(kivi_table(m));
   r.tables.push_back(std::move(paths));
-  r.notes.push_back(fmt::format("data: K, V, q ~ N(0, 1), {} positions × {} K/V heads × {}, {} decode queries (MHA), seed {}; "
-                                "outlier keys: channels {} offset by ±{}", T, H, d, o.queries, ctx.seed,
-                                fmt::join(channels, ", "), o.outlier_scale));
+  r.notes.push_back(fmt::format("data: K, V, q ~ N(0, 1), {} positions × {} K/V heads × {}, {} decode queries (MHA), "
+                                "seed {}; outlier keys: channels {} offset by ±{}", T, o.kv_heads, o.head_dim,
+                                o.queries, m.seed, fmt::join(m.channels, ", "), o.outlier_scale));
   r.notes.push_back("layout (KIVI, arXiv 2402.02750): K per channel over groups of G positions, the last T mod G "
                     "positions kept exact until their group fills; V per position over groups of G channels; int "
                     "formats asymmetric (fp16 zero = min rounded down, scale = range/(2^b − 1) rounded up), fp8 "
                     "symmetric absmax with an fp16 scale; codes packed, bytes counted on the buffers.");
   r.notes.push_back("003 part 4's 2× and 4× are the bandwidth-bound limit 16/b; the scales cost 32/G bits per "
                     "element (16/G for fp8), e.g. int4 at G = 128: 4.25 bits, 3.76× — and 5 bits, 3.2×, at G = 32.");
-  r.check = "kv-quant";
-  r.source = "000 §4.5; 003 part 4";
-  r.claim = "Quantizing the KV cache to fp8/int8 halves and to int4 quarters its bytes (the 003 part 4 \"doubles / "
-            "quadruples\" less the scales), within each format's error bound; per-channel K (KIVI) beats per-token K "
-            "on outlier channels; a position reads back the same whether written at prefill or at decode.";
-  return r;
 }
 
-namespace {
-
-class KvQuant final : public Check {
- public:
-  std::string name() const override { return "kv-quant"; }
-  std::string source() const override { return "000 §4.5; 003 part 4"; }
-  std::string summary() const override {
-    return "quantized KV cache: bytes (fp8/int8 2×, int4 4× less scales), error bounds, KIVI per-channel K";
-  }
-  std::string description() const override {
-    return "Writes seeded K/V through kvlab's quantized cache (fp16, int8/4/2 asymmetric with KIVI's\n"
-           "layout, fp8 e4m3/e5m2 with a scale), counts the bytes of its packed buffers, checks every\n"
-           "element and the attention output against bounds derived from the formats' steps, shows\n"
-           "per-channel K beating per-token K on outlier channels, and prefill = decode writes.";
-  }
-  std::string derivation() const override {
-    return "Bytes: b-bit codes plus fp16 parameters per group of G: int (scale + zero) b + 32/G bits,\n"
-           "fp8 (scale) 8 + 16/G; so fp16 / int4 = 16 / (4 + 32/G): 4 as G → ∞, 3.76 at G = 128.\n"
-           "Element error: int round((x − z)/s) is within s/2; fp8 within 2^-(m+1) relative (normal).\n"
-           "Attention: a key error e moves score j by δ_j ≤ Σ|q_c|e_jc/√d; softmax weights then move by\n"
-           "a factor in [e^-2δ, e^2δ], so Σ|p̂ − p| ≤ e^2δ − 1 and, with Σ(p̂ − p) = 0,\n"
-           "|ô − o| ≤ max e_V + (e^2δ − 1)·range(v)/2.\n"
-           "KIVI: a few key channels carry a large magnitude in every token. Per token, that magnitude\n"
-           "sets the step of every channel in the group; per channel, each keeps its own small range.\n"
-           "Source: 000 §4.5 (KIVI / KVQuant / FP8); 003 part 4 (量化: 翻倍 / 翻四倍).";
-  }
-  void bind(OptionSet& sub) override {
-    sub.add_option("--tokens", opts_.tokens, "Positions written to each cache")->check(IntRange(16, kMaxTokens));
-    sub.add_option("--kv-heads", opts_.kv_heads, "K/V heads (= query heads)")->check(IntRange(1, kMaxHeads));
-    sub.add_option("--head-dim", opts_.head_dim, "Head dimension (even, >= 8)")->check(IntRange(8, kMaxHeadDim));
-    sub.add_option("--queries", opts_.queries, "Decode queries over the cache")->check(IntRange(1, kMaxQueries));
-    sub.add_option("--group-size", opts_.group_size, "Group size G of the judged rows (<= --tokens)")
-        ->check(IntRange(8, kMaxGroup));
-    sub.add_option("--outlier-channels", opts_.outlier_channels, "Key channels made outliers (<= half the channels)")
-        ->check(IntRange(1, kMaxOutliers));
-    sub.add_option("--outlier-scale", opts_.outlier_scale, "Offset ± of the outlier key channels (the others are N(0, 1))")
-        ->check(FiniteRange(8, 1000));
-  }
-  Result run(const RunContext& ctx) override { return run_kv_quant(opts_, ctx); }
-
- private:
-  KvQuantOptions opts_;
-};
-
-KVLAB_REGISTER_CHECK(170, KvQuant);
-
 }  // namespace
+
+KvQuantMeasured measure_kv_quant(const KvQuantOptions& o, const RunContext& ctx, const KvQuantParts& parts) {
+  const KvData x = make_data(o, ctx.seed);
+  KvQuantMeasured m{.options = o, .seed = ctx.seed, .formats = all_kv_quant_formats(), .channels = x.channels};
+  std::set<int> group_set{o.group_size};
+  for (int g : {32, 64, 128})
+    if (g <= o.tokens) group_set.insert(g);
+  m.groups.assign(group_set.begin(), group_set.end());
+  measure_bytes(m, parts, x);
+  const std::vector<Read> at_G_outlier = measure_errors(m, parts, x);
+  // Section 3: prefill vs decode, the same position, the same bits.
+  for (std::size_t fi = 0; fi < m.formats.size(); ++fi) {
+    const Read& a = at_G_outlier[fi];
+    const Read b = write_through(parts, {m.formats[fi], o.group_size, KeyAxis::per_channel, {}}, x.k_outlier, x.V,
+                                 o.tokens / 2 + 1);
+    m.paths.push_back({m.formats[fi], max_abs(a.k - b.k), max_abs(a.v - b.v)});
+  }
+  return m;
+}
+
+std::vector<Expectation> judge_kv_quant(const KvQuantMeasured& m) {
+  std::vector<Expectation> rows;
+  bytes_rows(m, rows);
+  ratio_rows(m, rows);
+  error_rows(m, rows);
+  kivi_and_path_rows(m, rows);
+  return rows;
+}
+
+const CheckDef<KvQuantOptions, KvQuantMeasured>& kv_quant_check() {
+  static const CheckDef<KvQuantOptions, KvQuantMeasured> def{
+      .spec = {.name = "kv-quant",
+               .order = 170,
+               .source = "000 §4.5; 003 part 4",
+               .summary = "quantized KV cache: bytes (fp8/int8 2×, int4 4× less scales), error bounds, KIVI per-channel K",
+               .description =
+                   "Writes seeded K/V through kvlab's quantized cache (fp16, int8/4/2 asymmetric with KIVI's\n"
+                   "layout, fp8 e4m3/e5m2 with a scale), counts the bytes of its packed buffers, checks every\n"
+                   "element and the attention output against bounds derived from the formats' steps, shows\n"
+                   "per-channel K beating per-token K on outlier channels, and prefill = decode writes.",
+               .derivation =
+                   "Bytes: b-bit codes plus fp16 parameters per group of G: int (scale + zero) b + 32/G bits,\n"
+                   "fp8 (scale) 8 + 16/G; so fp16 / int4 = 16 / (4 + 32/G): 4 as G → ∞, 3.76 at G = 128.\n"
+                   "Element error: int round((x − z)/s) is within s/2; fp8 within 2^-(m+1) relative (normal).\n"
+                   "Attention: a key error e moves score j by δ_j ≤ Σ|q_c|e_jc/√d; softmax weights then move by\n"
+                   "a factor in [e^-2δ, e^2δ], so Σ|p̂ − p| ≤ e^2δ − 1 and, with Σ(p̂ − p) = 0,\n"
+                   "|ô − o| ≤ max e_V + (e^2δ − 1)·range(v)/2.\n"
+                   "KIVI: a few key channels carry a large magnitude in every token. Per token, that magnitude\n"
+                   "sets the step of every channel in the group; per channel, each keeps its own small range.\n"
+                   "Source: 000 §4.5 (KIVI / KVQuant / FP8); 003 part 4 (量化: 翻倍 / 翻四倍).",
+               .claim = "Quantizing the KV cache to fp8/int8 halves and to int4 quarters its bytes (the 003 part 4 "
+                        "\"doubles / quadruples\" less the scales), within each format's error bound; per-channel K "
+                        "(KIVI) beats per-token K on outlier channels; a position reads back the same whether written "
+                        "at prefill or at decode."},
+      .options = {{"--tokens", &KvQuantOptions::tokens, Allowed::integers(16, kMaxTokens),
+                   "Positions written to each cache"},
+                  {"--kv-heads", &KvQuantOptions::kv_heads, Allowed::integers(1, kMaxHeads), "K/V heads (= query heads)"},
+                  {"--head-dim", &KvQuantOptions::head_dim, Allowed::integers(8, kMaxHeadDim),
+                   "Head dimension (even, >= 8)"},
+                  {"--queries", &KvQuantOptions::queries, Allowed::integers(1, kMaxQueries),
+                   "Decode queries over the cache"},
+                  {"--group-size", &KvQuantOptions::group_size, Allowed::integers(8, kMaxGroup),
+                   "Group size G of the judged rows (<= --tokens)"},
+                  {"--outlier-channels", &KvQuantOptions::outlier_channels, Allowed::integers(1, kMaxOutliers),
+                   "Key channels made outliers (<= half the channels)"},
+                  {"--outlier-scale", &KvQuantOptions::outlier_scale, Allowed::reals(8, 1000),
+                   "Offset ± of the outlier key channels (the others are N(0, 1))"}},
+      .constraints =
+          [](const KvQuantOptions& o) {
+            if (o.head_dim % 2 != 0) throw InputError(fmt::format("--head-dim: must be even (got {})", o.head_dim));
+            require_range("--group-size", o.group_size, 8, std::min(kMaxGroup, o.tokens));
+            const int W = o.kv_heads * o.head_dim;
+            // At most half the channels: KIVI's outliers stand out from the rest of their token.
+            require_range("--outlier-channels", o.outlier_channels, 1, std::min(kMaxOutliers, W / 2));
+            if (std::int64_t{o.tokens} * W > kMaxElements)
+              throw InputError(fmt::format("--tokens × --kv-heads × --head-dim: {} × {} × {} = {} elements exceed the "
+                                           "budget {}", o.tokens, o.kv_heads, o.head_dim, std::int64_t{o.tokens} * W,
+                                           kMaxElements));
+          },
+      .measure = [](const KvQuantOptions& o, const RunContext& ctx) { return measure_kv_quant(o, ctx); },
+      .judge = judge_kv_quant,
+      .present = present};
+  return def;
+}
+
+Result run_kv_quant(const KvQuantOptions& o, const RunContext& ctx, const KvQuantParts& parts) {
+  return run_check(kv_quant_check(), o, ctx, [&parts](const KvQuantOptions& opts, const RunContext& c) {
+    return measure_kv_quant(opts, c, parts);
+  });
+}
+
+KVLAB_REGISTER_SPEC(kv_quant_check);
+
 }  // namespace kvlab::checks

@@ -1,14 +1,15 @@
-// max-batch (000 §2.3): options and the testable entry point.
+// max-batch (000 §2.3): options, what it measures, and its testable steps. See max_batch.cpp.
 #pragma once
 
 #include <cstdint>
 #include <functional>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "cost/capacity.hpp"
 #include "io/catalogue.hpp"
-#include "framework/check.hpp"
+#include "framework/spec.hpp"
 
 namespace kvlab::checks {
 
@@ -35,6 +36,32 @@ struct MaxBatchParts {
         return kvlab::batch_capacity(m, g, gpus, n, bpp, ctx, d, budget);
       };
 };
+
+/// What max-batch measured: the deployment it sized, the library's capacity, and the check's own
+/// reference bytes per sequence (from the catalogue's kv_bytes_per_token_16bit).
+struct MaxBatchMeasured {
+  MaxBatchOptions options;
+  bool document = false;        ///< 000 §2.3's setup: no option but --kv-budget-gb given
+  ModelSpec model;              ///< as loaded
+  GpuSpec gpu;                  ///< as loaded
+  std::uint64_t gpus = 0, ctx = 0;
+  CacheDtype dtype = CacheDtype::fp16;
+  double bytes_per_param = 0, params = 0;
+  double budget_bytes = 0;      ///< the KV budget (the document's 400 GB, --kv-budget-gb, or all left)
+  BatchCapacity capacity;       ///< the library's answer
+  std::uint64_t reference_kv_bytes = 0;  ///< one sequence, from the catalogue's reference, exact
+  std::uint64_t mha_kv_bytes = 0;        ///< one sequence with a K/V head per query head (GQA models; else 0)
+};
+
+/// Loads the model and GPU, sizes the deployment (`parts` or the library's) and computes the
+/// reference bytes. Throws InputError naming the option (--model, --gpu, --kv-budget-gb, ...).
+MaxBatchMeasured measure_max_batch(const MaxBatchOptions& o, const MaxBatchParts& parts = {});
+/// The verdict rows: weights, KV per sequence, memory left, max batch (the headline), each against
+/// the check's own arithmetic; with 000 §2.3's setup, the document's figures (E3, E4).
+std::vector<Expectation> judge_max_batch(const MaxBatchMeasured& m);
+
+/// The check as data (registered as `max-batch`).
+const CheckDef<MaxBatchOptions, MaxBatchMeasured>& max_batch_check();
 
 /// Runs max-batch. Throws InputError (naming the option) for invalid options.
 Result run_max_batch(const MaxBatchOptions& o, const RunContext& ctx, const MaxBatchParts& parts = {});

@@ -1,12 +1,14 @@
-// mla-cache (000 §4.3.2, §4.4.3, sanity [c]): options and the testable entry point. See mla_cache.cpp.
+// mla-cache (000 §4.3.2, §4.4.3, sanity [c]): options, what it measures, and its testable
+// steps. See mla_cache.cpp.
 #pragma once
 
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "io/catalogue.hpp"
-#include "framework/check.hpp"
+#include "framework/spec.hpp"
 
 namespace kvlab::checks {
 
@@ -26,6 +28,34 @@ struct MlaCacheParts {
   /// allocates (kv_cache_tensors); `kv_heads` overrides the K/V heads (0: the model's own).
   std::function<std::uint64_t(const ModelSpec&, std::uint64_t kv_heads)> elements_per_layer;
 };
+
+/// What mla-cache measured: the models as loaded, the elements their caches hold per token per
+/// layer (counted from the cache tensors), the closed forms from their shapes, and the mini-GPT's
+/// real latent cache.
+struct MlaCacheMeasured {
+  MlaCacheOptions options;
+  std::uint64_t seed = 0;
+  ModelSpec mla, gqa;                    ///< as loaded (--mla-model, --gqa-model)
+  std::uint64_t mla_n = 0, gqa_n = 0;    ///< counted elements per token per layer
+  std::uint64_t mha_n = 0;               ///< counted: the GQA model's shape, every head its own K/V
+  std::uint64_t gqa_formula = 0;         ///< 2·n_kv·head_dim of the GQA model
+  std::uint64_t mha_formula = 0;         ///< 2·H·head_dim of the GQA model
+  std::uint64_t gqa_model_n = 0, mla_model_n = 0;  ///< closed forms × layers: elements per token, whole model
+  std::uint64_t mha_own = 0;             ///< 2·H·d_head of the MLA model's own shape; 0 without qk_nope_head_dim
+  int mini_prefill = 0;                  ///< mini-GPT tokens prefilled (naive path); the rest decoded absorbed
+  int mini_q_lora_rank = 0;              ///< the mini-GPT's query latent (for the note)
+  std::uint64_t mini_written = 0;        ///< elements its LatentCache stored
+};
+
+/// Loads both models, counts their caches (`parts` or the library's) and runs the mini-GPT.
+/// Throws InputError naming --mla-model or --gqa-model.
+MlaCacheMeasured measure_mla_cache(const MlaCacheOptions& o, const RunContext& ctx, const MlaCacheParts& parts = {});
+/// The verdict rows: counts against the closed forms (exact), their ratios (one rounding a side)
+/// with the document's ≈ figures (E20 on 64×), and the mini-GPT's elements written (exact).
+std::vector<Expectation> judge_mla_cache(const MlaCacheMeasured& m);
+
+/// The check as data (registered as `mla-cache`).
+const CheckDef<MlaCacheOptions, MlaCacheMeasured>& mla_cache_check();
 
 /// Runs the check. Throws InputError naming the option on bad input.
 Result run_mla_cache(const MlaCacheOptions& o, const RunContext& ctx, const MlaCacheParts& parts = {});

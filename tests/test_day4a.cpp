@@ -10,7 +10,6 @@
 #include "attention/causal_mask.hpp"
 #include "attention/gqa.hpp"
 #include "attention/kv_layout.hpp"
-#include "checks/cache_flops.hpp"
 #include "framework/check.hpp"
 #include "checks/gqa_meanpool.hpp"
 #include "core/error.hpp"
@@ -71,22 +70,6 @@ TEST_CASE("CountMacs counts what linear() and grouped_query_attention() do, and 
   CHECK(naive_generation_flops(1, 10) == cached_generation_flops(1, 10));
   CHECK(naive_generation_flops(2, 1) == 12 * 6 + 2 * 24 / 3);
   CHECK_THROWS_AS(naive_generation_flops(1ull << 40, 1ull << 20), InputError);
-}
-
-TEST_CASE("cache-flops passes, and fails with the non-causal attention count (4t²d per step)") {
-  checks::RunContext ctx;
-  checks::CacheFlopsOptions o;
-  const Result ok = checks::run_cache_flops(o, ctx);
-  CHECK(ok.passed());
-  CHECK(ok.plots.size() == 1);
-  CHECK(ok.metric_value("ratio_naive_over_cached_d4096_t2048") > 1000);
-  checks::CacheFlopsParts full_square;
-  full_square.naive = [](std::uint64_t T, std::uint64_t d) {  // Σ_t (24td² + 4t²d): no causal mask
-    return 12 * T * (T + 1) * d * d + 4 * (T * (T + 1) * (2 * T + 1) / 6) * d;
-  };
-  CHECK_FALSE(checks::run_cache_flops(o, ctx, full_square).passed());
-  o.count_tokens = 3;
-  CHECK_THROWS_AS(checks::run_cache_flops(o, ctx), InputError);
 }
 
 TEST_CASE("the Day-4 checks have a derivation ending with its source, lines under 100 columns") {

@@ -1,5 +1,5 @@
 // Unit tests of RoPE's relative-position property, MLA (naive and absorbed paths, its
-// latent cache), and the checks rope-relative, mla-cache, mla-absorb shown to fail on broken parts.
+// latent cache), and the checks rope-relative, mla-absorb shown to fail on broken parts.
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -7,7 +7,6 @@
 #include "attention/gqa.hpp"
 #include "cache/latent_cache.hpp"
 #include "checks/mla_absorb.hpp"
-#include "checks/mla_cache.hpp"
 #include "checks/mla_decoupled.hpp"
 #include "checks/rope_breaks_absorb.hpp"
 #include "checks/rope_relative.hpp"
@@ -99,38 +98,6 @@ TEST_CASE("MLA mini-GPT: naive = absorbed, incremental = full, with and without 
   MlaConfig bad;
   bad.rope_head_dim = 3;
   CHECK_THROWS_WITH_AS(MlaGPT<double>(bad, 1), doctest::Contains("rope_head_dim"), InputError);
-}
-
-TEST_CASE("mla-cache passes and fails when the MLA cache is counted as separate K and V") {
-  checks::RunContext ctx;
-  checks::MlaCacheOptions o;
-  const Result r = checks::run_mla_cache(o, ctx);
-  CHECK(r.passed());
-  // E20: 64× with d_r (56.9). "约 1/3.5" (3.556) and "约 1/28" (28.44) are truncations the
-  // precision rule allows for a figure marked approximate: no erratum.
-  REQUIRE(r.errata().size() == 1);
-  CHECK(r.errata()[0].find("MHA / what MLA caches") != std::string::npos);
-  for (const auto& e : r.expectations)
-    if (e.quantity.rfind("GQA / MLA elements per token per layer", 0) == 0 ||
-        e.quantity.rfind("MHA / MLA elements per token per layer", 0) == 0) {
-      CAPTURE(e.quantity);
-      CHECK(e.stated.has_value());
-      CHECK_FALSE(e.is_erratum());
-    }
-  checks::MlaCacheParts doubled;  // a cost model that caches the latent twice, like K and V
-  doubled.elements_per_layer = [](const ModelSpec& m, std::uint64_t kv_heads) {
-    KvQuery q;
-    q.ctx = 1;
-    if (kv_heads) q.kv_heads = kv_heads;
-    const std::uint64_t n = count_elements(kv_cache_tensors(m, q)) / m.n_layer;
-    return m.is_mla() ? n + *m.kv_lora_rank : n;
-  };
-  CHECK_FALSE(checks::run_mla_cache(o, ctx, doubled).passed());
-  o.mla_model = "llama-3-70b";
-  CHECK_THROWS_WITH_AS(checks::run_mla_cache(o, ctx), doctest::Contains("--mla-model"), InputError);
-  o = {};
-  o.gqa_model = "no-such-model";
-  CHECK_THROWS_WITH_AS(checks::run_mla_cache(o, ctx), doctest::Contains("--gqa-model"), InputError);
 }
 
 TEST_CASE("mla-absorb passes in f64 and f32 and fails when the absorption is wrong") {

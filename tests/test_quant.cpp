@@ -1,13 +1,11 @@
 // Unit tests of the quantized KV cache: kvlab's own fp8/fp16 codecs against values the
-// formats define, packed codes, KIVI's layout (per-channel K with a full-precision residual), and
-// the checks kv-quant and int8-outliers shown to fail on broken parts.
+// formats define, packed codes, KIVI's layout (per-channel K with a full-precision residual), a
+// decode path that drops its scale (the checks kv-quant and int8-outliers have theirs in tests/checks/).
 #include <doctest/doctest.h>
 
 #include <cmath>
 #include <limits>
 
-#include "checks/int8_outliers.hpp"
-#include "checks/kv_quant.hpp"
 #include "core/rng.hpp"
 #include "quant/int8_matmul.hpp"
 #include "quant/minifloat.hpp"
@@ -124,73 +122,4 @@ TEST_CASE("QuantKVCache: KIVI layout, residual, prefill = decode, bytes of the r
   a.append(0, k, v);
   for (int t = 0; t < T; ++t) b.append(0, k.middleRows(t, 1), v.middleRows(t, 1));
   CHECK((a.values(0) - b.values(0)).cwiseAbs().maxCoeff() > 0.1);
-}
-
-TEST_CASE("kv-quant passes, and fails with a scale dropped on the decode path or per-token keys") {
-  checks::RunContext ctx;
-  checks::KvQuantOptions o;
-  const Result good = checks::run_kv_quant(o, ctx);
-  CHECK(good.passed());
-  CHECK(good.errata().empty());
-  CHECK(good.metric_value("max_prefill_decode_diff") == 0.0);
-  CHECK(good.metric_value("kivi_cells_per_channel_wins") == 9.0);
-
-  checks::KvQuantParts dropped;  // decode appends store scale 1: prefill ≠ decode, and errors explode
-  dropped.make_cache = [](int width, int max_len, const QuantConfig& cfg) {
-    QuantConfig c = cfg;
-    c.faults.drop_scale_on_decode = true;
-    return std::make_unique<QuantKVCache<double>>(1, width, max_len, c);
-  };
-  const Result bad = checks::run_kv_quant(o, ctx, dropped);
-  CHECK_FALSE(bad.passed());
-  CHECK(bad.metric_value("max_prefill_decode_diff") > 0.0);
-
-  checks::KvQuantParts per_token;  // a cache that ignores KIVI's layout and quantizes K per token
-  per_token.make_cache = [](int width, int max_len, const QuantConfig& cfg) {
-    QuantConfig c = cfg;
-    c.key_axis = KeyAxis::per_token;
-    return std::make_unique<QuantKVCache<double>>(1, width, max_len, c);
-  };
-  const Result tok = checks::run_kv_quant(o, ctx, per_token);
-  CHECK_FALSE(tok.passed());
-  CHECK(tok.metric_value("kivi_cells_per_channel_wins") < 9.0);
-
-  o.head_dim = 63;
-  CHECK(test::input_error([&] { checks::run_kv_quant(o, ctx); }).find("--head-dim") != std::string::npos);
-  o = {};
-  o.group_size = 129;
-  CHECK(test::input_error([&] { checks::run_kv_quant(o, ctx); }).find("--group-size") != std::string::npos);
-  o = {};
-  o.tokens = 4096;
-  o.kv_heads = 8;
-  CHECK(test::input_error([&] { checks::run_kv_quant(o, ctx); }).find("--tokens") != std::string::npos);
-  o = {};
-  o.outlier_scale = NAN;
-  CHECK(test::input_error([&] { checks::run_kv_quant(o, ctx); }).find("--outlier-scale") != std::string::npos);
-}
-
-TEST_CASE("int8-outliers passes, and fails when the decomposition forgets the outlier columns") {
-  checks::RunContext ctx;
-  checks::Int8OutliersOptions o;
-  const Result good = checks::run_int8_outliers(o, ctx);
-  CHECK(good.passed());
-  CHECK(good.metric_value("rms_error_llm_int8") < good.metric_value("rms_error_int8_outliers") / 5);
-
-  checks::Int8OutliersParts forgets;  // finds the outlier columns, then leaves their product out
-  forgets.decomposition = [](const Mat<double>& x, const Mat<double>& w, double t) {
-    Int8Decomposition d = llm_int8_matmul(x, w, t);
-    Mat<double> x_reg = x;
-    for (int k : d.outlier_columns) x_reg.col(k).setZero();
-    d.c = int8_vectorwise_matmul(x_reg, w);
-    return d;
-  };
-  CHECK_FALSE(checks::run_int8_outliers(o, ctx, forgets).passed());
-
-  o.outlier_magnitude = 10;  // below 2 × threshold: planted dims would not all reach it
-  CHECK(test::input_error([&] { checks::run_int8_outliers(o, ctx); }).find("--outlier-magnitude") != std::string::npos);
-  o = {};
-  o.tokens = 512;
-  o.features = 512;
-  o.outputs = 512;
-  CHECK(test::input_error([&] { checks::run_int8_outliers(o, ctx); }).find("--tokens") != std::string::npos);
 }

@@ -1,5 +1,5 @@
 // Unit tests of sliding windows, CLA and incremental-vs-full on RoPE and MLA: the rolling cache
-// and window attention, and the checks sliding-window, cla and incremental-vs-full shown to fail on
+// and window attention, and the checks sliding-window and incremental-vs-full shown to fail on
 // deliberately broken parts.
 #include <doctest/doctest.h>
 
@@ -8,7 +8,6 @@
 
 #include "cache/rolling_cache.hpp"
 #include "attention/gqa.hpp"
-#include "checks/cla.hpp"
 #include "checks/incremental_vs_full.hpp"
 #include "checks/sliding_window.hpp"
 #include "core/error.hpp"
@@ -164,82 +163,6 @@ TEST_CASE("sliding-window: bad options are InputErrors naming the option") {
   o = {};
   o.perturb = 24;
   CHECK_THROWS_WITH_AS(checks::run_sliding_window(o, ctx), doctest::Contains("--perturb"), InputError);
-}
-
-namespace {
-
-// A CLA cache that reads the wrong layer: keys(l) and values(l) return layer (l + 1) mod n.
-class WrongLayerCache final : public KVCache<double> {
- public:
-  WrongLayerCache(int n_layer, int width, int max_len)
-      : KVCache<double>(n_layer, width), inner_(n_layer, width, max_len) {}
-  void append(int l, const Mat<double>& k, const Mat<double>& v) override {
-    inner_.append(l, k, v);
-    stats_ = inner_.stats();
-  }
-  ConstMatView<double> keys(int l) const override { return inner_.keys(source(l)); }
-  ConstMatView<double> values(int l) const override { return inner_.values(source(l)); }
-  int length(int l) const override { return inner_.length(l); }
-  void truncate(int len) override { inner_.truncate(len); }
-
- private:
-  // The neighbouring layer, whenever it already holds as many positions (else the right one, so
-  // that shapes still agree): cache layer 1 is read from layer 0's K/V.
-  int source(int l) const {
-    const int m = (l + 1) % n_layer_;
-    return inner_.length(m) == inner_.length(l) ? m : l;
-  }
-  PreallocCache<double> inner_;
-};
-
-// A CLA cache that stores per model layer anyway: every append is written twice (one copy for
-// each layer of the pair), though reads are right.
-class PerLayerAnywayCache final : public KVCache<double> {
- public:
-  PerLayerAnywayCache(int n_layer, int width, int max_len)
-      : KVCache<double>(n_layer, width), inner_(2 * n_layer, width, max_len) {}
-  void append(int l, const Mat<double>& k, const Mat<double>& v) override {
-    inner_.append(2 * l, k, v);
-    inner_.append(2 * l + 1, k, v);
-    stats_ = inner_.stats();
-  }
-  ConstMatView<double> keys(int l) const override { return inner_.keys(2 * l); }
-  ConstMatView<double> values(int l) const override { return inner_.values(2 * l); }
-  int length(int l) const override { return inner_.length(2 * l); }
-  void truncate(int len) override { inner_.truncate(len); }
-
- private:
-  PreallocCache<double> inner_;
-};
-
-}  // namespace
-
-TEST_CASE("cla passes with a shared cache and fails on a wrong-layer read or a per-layer cache") {
-  checks::RunContext ctx;
-  checks::ClaOptions o;
-  const Result good = checks::run_cla(o, ctx);
-  CHECK(good.passed());
-  CHECK(good.metric_value("cache_bytes_cla") * 2 == good.metric_value("cache_bytes_baseline"));
-  CHECK(good.metric_value("kv_params_cla") * 2 == good.metric_value("kv_params_baseline"));
-  ctx.dtype = Dtype::f32;
-  CHECK(checks::run_cla(o, ctx).passed());
-  ctx.dtype = Dtype::f64;
-
-  checks::ClaParts wrong;
-  wrong.cache_f64 = [](int n, int w, int len) { return std::make_unique<WrongLayerCache>(n, w, len); };
-  const Result bad = checks::run_cla(o, ctx, wrong);
-  CHECK_FALSE(bad.passed());
-  CHECK(bad.metric_value("max_abs_diff") > bad.metric_value("rounding_bound"));
-
-  checks::ClaParts per_layer;
-  per_layer.cache_f64 = [](int n, int w, int len) { return std::make_unique<PerLayerAnywayCache>(n, w, len); };
-  const Result dup = checks::run_cla(o, ctx, per_layer);
-  CHECK_FALSE(dup.passed());
-  CHECK(dup.metric_value("max_abs_diff") <= dup.metric_value("rounding_bound"));  // logits right, memory not
-  CHECK(dup.metric_value("cache_positions_cla") == 2 * 2 * 20);
-
-  o.share = 5;
-  CHECK_THROWS_WITH_AS(checks::run_cla(o, ctx), doctest::Contains("--share"), InputError);
 }
 
 TEST_CASE("CLA model: share 1 is the ordinary model, share 2 owns half the K/V weights") {
