@@ -1,6 +1,5 @@
-// Unit tests of sliding windows, CLA and incremental-vs-full on RoPE and MLA: the rolling cache
-// and window attention, and the checks sliding-window, cla and incremental-vs-full shown to fail on
-// deliberately broken parts.
+// Unit tests of sliding windows and CLA: the rolling cache and window attention, and the checks
+// sliding-window and cla shown to fail on deliberately broken parts.
 #include <doctest/doctest.h>
 
 #include <memory>
@@ -9,7 +8,6 @@
 #include "cache/rolling_cache.hpp"
 #include "attention/gqa.hpp"
 #include "checks/cla.hpp"
-#include "checks/incremental_vs_full.hpp"
 #include "checks/sliding_window.hpp"
 #include "core/error.hpp"
 #include "model/gpt.hpp"
@@ -254,48 +252,4 @@ TEST_CASE("CLA model: share 1 is the ordinary model, share 2 owns half the K/V w
   auto wrong_shape = plain.make_cache(CacheKind::prealloc, 8);  // 4 cache layers for a 2-layer CLA cache
   const std::vector<int> ids{1, 2};
   CHECK_THROWS_AS(cla.forward(ids, 0, *wrong_shape), std::invalid_argument);
-}
-
-namespace {
-
-// Keys decoded one at a time are rotated once more by one position: RoPE at p + 1 on decode, at p
-// on prefill (a decode path that counts positions from the cache length plus one).
-class RopeOffByOneOnDecode final : public KVCache<double> {
- public:
-  RopeOffByOneOnDecode(int n_layer, int width, int max_len)
-      : KVCache<double>(n_layer, width), inner_(n_layer, width, max_len) {}
-  void append(int l, const Mat<double>& k, const Mat<double>& v) override {
-    Mat<double> k2 = k;
-    if (k.rows() == 1) apply_rope(k2, width_ / 8, 8, 1, 10000.0);  // R(p)·R(1) = R(p + 1)
-    inner_.append(l, k2, v);
-  }
-  ConstMatView<double> keys(int l) const override { return inner_.keys(l); }
-  ConstMatView<double> values(int l) const override { return inner_.values(l); }
-  int length(int l) const override { return inner_.length(l); }
-  void truncate(int len) override { inner_.truncate(len); }
-
- private:
-  PreallocCache<double> inner_;
-};
-
-}  // namespace
-
-TEST_CASE("incremental-vs-full covers RoPE and MLA, and fails with RoPE at the wrong position on decode") {
-  checks::RunContext ctx;
-  checks::IncrementalOptions o;
-  const Result good = checks::run_incremental_vs_full(o, ctx);
-  CHECK(good.passed());
-  for (const char* key : {"max_abs_diff_mha", "max_abs_diff_gqa", "max_abs_diff_mqa", "max_abs_diff_chunked",
-                          "max_abs_diff_rope", "max_abs_diff_mla_naive", "max_abs_diff_mla_absorbed"})
-    CHECK(good.metric_value(key) <= 1e-12);  // every key of the contract, plus the new rows
-  ctx.dtype = Dtype::f32;
-  CHECK(checks::run_incremental_vs_full(o, ctx).passed());
-  ctx.dtype = Dtype::f64;
-
-  checks::IncrementalParts off;
-  off.cache_f64 = [](int n, int w, int len) { return std::make_unique<RopeOffByOneOnDecode>(n, w, len); };
-  const Result bad = checks::run_incremental_vs_full(o, ctx, off);
-  CHECK_FALSE(bad.passed());
-  CHECK(bad.metric_value("max_abs_diff_rope") > 1e-6);
-  CHECK(bad.metric_value("max_abs_diff_mla_absorbed") == 0);  // its own latent cache, untouched
 }
