@@ -1,5 +1,5 @@
-// Claims docs/claims.md once only showed or planned, now judged: the checks attn-params (000 §4.2)
-// and linear-attention (003 part 3); roofline's rows for 000 §1.1, §3.1,
+// Claims docs/claims.md once only showed or planned, now judged: the check linear-attention
+// (003 part 3); roofline's rows for 000 §1.1, §3.1,
 // 003 Q6 and 004 §1.5; kv-size's cell-by-cell judgment of the cheatsheet's tables. Each passes with
 // kvlab's parts and fails with a broken one.
 #include <doctest/doctest.h>
@@ -9,7 +9,6 @@
 #include <fmt/format.h>
 
 #include "attention/linear_attention.hpp"
-#include "checks/attn_params.hpp"
 #include "checks/kv_size_check.hpp"
 #include "checks/linear_attention.hpp"
 #include "checks/roofline_check.hpp"
@@ -19,36 +18,6 @@
 #include "test_util.hpp"
 
 using namespace kvlab;
-
-TEST_CASE("attn-params passes, and fails when the model ignores n_kv_head (every variant MHA)") {
-  checks::RunContext ctx;
-  checks::AttnParamsOptions o;
-  const Result ok = checks::run_attn_params(o, ctx);
-  CHECK(ok.passed());
-  CHECK(ok.metric_value("mha_kv_params_per_layer") == 2.0 * 128 * 128);  // 2D², D = 16 · 8
-  CHECK(ok.metric_value("mqa_kv_params_per_layer") == 2.0 * 128 * 8);
-  CHECK(ok.metric_value("gqa_kv_params_per_layer") == 2.0 * 2 * 128 * 8);
-  checks::AttnParamsParts all_mha;
-  all_mha.build = [](ModelConfig c, std::uint64_t seed) {
-    c.n_kv_head = c.n_head;
-    return MiniGPT<double>(c, seed);
-  };
-  CHECK_FALSE(checks::run_attn_params(o, ctx, all_mha).passed());
-  checks::AttnParamsParts one_layer_mqa;  // the second layer keeps MHA's width: only the per-layer scan sees it
-  one_layer_mqa.build = [](const ModelConfig& c, std::uint64_t seed) {
-    MiniGPT<double> m(c, seed);
-    if (c.n_kv_head == 1) {
-      ModelConfig mha = c;
-      mha.n_kv_head = c.n_head;
-      const MiniGPT<double> wide(mha, seed);
-      m.weights().blocks[1].w_k = wide.weights().blocks[1].w_k;
-    }
-    return m;
-  };
-  CHECK_FALSE(checks::run_attn_params(o, ctx, one_layer_mqa).passed());
-  o.groups = 3;
-  CHECK(test::input_error([&] { checks::run_attn_params(o, ctx); }).find("--groups") != std::string::npos);
-}
 
 namespace {
 
