@@ -1,7 +1,7 @@
-// Claims docs/claims.md once only showed or planned, now judged: the check linear-attention
-// (003 part 3); roofline's rows for 000 §1.1, §3.1,
-// 003 Q6 and 004 §1.5; kv-size's cell-by-cell judgment of the cheatsheet's tables. Each passes with
-// kvlab's parts and fails with a broken one.
+// Claims docs/claims.md once only showed or planned, now judged: the linear-attention layer the
+// check of that name rests on (003 part 3); roofline's rows for 000 §1.1, §3.1, 003 Q6 and 004 §1.5;
+// kv-size's cell-by-cell judgment of the cheatsheet's tables. Each passes with kvlab's parts and
+// fails with a broken one.
 #include <doctest/doctest.h>
 
 #include <memory>
