@@ -7,8 +7,6 @@
 #include "attention/gqa.hpp"
 #include "cache/latent_cache.hpp"
 #include "checks/mla_cache.hpp"
-#include "checks/mla_decoupled.hpp"
-#include "checks/rope_breaks_absorb.hpp"
 #include "core/error.hpp"
 #include "cost/kv_cache.hpp"
 #include "model/mla.hpp"
@@ -82,37 +80,4 @@ TEST_CASE("mla-cache passes and fails when the MLA cache is counted as separate 
   o = {};
   o.gqa_model = "no-such-model";
   CHECK_THROWS_WITH_AS(checks::run_mla_cache(o, ctx), doctest::Contains("--gqa-model"), InputError);
-}
-
-TEST_CASE("rope-breaks-absorb passes with RoPE and fails when the rotation is missing") {
-  checks::RunContext ctx;
-  checks::RopeBreaksAbsorbOptions o;
-  const Result good = checks::run_rope_breaks_absorb(o, ctx);
-  CHECK(good.passed());
-  CHECK(good.metric_value("min_relative_spread") > 0.1);
-  checks::RopeBreaksAbsorbParts no_rotation;  // positions ignored: M(Δ) = M(0), absorbable
-  no_rotation.rope = [](Mat<double>&, int, int, int, double) {};
-  CHECK_FALSE(checks::run_rope_breaks_absorb(o, ctx, no_rotation).passed());
-  o.max_delta = 0;
-  CHECK_THROWS_WITH_AS(checks::run_rope_breaks_absorb(o, ctx), doctest::Contains("--max-delta"), InputError);
-}
-
-TEST_CASE("mla-decoupled passes and fails when a head absorbs another head's W_UK") {
-  checks::RunContext ctx;
-  checks::MlaDecoupledOptions o;
-  CHECK(checks::run_mla_decoupled(o, ctx).passed());
-  checks::MlaDecoupledParts shifted;
-  shifted.absorb = [](const MlaWeights<double>& w, const MlaConfig& c) {
-    MlaAbsorbed<double> a = absorb(w, c);
-    const int dh = c.head_dim, j = 1;  // head 0 pairs its W_UQ with head 1's W_UK
-    a.w_qk[0] = w.w_uq.middleCols(0, dh) * w.w_uk.middleCols(j * dh, dh).transpose();
-    return a;
-  };
-  const Result broken = checks::run_mla_decoupled(o, ctx, shifted);
-  CHECK_FALSE(broken.passed());
-  CHECK(broken.metric_value("max_abs_diff_score_split") > 1e-10);
-  o.decode = 0;
-  CHECK(checks::run_mla_decoupled(o, ctx).passed());
-  o.pairs = 0;
-  CHECK_THROWS_WITH_AS(checks::run_mla_decoupled(o, ctx), doctest::Contains("--pairs"), InputError);
 }
