@@ -1,5 +1,5 @@
-// Unit tests of sliding windows and CLA: the rolling cache and window attention, and the checks
-// sliding-window and cla shown to fail on deliberately broken parts.
+// Unit tests of sliding windows and CLA: the rolling cache and window attention, and the check cla
+// shown to fail on deliberately broken parts.
 #include <doctest/doctest.h>
 
 #include <memory>
@@ -8,44 +8,10 @@
 #include "cache/rolling_cache.hpp"
 #include "attention/gqa.hpp"
 #include "checks/cla.hpp"
-#include "checks/sliding_window.hpp"
 #include "core/error.hpp"
 #include "model/gpt.hpp"
 
 using namespace kvlab;
-
-namespace {
-
-// A ring that forgets to straighten: reads return the slots as stored (slot = position mod W), so
-// after a wrap-around row 0 is no longer the oldest position.
-class UnrotatedRing final : public KVCache<double> {
- public:
-  UnrotatedRing(int n_layer, int width, int window)
-      : KVCache<double>(n_layer, width), w_(window), n_(n_layer, 0) {
-    for (int l = 0; l < n_layer; ++l) {
-      k_.emplace_back(Mat<double>::Zero(window, width));
-      v_.emplace_back(Mat<double>::Zero(window, width));
-    }
-  }
-  void append(int l, const Mat<double>& k, const Mat<double>& v) override {
-    for (Eigen::Index r = 0; r < k.rows(); ++r, ++n_[l]) {
-      k_[l].row(n_[l] % w_) = k.row(r);
-      v_[l].row(n_[l] % w_) = v.row(r);
-    }
-  }
-  ConstMatView<double> keys(int l) const override { return {k_[l].data(), length(l), width_}; }
-  ConstMatView<double> values(int l) const override { return {v_[l].data(), length(l), width_}; }
-  int length(int l) const override { return std::min(n_[l], w_); }
-  int first_position(int l) const override { return n_[l] - length(l); }
-  void truncate(int) override {}
-
- private:
-  int w_;
-  std::vector<int> n_;
-  std::vector<Mat<double>> k_, v_;
-};
-
-}  // namespace
 
 TEST_CASE("RollingCache keeps the last W positions in logical order across wrap-arounds") {
   RollingCache<double> c(1, 2, 3);
@@ -93,75 +59,6 @@ TEST_CASE("windowed forward: a rolling cache refuses to stand in for full attent
   RollingCache<double> ring(cfg.n_kv_layer(), cfg.kv_width(), 2);
   const std::vector<int> ids{1, 2, 3};
   CHECK_THROWS_AS(model.forward(ids, 0, ring), std::invalid_argument);
-}
-
-TEST_CASE("sliding-window passes with the rolling cache and fails with a window off by one") {
-  checks::RunContext ctx;
-  checks::SlidingWindowOptions o;
-  const Result good = checks::run_sliding_window(o, ctx);
-  CHECK(good.passed());
-  CHECK(good.metric_value("cache_positions_held_max") == o.window);
-  CHECK(good.metric_value("reach_positions") == o.layers * (o.window - 1));
-  // 004's l·W, measured on a window of W previous tokens + the query: a convention, not an erratum.
-  CHECK(good.metric_value("reach_positions_previous_w") == o.layers * o.window);
-  CHECK(good.errata().empty());
-  ctx.dtype = Dtype::f32;
-  CHECK(checks::run_sliding_window(o, ctx).passed());
-  ctx.dtype = Dtype::f64;
-
-  for (int off : {-1, +1}) {  // the model's window one too small or one too large
-    checks::SlidingWindowParts p;
-    p.model_window = o.window + off;
-    const Result bad = checks::run_sliding_window(o, ctx, p);
-    CHECK_FALSE(bad.passed());
-    CHECK(bad.metric_value("max_abs_diff_after_wrap") > bad.metric_value("rounding_bound"));
-    CHECK(bad.metric_value("reach_positions") == o.layers * (o.window + off - 1));
-    CHECK(bad.metric_value("reach_positions_previous_w") == o.layers * (o.window + off));
-    for (const auto& e : bad.expectations)  // both reach rows fail on the broken window
-      if (e.quantity.rfind("reach", 0) == 0) CHECK_FALSE(e.holds());
-  }
-
-  checks::SlidingWindowParts unrotated;  // the ring read in slot order after a wrap-around
-  unrotated.cache_f64 = [](int n, int w, int win) { return std::make_unique<UnrotatedRing>(n, w, win); };
-  const Result bad = checks::run_sliding_window(o, ctx, unrotated);
-  CHECK_FALSE(bad.passed());
-  CHECK(bad.metric_value("max_abs_diff_before_wrap") == 0);  // right until the first wrap-around
-  CHECK(bad.metric_value("max_abs_diff_after_wrap") > bad.metric_value("rounding_bound"));
-
-  checks::SlidingWindowParts full_cache;  // memory: a cache that keeps everything holds N, not W
-  full_cache.cache_f64 = [](int n, int w, int) { return make_cache<double>(CacheKind::prealloc, n, w, 64); };
-  const Result full = checks::run_sliding_window(o, ctx, full_cache);
-  CHECK_FALSE(full.passed());
-  CHECK(full.metric_value("max_abs_diff_after_wrap") <= full.metric_value("rounding_bound"));
-  CHECK(full.metric_value("cache_positions_held_max") == o.tokens);
-}
-
-TEST_CASE("sliding-window: its rows name the positional encoding the model uses") {
-  checks::RunContext ctx;
-  checks::SlidingWindowOptions o;
-  o.positional = "learned";
-  const Result learned = checks::run_sliding_window(o, ctx);
-  CHECK(learned.passed());
-  bool named = false;
-  for (const auto& e : learned.expectations) {
-    CAPTURE(e.quantity);
-    CHECK(e.quantity.find("RoPE") == std::string::npos);
-    named = named || e.quantity.find("learned positions") != std::string::npos;
-  }
-  CHECK(named);
-}
-
-TEST_CASE("sliding-window: bad options are InputErrors naming the option") {
-  checks::RunContext ctx;
-  checks::SlidingWindowOptions o;
-  o.window = 0;
-  CHECK_THROWS_WITH_AS(checks::run_sliding_window(o, ctx), doctest::Contains("--window"), InputError);
-  o = {};
-  o.prefill = 25;
-  CHECK_THROWS_WITH_AS(checks::run_sliding_window(o, ctx), doctest::Contains("--prefill"), InputError);
-  o = {};
-  o.perturb = 24;
-  CHECK_THROWS_WITH_AS(checks::run_sliding_window(o, ctx), doctest::Contains("--perturb"), InputError);
 }
 
 namespace {
