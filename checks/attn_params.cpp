@@ -8,13 +8,13 @@
 // and MHA/GQA = H/G (ratios of exact integers, one correctly rounded division: tolerance 0).
 //
 //   kvlab attn-params [--heads 16] [--head-dim 8] [--groups 2] [--layers 2]
+#include <algorithm>
 #include <cmath>
 
 #include <fmt/format.h>
 
 #include "checks/attn_params.hpp"
 #include "core/error.hpp"
-#include "framework/options.hpp"
 
 namespace kvlab::checks {
 namespace {
@@ -33,6 +33,57 @@ Expectation exact_row(std::string quantity, double expected, double measured, st
           .document = std::move(document)};
 }
 
+// The variants in AttnParamsMeasured's order, with 000 §4.2's formula for each.
+struct Variant {
+  const char* name;
+  const char* formula_text;
+  const char* document;
+};
+constexpr Variant kVariants[] = {
+    {"MHA", "H·2·D·d_head = 2D²", "共 H·2·D·d_head = 2D² 参数（K+V）"},
+    {"MQA", "2·D·d_head", "K+V 参数 = 2·D·d_head，减小 H 倍"},
+    {"GQA", "2·G·D·d_head", "K+V 参数 = 2·G·D·d_head"},
+};
+
+// K/V heads of variant i: H, 1, G.
+int kv_heads(const AttnParamsOptions& o, int i) { return i == 0 ? o.heads : i == 1 ? 1 : o.groups; }
+
+// 000 §4.2: 2·n_kv·D·d_head parameters per layer for n_kv K/V heads.
+double formula(const AttnParamsOptions& o, int i) {
+  const double H = o.heads, dh = o.head_dim, G = o.groups, D = H * dh;
+  return i == 0 ? 2 * D * D : i == 1 ? 2 * D * dh : 2 * G * D * dh;
+}
+
+double layer0(const AttnParamsMeasured& m, std::size_t i) {
+  return i < m.variants.size() && !m.variants[i].per_layer.empty() ? double(m.variants[i].per_layer[0]) : 0.0;
+}
+
+void present(const AttnParamsMeasured& m, Result& r) {
+  const AttnParamsOptions& o = m.options;
+  Table counts{"K+V projection parameters counted on the mini-GPTs' matrices (biases apart)",
+               {"variant", "K/V heads", "w_k shape", "per layer (counted)", "formula", "all layers (counted)",
+                "K/V biases per layer"},
+               {}};
+  for (std::size_t i = 0; i < m.variants.size(); ++i) {
+    const AttnVariantMeasured& v = m.variants[i];
+    std::uint64_t total = 0;
+    for (const std::uint64_t n : v.per_layer) total += n;
+    counts.rows.push_back({std::string(kVariants[i].name), std::int64_t{v.n_kv},
+                           fmt::format("[{}, {}]", v.w_k_rows, v.w_k_cols), static_cast<std::int64_t>(layer0(m, i)),
+                           static_cast<std::int64_t>(formula(o, static_cast<int>(i))), static_cast<std::int64_t>(total),
+                           static_cast<std::int64_t>(v.kv_biases)});
+  }
+  r.metric("mha_kv_params_per_layer", layer0(m, 0));
+  r.metric("mqa_kv_params_per_layer", layer0(m, 1));
+  r.metric("gqa_kv_params_per_layer", layer0(m, 2));
+  r.tables.push_back(std::move(counts));
+  r.notes.push_back(fmt::format("Mini-GPTs of D = {} (H = {} × d_head = {}), {} layers, seed {}: the same code "
+                                "serves MHA, GQA and MQA (n_kv_head = H, G, 1). w_k and w_v are [D, n_kv·d_head].",
+                                double(o.heads) * o.head_dim, double(o.heads), double(o.head_dim), o.layers, m.seed));
+  r.notes.push_back("The formulas count weights only; the mini-GPT's K/V biases (2·n_kv·d_head per layer) are shown "
+                    "apart, and LLaMA-family models have none.");
+}
+
 }  // namespace
 
 std::uint64_t kv_projection_params(const MiniGPT<double>& model, int layer) {
@@ -40,115 +91,95 @@ std::uint64_t kv_projection_params(const MiniGPT<double>& model, int layer) {
   return static_cast<std::uint64_t>(b.w_k.size() + b.w_v.size());
 }
 
-Result run_attn_params(const AttnParamsOptions& o, const RunContext& ctx, const AttnParamsParts& parts) {
-  require_range("--heads", o.heads, 1, kMaxHeads);
-  require_range("--head-dim", o.head_dim, 1, kMaxHeadDim);
-  require_range("--groups", o.groups, 1, o.heads);
-  require_range("--layers", o.layers, 1, kMaxLayers);
-  if (o.heads % o.groups != 0)
-    throw InputError(fmt::format("--groups: must divide --heads ({}), got {}", o.heads, o.groups));
-  if (o.heads * o.head_dim > kMaxWidth)
-    throw InputError(fmt::format("--heads × --head-dim: D = H·d_head must be at most {}, got {}", kMaxWidth,
-                                 o.heads * o.head_dim));
+AttnParamsMeasured measure_attn_params(const AttnParamsOptions& o, const RunContext& ctx,
+                                       const AttnParamsParts& parts) {
   const AttnModelBuilder build = parts.build ? parts.build : AttnModelBuilder([](const ModelConfig& c, std::uint64_t s) {
     return MiniGPT<double>(c, s);
   });
-  const double H = o.heads, dh = o.head_dim, G = o.groups, D = H * dh;
-  struct Variant {
-    const char* name;
-    int n_kv;
-    double formula;
-    const char* formula_text;
-    const char* document;
-  };
-  const Variant variants[] = {
-      {"MHA", o.heads, 2 * D * D, "H·2·D·d_head = 2D²", "共 H·2·D·d_head = 2D² 参数（K+V）"},
-      {"MQA", 1, 2 * D * dh, "2·D·d_head", "K+V 参数 = 2·D·d_head，减小 H 倍"},
-      {"GQA", o.groups, 2 * G * D * dh, "2·G·D·d_head", "K+V 参数 = 2·G·D·d_head"},
-  };
-  Result r;
-  Table counts{"K+V projection parameters counted on the mini-GPTs' matrices (biases apart)",
-               {"variant", "K/V heads", "w_k shape", "per layer (counted)", "formula", "all layers (counted)",
-                "K/V biases per layer"},
-               {}};
-  double per_layer[3] = {0, 0, 0};
+  AttnParamsMeasured m{.options = o, .seed = ctx.seed};
   for (int i = 0; i < 3; ++i) {
-    const Variant& v = variants[i];
     ModelConfig c;
     c.n_layer = o.layers;
     c.d_model = o.heads * o.head_dim;
     c.n_head = o.heads;
-    c.n_kv_head = v.n_kv;
+    c.n_kv_head = kv_heads(o, i);
     c.head_dim = o.head_dim;
     const MiniGPT<double> model = build(c, ctx.seed);
-    std::uint64_t total = 0, worst = 0;
-    for (int l = 0; l < o.layers; ++l) {
-      const std::uint64_t n = kv_projection_params(model, l);
-      total += n;
-      const double off = std::abs(double(n) - v.formula);
-      if (off > double(worst)) worst = static_cast<std::uint64_t>(off);
-    }
-    per_layer[i] = double(kv_projection_params(model, 0));
-    r.expect(exact_row(fmt::format("{} K+V parameters per layer, {} (D = {}, H = {}, d_head = {}{})", v.name,
-                                   v.formula_text, D, H, dh, i == 2 ? fmt::format(", G = {}", G) : ""),
-                       v.formula, per_layer[i], "parameters", v.document));
-    r.expect(exact_row(fmt::format("{}: largest |counted − formula| over the {} layers", v.name, o.layers), 0,
-                       double(worst), "parameters"));
+    AttnVariantMeasured v{.n_kv = c.n_kv_head};
+    for (int l = 0; l < o.layers; ++l) v.per_layer.push_back(kv_projection_params(model, l));
     const auto& b = model.weights().blocks[0];
-    counts.rows.push_back({std::string(v.name), std::int64_t{v.n_kv}, fmt::format("[{}, {}]", b.w_k.rows(), b.w_k.cols()),
-                           static_cast<std::int64_t>(per_layer[i]), static_cast<std::int64_t>(v.formula),
-                           static_cast<std::int64_t>(total), static_cast<std::int64_t>(b.b_k.size() + b.b_v.size())});
+    v.w_k_rows = b.w_k.rows();
+    v.w_k_cols = b.w_k.cols();
+    v.kv_biases = static_cast<std::uint64_t>(b.b_k.size() + b.b_v.size());
+    m.variants.push_back(std::move(v));
   }
-  r.expect(exact_row("MHA / MQA K+V parameters (= H)", H, per_layer[0] / per_layer[1], "×", "减小 H 倍 (H× fewer)"));
-  r.expect(exact_row("MHA / GQA K+V parameters (= H/G)", H / G, per_layer[0] / per_layer[2], "×"));
-  r.metric("mha_kv_params_per_layer", per_layer[0]);
-  r.metric("mqa_kv_params_per_layer", per_layer[1]);
-  r.metric("gqa_kv_params_per_layer", per_layer[2]);
-  r.tables.push_back(std::move(counts));
-  r.notes.push_back(fmt::format("Mini-GPTs of D = {} (H = {} × d_head = {}), {} layers, seed {}: the same code "
-                                "serves MHA, GQA and MQA (n_kv_head = H, G, 1). w_k and w_v are [D, n_kv·d_head].",
-                                D, H, dh, o.layers, ctx.seed));
-  r.notes.push_back("The formulas count weights only; the mini-GPT's K/V biases (2·n_kv·d_head per layer) are shown "
-                    "apart, and LLaMA-family models have none.");
-  r.check = "attn-params";
-  r.source = "000 §4.2";
-  r.claim = "K+V projection parameters per layer: MHA 2D², MQA 2·D·d_head (H× fewer), GQA 2·G·D·d_head.";
-  return r;
+  return m;
 }
 
-namespace {
-
-class AttnParams final : public Check {
- public:
-  std::string name() const override { return "attn-params"; }
-  std::string source() const override { return "000 §4.2"; }
-  std::string summary() const override { return "K+V parameters: MHA 2D², MQA 2·D·d_head, GQA 2·G·D·d_head"; }
-  std::string description() const override {
-    return "Builds mini-GPTs of one shape (D = H·d_head) as MHA, MQA and GQA and counts the elements\n"
-           "of the K and V projection matrices in every layer, against 000 §4.2's formulas and the\n"
-           "ratios H (MHA/MQA) and H/G (MHA/GQA).";
+std::vector<Expectation> judge_attn_params(const AttnParamsMeasured& m) {
+  const AttnParamsOptions& o = m.options;
+  const double H = o.heads, dh = o.head_dim, G = o.groups, D = H * dh;
+  std::vector<Expectation> rows;
+  for (std::size_t i = 0; i < m.variants.size(); ++i) {
+    const Variant& v = kVariants[i];
+    const double expected = formula(o, static_cast<int>(i));
+    double worst = 0;  // largest |counted − formula| over the layers
+    for (const std::uint64_t n : m.variants[i].per_layer) worst = std::max(worst, std::abs(double(n) - expected));
+    rows.push_back(exact_row(fmt::format("{} K+V parameters per layer, {} (D = {}, H = {}, d_head = {}{})", v.name,
+                                         v.formula_text, D, H, dh, i == 2 ? fmt::format(", G = {}", G) : ""),
+                             expected, layer0(m, i), "parameters", v.document));
+    rows.push_back(exact_row(fmt::format("{}: largest |counted − formula| over the {} layers", v.name, o.layers), 0,
+                             worst, "parameters"));
   }
-  std::string derivation() const override {
-    return "A K/V head h has W_k^(h), W_v^(h) in R^{D × d_head}: 2·D·d_head parameters.\n"
-           "MHA: H heads, H·2·D·d_head; with H·d_head = D that is 2D².\n"
-           "MQA: one K/V head shared by all H query heads: 2·D·d_head = 2D²/H, H times fewer.\n"
-           "GQA: G K/V heads, one per group of H/G query heads: 2·G·D·d_head = 2D²·G/H.\n"
-           "The KV cache per token shrinks by the same factor (n_kv·d_head per layer, for K and V).\n"
-           "Source: 000 §4.2.";
-  }
-  void bind(OptionSet& sub) override {
-    sub.add_option("--heads", opts_.heads, "H, query heads (D = H·d_head)")->check(IntRange(1, kMaxHeads));
-    sub.add_option("--head-dim", opts_.head_dim, "d_head")->check(IntRange(1, kMaxHeadDim));
-    sub.add_option("--groups", opts_.groups, "G, K/V heads of the GQA variant (divides H)")->check(IntRange(1, kMaxHeads));
-    sub.add_option("--layers", opts_.layers, "blocks per mini-GPT")->check(IntRange(1, kMaxLayers));
-  }
-  Result run(const RunContext& ctx) override { return run_attn_params(opts_, ctx); }
+  rows.push_back(exact_row("MHA / MQA K+V parameters (= H)", H, layer0(m, 0) / layer0(m, 1), "×", "减小 H 倍 (H× fewer)"));
+  rows.push_back(exact_row("MHA / GQA K+V parameters (= H/G)", H / G, layer0(m, 0) / layer0(m, 2), "×"));
+  return rows;
+}
 
- private:
-  AttnParamsOptions opts_;
-};
+const CheckDef<AttnParamsOptions, AttnParamsMeasured>& attn_params_check() {
+  static const CheckDef<AttnParamsOptions, AttnParamsMeasured> def{
+      .spec = {.name = "attn-params",
+               .order = 105,
+               .source = "000 §4.2",
+               .summary = "K+V parameters: MHA 2D², MQA 2·D·d_head, GQA 2·G·D·d_head",
+               .description =
+                   "Builds mini-GPTs of one shape (D = H·d_head) as MHA, MQA and GQA and counts the elements\n"
+                   "of the K and V projection matrices in every layer, against 000 §4.2's formulas and the\n"
+                   "ratios H (MHA/MQA) and H/G (MHA/GQA).",
+               .derivation =
+                   "A K/V head h has W_k^(h), W_v^(h) in R^{D × d_head}: 2·D·d_head parameters.\n"
+                   "MHA: H heads, H·2·D·d_head; with H·d_head = D that is 2D².\n"
+                   "MQA: one K/V head shared by all H query heads: 2·D·d_head = 2D²/H, H times fewer.\n"
+                   "GQA: G K/V heads, one per group of H/G query heads: 2·G·D·d_head = 2D²·G/H.\n"
+                   "The KV cache per token shrinks by the same factor (n_kv·d_head per layer, for K and V).\n"
+                   "Source: 000 §4.2.",
+               .claim = "K+V projection parameters per layer: MHA 2D², MQA 2·D·d_head (H× fewer), GQA 2·G·D·d_head."},
+      .options = {{"--heads", &AttnParamsOptions::heads, Allowed::integers(1, kMaxHeads), "H, query heads (D = H·d_head)"},
+                  {"--head-dim", &AttnParamsOptions::head_dim, Allowed::integers(1, kMaxHeadDim), "d_head"},
+                  {"--groups", &AttnParamsOptions::groups, Allowed::integers(1, kMaxHeads),
+                   "G, K/V heads of the GQA variant (divides H)"},
+                  {"--layers", &AttnParamsOptions::layers, Allowed::integers(1, kMaxLayers), "blocks per mini-GPT"}},
+      .constraints =
+          [](const AttnParamsOptions& o) {
+            require_range("--groups", o.groups, 1, o.heads);
+            if (o.heads % o.groups != 0)
+              throw InputError(fmt::format("--groups: must divide --heads ({}), got {}", o.heads, o.groups));
+            if (o.heads * o.head_dim > kMaxWidth)
+              throw InputError(fmt::format("--heads × --head-dim: D = H·d_head must be at most {}, got {}", kMaxWidth,
+                                           o.heads * o.head_dim));
+          },
+      .measure = [](const AttnParamsOptions& o, const RunContext& ctx) { return measure_attn_params(o, ctx); },
+      .judge = judge_attn_params,
+      .present = present};
+  return def;
+}
 
-KVLAB_REGISTER_CHECK(105, AttnParams);
+Result run_attn_params(const AttnParamsOptions& o, const RunContext& ctx, const AttnParamsParts& parts) {
+  return run_check(attn_params_check(), o, ctx, [&parts](const AttnParamsOptions& opts, const RunContext& c) {
+    return measure_attn_params(opts, c, parts);
+  });
+}
 
-}  // namespace
+KVLAB_REGISTER_SPEC(attn_params_check);
+
 }  // namespace kvlab::checks

@@ -10,7 +10,9 @@
 // Expected: counts, exact (tolerance 0); MHA/GQA = H/G and MHA/MQA = H, ratios of exact counts.
 //
 //   kvlab cache-shape [--heads 16] [--head-dim 8] [--groups 2] [--layers 2] [--batch 2] [--ctx 24]
+#include <algorithm>
 #include <cmath>
+#include <iterator>
 #include <memory>
 #include <vector>
 
@@ -21,7 +23,6 @@
 #include "core/rng.hpp"
 #include "model/gpt.hpp"
 #include "model/mla.hpp"
-#include "framework/options.hpp"
 
 namespace kvlab::checks {
 namespace {
@@ -35,6 +36,13 @@ constexpr int kMaxCtx = 64;  // the learned position table of the mini-GPT (bloc
 // layer stay under a second at D = 256 (4 layers, 8 × 64 tokens: 0.6 G per variant).
 constexpr int kMaxWidth = 256;
 
+constexpr const char* kNames[] = {"MHA", "GQA", "MQA", "MLA"};  // the order of CacheShapeMeasured::variants
+constexpr const char* kMetricNames[] = {"mha", "gqa", "mqa", "mla"};
+
+// DeepSeek-V2's ratios, d_c = 4·d_head and d_r = d_head / 2, with d_r rounded up to even (RoPE pairs).
+int latent_dim(const CacheShapeOptions& o) { return 4 * o.head_dim; }
+int rope_dim(const CacheShapeOptions& o) { return 2 * ((o.head_dim + 3) / 4); }
+
 Expectation exact_row(std::string quantity, double expected, double measured, std::string unit,
                       std::string document = "") {
   return {.quantity = std::move(quantity), .source = "000 §A.2 [b]", .unit = std::move(unit), .expected = expected,
@@ -42,195 +50,214 @@ Expectation exact_row(std::string quantity, double expected, double measured, st
           .document = std::move(document)};
 }
 
-/// What was read off one variant's caches.
-struct Measured {
-  std::uint64_t bytes = 0;                ///< Σ sequences, layers: elements held · sizeof(float)
-  std::vector<std::uint64_t> first_elems;  ///< per layer, Σ sequences: K (or c_KV) elements
-  std::vector<std::uint64_t> second_elems; ///< per layer, Σ sequences: V (or k_R) elements
-  int rows = 0, width = 0, second_width = 0;  ///< rows and widths of layer 0's buffers, sequence 0
-};
-
 std::vector<int> tokens_for(Rng& rng, int n, int vocab) {
   std::vector<int> t(static_cast<std::size_t>(n));
   for (int& x : t) x = static_cast<int>(rng.uniform() * vocab) % vocab;
   return t;
 }
 
-}  // namespace
+// Variant i's shape as the formula takes it (n_kv 0: MLA with d_c and d_r).
+ModelSpec model_spec(const CacheShapeOptions& o, std::size_t i, int n_kv) {
+  const bool mla = n_kv == 0;
+  ModelSpec spec;
+  spec.name = fmt::format("mini-{}", kNames[i]);
+  spec.n_layer = static_cast<std::uint64_t>(o.layers);
+  spec.d_model = static_cast<std::uint64_t>(o.heads * o.head_dim);
+  spec.n_head = static_cast<std::uint64_t>(o.heads);
+  spec.n_kv_head = static_cast<std::uint64_t>(mla ? o.heads : n_kv);
+  spec.head_dim = static_cast<std::uint64_t>(o.head_dim);
+  spec.vocab_size = 96;
+  if (mla) {
+    spec.kv_lora_rank = static_cast<std::uint64_t>(latent_dim(o));
+    spec.qk_rope_head_dim = static_cast<std::uint64_t>(rope_dim(o));
+  }
+  return spec;
+}
 
-Result run_cache_shape(const CacheShapeOptions& o, const RunContext& ctx, const CacheShapeParts& parts) {
-  require_range("--heads", o.heads, 1, kMaxHeads);
-  require_range("--head-dim", o.head_dim, 1, kMaxHeadDim);
-  require_range("--groups", o.groups, 1, o.heads);
-  if (o.heads % o.groups != 0)
-    throw InputError(fmt::format("--groups: must divide --heads ({}), got {}", o.heads, o.groups));
-  if (o.heads * o.head_dim > kMaxWidth)
-    throw InputError(fmt::format("--heads × --head-dim: D = H·d_head must be at most {}, got {}", kMaxWidth,
-                                 o.heads * o.head_dim));
-  require_range("--layers", o.layers, 1, kMaxLayers);
-  require_range("--batch", o.batch, 1, kMaxBatch);
-  require_range("--ctx", o.ctx, 1, kMaxCtx);
-  const KvSizeFormula formula = parts.formula ? parts.formula : KvSizeFormula(kv_cache_size);
-  const int H = o.heads, dh = o.head_dim, D = H * dh, L = o.layers, B = o.batch, T = o.ctx;
-  // DeepSeek-V2's ratios, d_c = 4·d_head and d_r = d_head / 2, with d_r rounded up to even (RoPE pairs).
-  const int d_c = 4 * dh, d_r = 2 * ((dh + 3) / 4);
-  Rng rng(ctx.seed);
-  std::vector<std::vector<int>> prompts;
-  for (int b = 0; b < B; ++b) prompts.push_back(tokens_for(rng, T, 96));
+// Elements held per layer, Σ sequences: K (c_KV) and V (k_R).
+struct Held {
+  std::vector<std::uint64_t> first, second;
+};
 
-  struct Variant {
-    std::string name;
-    int n_kv;  // 0: MLA
-  };
-  const std::vector<Variant> variants = {{"MHA", H}, {"GQA", o.groups}, {"MQA", 1}, {"MLA", 0}};
-  Result r;
+// Adds one sequence's layer l buffers `a`, `b` to `held` and `v`; layer 0 of sequence 0 gives the shape.
+template <class View>
+void count(const View& a, const View& b, int seq, int l, Held& held, CacheVariantMeasured& v) {
+  held.first[static_cast<std::size_t>(l)] += static_cast<std::uint64_t>(a.size());
+  held.second[static_cast<std::size_t>(l)] += static_cast<std::uint64_t>(b.size());
+  v.bytes += static_cast<std::uint64_t>(a.size() + b.size()) * sizeof(float);
+  if (seq == 0 && l == 0) v.rows = int(a.rows()), v.width = int(a.cols()), v.second_width = int(b.cols());
+}
+
+// Runs every prompt through the variant's float32 mini-GPT (MlaGPT for n_kv 0) and reads its caches.
+Held read_caches(const CacheShapeOptions& o, std::uint64_t seed, const std::vector<std::vector<int>>& prompts,
+                 CacheVariantMeasured& v) {
+  const int L = o.layers, T = o.ctx;
+  Held held{std::vector<std::uint64_t>(static_cast<std::size_t>(L), 0),
+            std::vector<std::uint64_t>(static_cast<std::size_t>(L), 0)};
+  if (v.n_kv == 0) {
+    MlaConfig c;
+    c.n_layer = L, c.d_model = o.heads * o.head_dim, c.n_head = o.heads, c.head_dim = o.head_dim,
+    c.kv_lora_rank = latent_dim(o), c.rope_head_dim = rope_dim(o);
+    const MlaGPT<float> model(c, seed);
+    for (int b = 0; b < o.batch; ++b) {
+      LatentCache<float> cache = model.make_cache(T);
+      model.forward(prompts[static_cast<std::size_t>(b)], 0, cache, MlaPath::absorbed);
+      for (int l = 0; l < L; ++l) count(cache.latents(l), cache.rope_keys(l), b, l, held, v);
+    }
+    return held;
+  }
+  ModelConfig c;
+  c.n_layer = L, c.d_model = o.heads * o.head_dim, c.n_head = o.heads, c.n_kv_head = v.n_kv, c.head_dim = o.head_dim;
+  const MiniGPT<float> model(c, seed);
+  for (int b = 0; b < o.batch; ++b) {
+    const std::unique_ptr<KVCache<float>> cache = model.make_cache(CacheKind::prealloc, T);
+    model.forward(prompts[static_cast<std::size_t>(b)], 0, *cache);
+    for (int l = 0; l < L; ++l) count(cache->keys(l), cache->values(l), b, l, held, v);
+  }
+  return held;
+}
+
+std::string formula_text(const CacheShapeOptions& o, int n_kv) {
+  return n_kv == 0 ? fmt::format("L·(d_c + d_r)·batch·ctx·4 = {}·{}·{}·{}·4", o.layers, latent_dim(o) + rope_dim(o),
+                                 o.batch, o.ctx)
+                   : fmt::format("2·L·n_kv·d_head·batch·ctx·4 = 2·{}·{}·{}·{}·{}·4", o.layers, n_kv, o.head_dim,
+                                 o.batch, o.ctx);
+}
+
+void present(const CacheShapeMeasured& m, Result& r) {
+  const CacheShapeOptions& o = m.options;
+  const int B = o.batch, T = o.ctx, d_c = latent_dim(o), d_r = rope_dim(o);
   Table shapes{fmt::format("cache tensors per layer, {} sequences × {} tokens, float32: measured vs formula", B, T),
                {"variant", "tensor", "shape (formula)", "measured [rows × width] × sequences", "bytes (measured)",
                 "bytes (kv_cache_size)"},
                {}};
-  double bytes_of[4] = {0, 0, 0, 0};
-  for (std::size_t vi = 0; vi < variants.size(); ++vi) {
-    const Variant& v = variants[vi];
+  for (std::size_t i = 0; i < m.variants.size(); ++i) {
+    const CacheVariantMeasured& v = m.variants[i];
     const bool mla = v.n_kv == 0;
-    Measured m;
-    m.first_elems.assign(static_cast<std::size_t>(L), 0);
-    m.second_elems.assign(static_cast<std::size_t>(L), 0);
-    ModelSpec spec;
-    spec.name = fmt::format("mini-{}", v.name);
-    spec.n_layer = static_cast<std::uint64_t>(L);
-    spec.d_model = static_cast<std::uint64_t>(D);
-    spec.n_head = static_cast<std::uint64_t>(H);
-    spec.n_kv_head = static_cast<std::uint64_t>(mla ? H : v.n_kv);
-    spec.head_dim = static_cast<std::uint64_t>(dh);
-    spec.vocab_size = 96;
-    if (mla) {
-      spec.kv_lora_rank = static_cast<std::uint64_t>(d_c);
-      spec.qk_rope_head_dim = static_cast<std::uint64_t>(d_r);
-      MlaConfig c;
-      c.n_layer = L, c.d_model = D, c.n_head = H, c.head_dim = dh, c.kv_lora_rank = d_c, c.rope_head_dim = d_r;
-      const MlaGPT<float> model(c, ctx.seed);
-      for (int b = 0; b < B; ++b) {
-        LatentCache<float> cache = model.make_cache(T);
-        model.forward(prompts[static_cast<std::size_t>(b)], 0, cache, MlaPath::absorbed);
-        for (int l = 0; l < L; ++l) {
-          const auto c_kv = cache.latents(l), k_r = cache.rope_keys(l);
-          m.first_elems[static_cast<std::size_t>(l)] += static_cast<std::uint64_t>(c_kv.size());
-          m.second_elems[static_cast<std::size_t>(l)] += static_cast<std::uint64_t>(k_r.size());
-          m.bytes += static_cast<std::uint64_t>(c_kv.size() + k_r.size()) * sizeof(float);
-          if (b == 0 && l == 0) m.rows = int(c_kv.rows()), m.width = int(c_kv.cols()), m.second_width = int(k_r.cols());
-        }
-      }
-    } else {
-      ModelConfig c;
-      c.n_layer = L, c.d_model = D, c.n_head = H, c.n_kv_head = v.n_kv, c.head_dim = dh;
-      const MiniGPT<float> model(c, ctx.seed);
-      for (int b = 0; b < B; ++b) {
-        const std::unique_ptr<KVCache<float>> cache = model.make_cache(CacheKind::prealloc, T);
-        model.forward(prompts[static_cast<std::size_t>(b)], 0, *cache);
-        for (int l = 0; l < L; ++l) {
-          const auto k = cache->keys(l), val = cache->values(l);
-          m.first_elems[static_cast<std::size_t>(l)] += static_cast<std::uint64_t>(k.size());
-          m.second_elems[static_cast<std::size_t>(l)] += static_cast<std::uint64_t>(val.size());
-          m.bytes += static_cast<std::uint64_t>(k.size() + val.size()) * sizeof(float);
-          if (b == 0 && l == 0) m.rows = int(k.rows()), m.width = int(k.cols()), m.second_width = int(val.cols());
-        }
-      }
-    }
-    const KvQuery query{.batch = static_cast<std::uint64_t>(B), .ctx = static_cast<std::uint64_t>(T),
-                        .dtype = CacheDtype::fp32};
-    const KvCacheSize size = formula(spec, query);
-    const std::vector<KvTensor> tensors = kv_cache_tensors(spec, query);
-    // Per layer: the formula's two tensors against the two buffers read off the caches.
-    double worst = 0;
-    for (const KvTensor& t : tensors) {
-      std::uint64_t n = 1;
-      for (std::uint64_t s : t.shape) n *= s;
-      const bool first = t.name == "K" || t.name == "c_kv";
-      const auto& got = first ? m.first_elems : m.second_elems;
-      const double measured = t.layer < got.size() ? double(got[t.layer]) : 0.0;
-      worst = std::max(worst, std::abs(measured - double(n)));
-    }
-    const std::string shape_text =
-        mla ? fmt::format("[{}, {}, {}] d_c, and [{}, {}, {}] d_r", B, T, d_c, B, T, d_r)
-            : fmt::format("[{}, {}, {}, {}] = [batch, n_kv, ctx, d_head]", B, v.n_kv, T, dh);
-    const std::string formula_text =
-        mla ? fmt::format("L·(d_c + d_r)·batch·ctx·4 = {}·{}·{}·{}·4", L, d_c + d_r, B, T)
-            : fmt::format("2·L·n_kv·d_head·batch·ctx·4 = 2·{}·{}·{}·{}·{}·4", L, v.n_kv, dh, B, T);
-    r.expect(exact_row(fmt::format("{}: bytes held, read off the caches vs {}", v.name, formula_text),
-                       double(size.total_bytes), double(m.bytes), "B",
-                       "[b] MQA/GQA/MHA shape + cache 大小一致"));
-    r.expect(exact_row(fmt::format("{}: largest |elements held − formula tensor {}| over {} layers × {} tensors",
-                                   v.name, mla ? "[batch, ctx, width]" : "[batch, n_kv, ctx, d_head]", L, 2),
-                       0, worst, "elements"));
-    r.expect(exact_row(fmt::format("{}: width of one token's {} in a layer (n_kv·d_head{})", v.name,
-                                   mla ? "c_KV + k_R" : "K", mla ? "; MLA: d_c + d_r" : ""),
-                       mla ? double(d_c + d_r) : double(v.n_kv) * dh,
-                       mla ? double(m.width + m.second_width) : double(m.width), "elements"));
-    bytes_of[vi] = double(m.bytes);
-    shapes.rows.push_back({v.name, std::string(mla ? "c_kv" : "K"), shape_text,
-                           fmt::format("[{} × {}] × {}", m.rows, m.width, B), static_cast<std::int64_t>(m.bytes),
-                           static_cast<std::int64_t>(size.total_bytes)});
+    shapes.rows.push_back({std::string(kNames[i]), std::string(mla ? "c_kv" : "K"),
+                           mla ? fmt::format("[{}, {}, {}] d_c, and [{}, {}, {}] d_r", B, T, d_c, B, T, d_r)
+                               : fmt::format("[{}, {}, {}, {}] = [batch, n_kv, ctx, d_head]", B, v.n_kv, T, o.head_dim),
+                           fmt::format("[{} × {}] × {}", v.rows, v.width, B), static_cast<std::int64_t>(v.bytes),
+                           static_cast<std::int64_t>(v.formula_bytes)});
     if (mla)
-      shapes.rows.push_back({v.name, std::string("k_rope"), std::string("(above)"),
-                             fmt::format("[{} × {}] × {}", m.rows, m.second_width, B), std::string(""), std::string("")});
+      shapes.rows.push_back({std::string(kNames[i]), std::string("k_rope"), std::string("(above)"),
+                             fmt::format("[{} × {}] × {}", v.rows, v.second_width, B), std::string(""), std::string("")});
   }
-  r.expect(exact_row(fmt::format("MHA / GQA cache bytes (= H/G = {})", H / o.groups), double(H) / o.groups,
-                     bytes_of[0] / bytes_of[1], "×", "H = 64, G = 8 ⇒ KV cache 缩小 8× (000 §4.2)"));
-  r.expect(exact_row(fmt::format("MHA / MQA cache bytes (= H = {})", H), double(H), bytes_of[0] / bytes_of[2], "×"));
-  r.metric("mha_bytes", bytes_of[0]);
-  r.metric("gqa_bytes", bytes_of[1]);
-  r.metric("mqa_bytes", bytes_of[2]);
-  r.metric("mla_bytes", bytes_of[3]);
+  for (std::size_t i = 0; i < m.variants.size(); ++i)
+    r.metric(fmt::format("{}_bytes", kMetricNames[i]), double(m.variants[i].bytes));
   r.tables.push_back(std::move(shapes));
   r.notes.push_back(fmt::format(
       "Mini-GPTs: D = {} (H = {} × d_head = {}), {} layers; GQA G = {}; MLA d_c = 4·d_head = {}, d_r = {} "
       "(DeepSeek-V2's ratios: d_head/2, rounded up to even). {} sequences of {} random tokens (seed {}), one cache each, float32 (4 B/element).",
-      D, H, dh, L, o.groups, d_c, d_r, B, T, ctx.seed));
+      o.heads * o.head_dim, o.heads, o.head_dim, o.layers, o.groups, d_c, d_r, B, T, m.seed));
   r.notes.push_back("kvlab's caches store [ctx, n_kv·d_head] per sequence and layer (row t = position t, head-major): "
                     "the same elements as the formula's [batch, n_kv, ctx, d_head], in another order.");
-  r.check = "cache-shape";
-  r.source = "000 §A.2 [b]; 000 §2.1, §2.2, §4.2";
-  r.claim = "MHA/GQA/MQA caches hold K and V of shape [batch, n_kv, ctx, d_head] per layer and MLA c_KV + k_R; the "
-            "bytes on real buffers equal the KV-size formula.";
-  return r;
 }
 
-namespace {
-
-class CacheShape final : public Check {
- public:
-  std::string name() const override { return "cache-shape"; }
-  std::string source() const override { return "000 §A.2 [b]; 000 §2.1, §2.2, §4.2"; }
-  std::string summary() const override { return "MHA/GQA/MQA/MLA cache shapes and bytes on real buffers = formula"; }
-  std::string description() const override {
-    return "Runs batch sequences through mini-GPTs of one shape as MHA, GQA, MQA (PreallocCache) and\n"
-           "MLA (LatentCache), reads each cache's tensor shapes and bytes off its buffers, and compares\n"
-           "them with kvlab's KV-size formula and tensor list for the same shape.";
-  }
-  std::string derivation() const override {
-    return "Per layer and token a cache keeps one K and one V row per K/V head: 2·n_kv·d_head elements,\n"
-           "n_kv = H (MHA), G (GQA), 1 (MQA). Over L layers, batch sequences and ctx tokens:\n"
-           "  bytes = 2·L·n_kv·d_head·batch·ctx·bytes_per_element   (K, V: [batch, n_kv, ctx, d_head]).\n"
-           "MLA keeps the latent c_KV (d_c) and the shared RoPE key k_R (d_r) instead, no factor 2:\n"
-           "  bytes = L·(d_c + d_r)·batch·ctx·bytes_per_element.\n"
-           "So MHA / GQA = H/G and MHA / MQA = H, whatever L, batch and ctx are.\n"
-           "Source: 000 §A.2 [b]; 000 §2.1, §2.2, §4.2.";
-  }
-  void bind(OptionSet& sub) override {
-    sub.add_option("--heads", opts_.heads, "H, query heads (D = H·d_head)")->check(IntRange(1, kMaxHeads));
-    sub.add_option("--head-dim", opts_.head_dim, "d_head")->check(IntRange(1, kMaxHeadDim));
-    sub.add_option("--groups", opts_.groups, "G, K/V heads of the GQA variant (divides H)")->check(IntRange(1, kMaxHeads));
-    sub.add_option("--layers", opts_.layers, "blocks per mini-GPT")->check(IntRange(1, kMaxLayers));
-    sub.add_option("--batch", opts_.batch, "sequences, one cache each")->check(IntRange(1, kMaxBatch));
-    sub.add_option("--ctx", opts_.ctx, "tokens per sequence")->check(IntRange(1, kMaxCtx));
-  }
-  Result run(const RunContext& ctx) override { return run_cache_shape(opts_, ctx); }
-
- private:
-  CacheShapeOptions opts_;
-};
-
-KVLAB_REGISTER_CHECK(45, CacheShape);
-
 }  // namespace
+
+CacheShapeMeasured measure_cache_shape(const CacheShapeOptions& o, const RunContext& ctx,
+                                       const CacheShapeParts& parts) {
+  const KvSizeFormula formula = parts.formula ? parts.formula : KvSizeFormula(kv_cache_size);
+  Rng rng(ctx.seed);
+  std::vector<std::vector<int>> prompts;
+  for (int b = 0; b < o.batch; ++b) prompts.push_back(tokens_for(rng, o.ctx, 96));
+  const KvQuery query{.batch = static_cast<std::uint64_t>(o.batch), .ctx = static_cast<std::uint64_t>(o.ctx),
+                      .dtype = CacheDtype::fp32};
+  CacheShapeMeasured m{.options = o, .seed = ctx.seed};
+  const int n_kv[] = {o.heads, o.groups, 1, 0};
+  for (std::size_t i = 0; i < std::size(n_kv); ++i) {
+    CacheVariantMeasured v{.n_kv = n_kv[i]};
+    const Held held = read_caches(o, ctx.seed, prompts, v);
+    const ModelSpec spec = model_spec(o, i, n_kv[i]);
+    v.formula_bytes = formula(spec, query).total_bytes;
+    // Per layer: the formula's two tensors against the two buffers read off the caches.
+    for (const KvTensor& t : kv_cache_tensors(spec, query)) {
+      std::uint64_t n = 1;
+      for (std::uint64_t s : t.shape) n *= s;
+      const auto& got = t.name == "K" || t.name == "c_kv" ? held.first : held.second;
+      const double measured = t.layer < got.size() ? double(got[t.layer]) : 0.0;
+      v.worst_tensor_diff = std::max(v.worst_tensor_diff, std::abs(measured - double(n)));
+    }
+    m.variants.push_back(v);
+  }
+  return m;
+}
+
+std::vector<Expectation> judge_cache_shape(const CacheShapeMeasured& m) {
+  const CacheShapeOptions& o = m.options;
+  std::vector<Expectation> rows;
+  for (std::size_t i = 0; i < m.variants.size(); ++i) {
+    const CacheVariantMeasured& v = m.variants[i];
+    const bool mla = v.n_kv == 0;
+    rows.push_back(exact_row(fmt::format("{}: bytes held, read off the caches vs {}", kNames[i], formula_text(o, v.n_kv)),
+                             double(v.formula_bytes), double(v.bytes), "B", "[b] MQA/GQA/MHA shape + cache 大小一致"));
+    rows.push_back(exact_row(fmt::format("{}: largest |elements held − formula tensor {}| over {} layers × {} tensors",
+                                         kNames[i], mla ? "[batch, ctx, width]" : "[batch, n_kv, ctx, d_head]",
+                                         o.layers, 2),
+                             0, v.worst_tensor_diff, "elements"));
+    rows.push_back(exact_row(fmt::format("{}: width of one token's {} in a layer (n_kv·d_head{})", kNames[i],
+                                         mla ? "c_KV + k_R" : "K", mla ? "; MLA: d_c + d_r" : ""),
+                             mla ? double(latent_dim(o) + rope_dim(o)) : double(v.n_kv) * o.head_dim,
+                             mla ? double(v.width + v.second_width) : double(v.width), "elements"));
+  }
+  const auto bytes = [&](std::size_t i) { return i < m.variants.size() ? double(m.variants[i].bytes) : 0.0; };
+  rows.push_back(exact_row(fmt::format("MHA / GQA cache bytes (= H/G = {})", o.heads / o.groups),
+                           double(o.heads) / o.groups, bytes(0) / bytes(1), "×",
+                           "H = 64, G = 8 ⇒ KV cache 缩小 8× (000 §4.2)"));
+  rows.push_back(exact_row(fmt::format("MHA / MQA cache bytes (= H = {})", o.heads), double(o.heads),
+                           bytes(0) / bytes(2), "×"));
+  return rows;
+}
+
+const CheckDef<CacheShapeOptions, CacheShapeMeasured>& cache_shape_check() {
+  static const CheckDef<CacheShapeOptions, CacheShapeMeasured> def{
+      .spec = {.name = "cache-shape",
+               .order = 45,
+               .source = "000 §A.2 [b]; 000 §2.1, §2.2, §4.2",
+               .summary = "MHA/GQA/MQA/MLA cache shapes and bytes on real buffers = formula",
+               .description =
+                   "Runs batch sequences through mini-GPTs of one shape as MHA, GQA, MQA (PreallocCache) and\n"
+                   "MLA (LatentCache), reads each cache's tensor shapes and bytes off its buffers, and compares\n"
+                   "them with kvlab's KV-size formula and tensor list for the same shape.",
+               .derivation =
+                   "Per layer and token a cache keeps one K and one V row per K/V head: 2·n_kv·d_head elements,\n"
+                   "n_kv = H (MHA), G (GQA), 1 (MQA). Over L layers, batch sequences and ctx tokens:\n"
+                   "  bytes = 2·L·n_kv·d_head·batch·ctx·bytes_per_element   (K, V: [batch, n_kv, ctx, d_head]).\n"
+                   "MLA keeps the latent c_KV (d_c) and the shared RoPE key k_R (d_r) instead, no factor 2:\n"
+                   "  bytes = L·(d_c + d_r)·batch·ctx·bytes_per_element.\n"
+                   "So MHA / GQA = H/G and MHA / MQA = H, whatever L, batch and ctx are.\n"
+                   "Source: 000 §A.2 [b]; 000 §2.1, §2.2, §4.2.",
+               .claim = "MHA/GQA/MQA caches hold K and V of shape [batch, n_kv, ctx, d_head] per layer and MLA c_KV "
+                        "+ k_R; the bytes on real buffers equal the KV-size formula."},
+      .options = {{"--heads", &CacheShapeOptions::heads, Allowed::integers(1, kMaxHeads), "H, query heads (D = H·d_head)"},
+                  {"--head-dim", &CacheShapeOptions::head_dim, Allowed::integers(1, kMaxHeadDim), "d_head"},
+                  {"--groups", &CacheShapeOptions::groups, Allowed::integers(1, kMaxHeads),
+                   "G, K/V heads of the GQA variant (divides H)"},
+                  {"--layers", &CacheShapeOptions::layers, Allowed::integers(1, kMaxLayers), "blocks per mini-GPT"},
+                  {"--batch", &CacheShapeOptions::batch, Allowed::integers(1, kMaxBatch), "sequences, one cache each"},
+                  {"--ctx", &CacheShapeOptions::ctx, Allowed::integers(1, kMaxCtx), "tokens per sequence"}},
+      .constraints =
+          [](const CacheShapeOptions& o) {
+            require_range("--groups", o.groups, 1, o.heads);
+            if (o.heads % o.groups != 0)
+              throw InputError(fmt::format("--groups: must divide --heads ({}), got {}", o.heads, o.groups));
+            if (o.heads * o.head_dim > kMaxWidth)
+              throw InputError(fmt::format("--heads × --head-dim: D = H·d_head must be at most {}, got {}", kMaxWidth,
+                                           o.heads * o.head_dim));
+          },
+      .measure = [](const CacheShapeOptions& o, const RunContext& ctx) { return measure_cache_shape(o, ctx); },
+      .judge = judge_cache_shape,
+      .present = present};
+  return def;
+}
+
+Result run_cache_shape(const CacheShapeOptions& o, const RunContext& ctx, const CacheShapeParts& parts) {
+  return run_check(cache_shape_check(), o, ctx, [&parts](const CacheShapeOptions& opts, const RunContext& c) {
+    return measure_cache_shape(opts, c, parts);
+  });
+}
+
+KVLAB_REGISTER_SPEC(cache_shape_check);
+
 }  // namespace kvlab::checks

@@ -21,7 +21,6 @@
 #include "core/finite.hpp"
 #include "io/catalogue.hpp"
 #include "support/model_setup.hpp"
-#include "framework/options.hpp"
 
 namespace kvlab::checks {
 namespace {
@@ -35,6 +34,138 @@ constexpr int kMaxRope = 64;
 constexpr std::int64_t kMaxCtx = 1 << 24;
 constexpr int kHeads = 8, kHeadDim = 8, kModel = 64;
 
+MlaConfig mini_config(const MlaAbsorbOptions& o) {
+  MlaConfig c;
+  c.n_layer = o.layers;
+  c.d_model = kModel;
+  c.n_head = kHeads;
+  c.head_dim = kHeadDim;
+  c.kv_lora_rank = o.kv_lora_rank;
+  c.q_lora_rank = o.q_lora_rank;
+  c.rope_head_dim = o.rope_head_dim;
+  return c;
+}
+
+// Prefill then decode one token at a time, on both paths: the logits of each and the counts of
+// the last decode step.
+template <class T>
+void run_paths(MlaAbsorbMeasured& m, const AbsorbFn<T>& absorb_fn) {
+  const MlaConfig& c = m.config;
+  const MlaAbsorbOptions& o = m.options;
+  MlaGPT<T> model(c, m.context.seed);
+  for (int l = 0; l < c.n_layer; ++l) model.absorbed()[l] = absorb_fn(model.blocks()[l].mla, c);
+  const int total = o.prefill + o.decode;
+  const auto ids = random_tokens(m.context.seed + 1, total, c.vocab_size);
+  Mat<T> logits[2];
+  MlaCounts* last_step[2] = {&m.naive_step, &m.absorbed_step};
+  const MlaPath paths[2] = {MlaPath::naive, MlaPath::absorbed};
+  for (int p = 0; p < 2; ++p) {
+    LatentCache<T> cache = model.make_cache(total);
+    logits[p].resize(total, c.vocab_size);
+    logits[p].topRows(o.prefill) = model.forward(std::span(ids).first(o.prefill), 0, cache, paths[p]);
+    for (int t = o.prefill; t < total; ++t) {
+      MlaCounts step;
+      logits[p].row(t) = model.forward(std::span(ids).subspan(t, 1), t, cache, paths[p], &step);
+      *last_step[p] = step;
+    }
+  }
+  m.diff = static_cast<double>(max_abs(logits[0] - logits[1]));
+  m.max_logit = static_cast<double>(max_abs(logits[0]));
+}
+
+double bound(const MlaAbsorbMeasured& m) {
+  const double n = mla_reduction_length(m.config, m.options.prefill + m.options.decode);
+  return 2 * n * unit_roundoff(m.context.dtype) * std::max(1.0, m.max_logit);
+}
+
+// The closed form for one decode step of the mini-GPT with S cached positions.
+MlaStepFlops mini_formula(const MlaAbsorbMeasured& m) {
+  const MlaConfig& c = m.config;
+  return mla_decode_step_formula(c.d_model, c.n_head, c.head_dim, c.kv_lora_rank, c.query_dim(), c.q_lora_rank > 0,
+                                 c.rope_head_dim, static_cast<std::uint64_t>(m.options.prefill + m.options.decode));
+}
+
+// The decode-step rows: FLOPs and weight elements per path, cache elements of both.
+void judge_counts(const MlaAbsorbMeasured& m, std::vector<Expectation>& rows) {
+  const MlaConfig& c = m.config;
+  const auto S = static_cast<std::uint64_t>(m.options.prefill + m.options.decode);
+  const MlaStepFlops f = mini_formula(m);
+  const double L = c.n_layer;
+  const char* names[2] = {"naive", "absorbed"};
+  const std::uint64_t formula[2] = {f.naive, f.absorbed};
+  const std::uint64_t weights[2] = {f.naive_weights, f.absorbed_weights};
+  const MlaCounts* counted[2] = {&m.naive_step, &m.absorbed_step};
+  for (int p = 0; p < 2; ++p) {
+    rows.push_back({.quantity = fmt::format("FLOPs of the last decode step ({} cached positions), {}", S, names[p]),
+                    .source = "000 §4.3.3", .unit = "FLOP", .expected = L * formula[p], .tolerance = 0,
+                    .why = "integer count against the closed form (2 × multiply-adds)",
+                    .measured = double(counted[p]->flops)});
+    rows.push_back({.quantity = fmt::format("weight elements read, last decode step, {}", names[p]),
+                    .source = "000 §4.3.3", .unit = "elements", .expected = L * weights[p], .tolerance = 0,
+                    .why = "integer count against the closed form", .measured = double(counted[p]->weight_elements)});
+  }
+  rows.push_back({.quantity = "cache elements read, last decode step (both paths read only c_KV and k_R)",
+                  .source = "000 §4.3.3", .unit = "elements", .expected = L * S * (c.kv_lora_rank + c.rope_head_dim),
+                  .tolerance = 0, .why = "integer count: layers · S · (d_c + d_r)",
+                  .measured = double(std::max(m.naive_step.cache_elements, m.absorbed_step.cache_elements))});
+}
+
+// The mini-GPT's decode step as counted, and the note on the mini-GPT.
+void present_mini(const MlaAbsorbMeasured& m, Result& r) {
+  const MlaConfig& c = m.config;
+  const MlaCounts &naive = m.naive_step, &absorbed = m.absorbed_step;
+  r.metric("max_abs_diff_logits", m.diff);
+  Table steps{"one decode step (all layers), counted in mla_attention vs the closed form",
+              {"quantity", "naive (up-project K, V)", "absorbed", "naive / absorbed"}, {}};
+  if (m.options.decode > 0) {
+    steps.rows.push_back({std::string("FLOPs (mini-GPT, counted)"), std::int64_t(naive.flops),
+                          std::int64_t(absorbed.flops), double(naive.flops) / double(absorbed.flops)});
+    steps.rows.push_back({std::string("weight elements read (mini-GPT, counted)"), std::int64_t(naive.weight_elements),
+                          std::int64_t(absorbed.weight_elements),
+                          double(naive.weight_elements) / double(absorbed.weight_elements)});
+    r.metric_exact("flops_decode_step_naive", naive.flops);
+    r.metric_exact("flops_decode_step_absorbed", absorbed.flops);
+  } else {
+    r.notes.push_back("--decode 0: no decode step, so the FLOP counts are left out.");
+  }
+  r.tables.push_back(std::move(steps));
+  r.notes.push_back(fmt::format("mini-GPT: {} layers, d_model {}, {} heads × d_h {}, d_c {}, d_q {}, d_r {}, {} on {}, "
+                                "seed {}", c.n_layer, c.d_model, c.n_head, c.head_dim, c.kv_lora_rank,
+                                c.q_lora_rank > 0 ? std::to_string(c.q_lora_rank) : std::string("none (c_Q = h)"),
+                                c.rope_head_dim, dtype_name(m.context.dtype), device_name(m.context.device),
+                                m.context.seed));
+}
+
+// The closed form at --model's shapes (not run: W̃_OV alone is H·d_c·D elements).
+void present_real(const MlaAbsorbMeasured& m, Result& r) {
+  const ModelSpec& spec = m.model;
+  const MlaStepFlops& f = m.real;
+  const auto S = static_cast<std::uint64_t>(m.options.ctx);
+  const double cache = double(S * (*spec.kv_lora_rank + *spec.qk_rope_head_dim));
+  Table real{fmt::format("{} per layer, one decode step at {} cached positions (closed form; not run)", spec.name, S),
+             {"quantity", "naive (up-project K, V)", "absorbed", "naive / absorbed"}, {}};
+  real.rows.push_back({std::string("FLOPs"), double(f.naive), double(f.absorbed), double(f.naive) / f.absorbed});
+  real.rows.push_back({std::string("weight elements read"), double(f.naive_weights), double(f.absorbed_weights),
+                       double(f.naive_weights) / f.absorbed_weights});
+  real.rows.push_back({std::string("cache elements read"), cache, cache, 1.0});
+  r.tables.push_back(std::move(real));
+  r.metric("real_model_flops_ratio_naive_over_absorbed", double(f.naive) / f.absorbed);
+  r.metric("real_model_weight_ratio_naive_over_absorbed", double(f.naive_weights) / f.absorbed_weights);
+  r.notes.push_back(fmt::format(
+      "{}: absorbing saves the per-step up-projection of all {} cached latents ({}× fewer FLOPs), but the "
+      "precomputed W̃_QK (H·d_q·d_c) and W̃_OV (H·d_c·D) are larger than the factors they replace ({}× the weight "
+      "elements): at small batch decode reads weights, and applying W_UQ,i then W_UK,iᵀ to the query at run time "
+      "(the same association, without storing W̃_QK) keeps them at their factored size.", spec.name, S,
+      fmt::format("{:.3g}", double(f.naive) / f.absorbed), fmt::format("{:.3g}", double(f.absorbed_weights) / f.naive_weights)));
+  r.notes.push_back("FLOPs are 2 × multiply-adds of the matrix products and dot products; softmax, RoPE and scaling "
+                    "(O(S·H), the same in both paths) are not counted. Cache elements are counted once per step.");
+}
+
+void present(const MlaAbsorbMeasured& m, Result& r) {
+  present_mini(m, r);
+  present_real(m, r);
+}
+
 }  // namespace
 
 /// Longest chain of summed terms a logit passes through, over both paths (the n of 2·n·u): per
@@ -46,96 +177,6 @@ double mla_reduction_length(const MlaConfig& c, int S) {
   const double per_layer = 2 * D + dq + 3 * dc + 2 * dh + dr + 2.0 * S + c.n_head * (dh + dc) + 5 * D;
   return c.n_layer * per_layer + D;
 }
-
-namespace {
-
-template <class T>
-Result run_impl(const MlaAbsorbOptions& o, const RunContext& ctx, const AbsorbFn<T>& absorb_fn) {
-  MlaConfig c;
-  c.n_layer = o.layers;
-  c.d_model = kModel;
-  c.n_head = kHeads;
-  c.head_dim = kHeadDim;
-  c.kv_lora_rank = o.kv_lora_rank;
-  c.q_lora_rank = o.q_lora_rank;
-  c.rope_head_dim = o.rope_head_dim;
-  MlaGPT<T> model(c, ctx.seed);
-  for (int l = 0; l < c.n_layer; ++l) model.absorbed()[l] = absorb_fn(model.blocks()[l].mla, c);
-  const int total = o.prefill + o.decode;
-  const auto ids = random_tokens(ctx.seed + 1, total, c.vocab_size);
-
-  Mat<T> logits[2];
-  MlaCounts last_step[2];
-  const MlaPath paths[2] = {MlaPath::naive, MlaPath::absorbed};
-  for (int p = 0; p < 2; ++p) {
-    LatentCache<T> cache = model.make_cache(total);
-    logits[p].resize(total, c.vocab_size);
-    logits[p].topRows(o.prefill) = model.forward(std::span(ids).first(o.prefill), 0, cache, paths[p]);
-    for (int t = o.prefill; t < total; ++t) {
-      MlaCounts step;
-      logits[p].row(t) = model.forward(std::span(ids).subspan(t, 1), t, cache, paths[p], &step);
-      last_step[p] = step;
-    }
-  }
-  const double diff = static_cast<double>(max_abs(logits[0] - logits[1]));
-  const double scale = std::max(1.0, static_cast<double>(max_abs(logits[0])));
-  const double n = mla_reduction_length(c, total);
-  const double bound = 2 * n * unit_roundoff(ctx.dtype) * scale;
-
-  Result r;
-  r.expect({.quantity = fmt::format("max |Δlogits| naive vs absorbed, {} prefill + {} decode", o.prefill, o.decode),
-            .source = "000 §4.3.3",
-            .unit = "",
-            .expected = 0,
-            .tolerance = bound,
-            .why = fmt::format("rounding: 2·n·u·max(1, |logit|), n = {} summed terms, u = {:.2g} ({})", n,
-                               unit_roundoff(ctx.dtype), dtype_name(ctx.dtype)),
-            .measured = diff,
-            .document = "等价变换: c_Qᵀ W̃ c_KV, W_UV 吸进 W_O"});
-  r.metric("max_abs_diff_logits", diff);
-
-  Table steps{"one decode step (all layers), counted in mla_attention vs the closed form",
-              {"quantity", "naive (up-project K, V)", "absorbed", "naive / absorbed"}, {}};
-  if (o.decode > 0) {
-    const auto S = static_cast<std::uint64_t>(total);
-    const MlaStepFlops f = mla_decode_step_formula(c.d_model, c.n_head, c.head_dim, c.kv_lora_rank, c.query_dim(),
-                                                   c.q_lora_rank > 0, c.rope_head_dim, S);
-    const double L = c.n_layer;
-    const char* names[2] = {"naive", "absorbed"};
-    const std::uint64_t formula[2] = {f.naive, f.absorbed};
-    const std::uint64_t weights[2] = {f.naive_weights, f.absorbed_weights};
-    for (int p = 0; p < 2; ++p) {
-      r.expect({.quantity = fmt::format("FLOPs of the last decode step ({} cached positions), {}", S, names[p]),
-                .source = "000 §4.3.3", .unit = "FLOP", .expected = L * formula[p], .tolerance = 0,
-                .why = "integer count against the closed form (2 × multiply-adds)",
-                .measured = double(last_step[p].flops)});
-      r.expect({.quantity = fmt::format("weight elements read, last decode step, {}", names[p]),
-                .source = "000 §4.3.3", .unit = "elements", .expected = L * weights[p], .tolerance = 0,
-                .why = "integer count against the closed form", .measured = double(last_step[p].weight_elements)});
-    }
-    r.expect({.quantity = "cache elements read, last decode step (both paths read only c_KV and k_R)",
-              .source = "000 §4.3.3", .unit = "elements", .expected = L * S * (c.kv_lora_rank + c.rope_head_dim),
-              .tolerance = 0, .why = "integer count: layers · S · (d_c + d_r)",
-              .measured = double(std::max(last_step[0].cache_elements, last_step[1].cache_elements))});
-    steps.rows.push_back({std::string("FLOPs (mini-GPT, counted)"), std::int64_t(last_step[0].flops),
-                          std::int64_t(last_step[1].flops), double(last_step[0].flops) / double(last_step[1].flops)});
-    steps.rows.push_back({std::string("weight elements read (mini-GPT, counted)"),
-                          std::int64_t(last_step[0].weight_elements), std::int64_t(last_step[1].weight_elements),
-                          double(last_step[0].weight_elements) / double(last_step[1].weight_elements)});
-    r.metric_exact("flops_decode_step_naive", last_step[0].flops);
-    r.metric_exact("flops_decode_step_absorbed", last_step[1].flops);
-  } else {
-    r.notes.push_back("--decode 0: no decode step, so the FLOP counts are left out.");
-  }
-  r.tables.push_back(std::move(steps));
-  r.notes.push_back(fmt::format("mini-GPT: {} layers, d_model {}, {} heads × d_h {}, d_c {}, d_q {}, d_r {}, {} on {}, "
-                                "seed {}", c.n_layer, c.d_model, c.n_head, c.head_dim, c.kv_lora_rank,
-                                c.q_lora_rank > 0 ? std::to_string(c.q_lora_rank) : std::string("none (c_Q = h)"),
-                                c.rope_head_dim, dtype_name(ctx.dtype), device_name(ctx.device), ctx.seed));
-  return r;
-}
-
-}  // namespace
 
 MlaStepFlops mla_decode_step_formula(std::uint64_t D, std::uint64_t H, std::uint64_t dh, std::uint64_t dc,
                                      std::uint64_t dq, bool q_latent, std::uint64_t dr, std::uint64_t S) {
@@ -153,16 +194,7 @@ MlaStepFlops mla_decode_step_formula(std::uint64_t D, std::uint64_t H, std::uint
   return f;
 }
 
-Result run_mla_absorb(const MlaAbsorbOptions& o, const RunContext& ctx, const MlaAbsorbParts& parts) {
-  require_range("--prefill", o.prefill, 1, kMaxTokens);
-  require_range("--decode", o.decode, 0, kMaxTokens);
-  require_range("--layers", o.layers, 1, kMaxLayers);
-  require_range("--kv-lora-rank", o.kv_lora_rank, 1, kMaxLatent);
-  require_range("--q-lora-rank", o.q_lora_rank, 0, kMaxLatent);
-  require_range("--rope-head-dim", o.rope_head_dim, 2, kMaxRope);
-  if (o.rope_head_dim % 2 != 0)
-    throw InputError(fmt::format("--rope-head-dim: must be even (RoPE rotates pairs) (got {})", o.rope_head_dim));
-  require_range("--ctx", o.ctx, 1, kMaxCtx);
+ModelSpec mla_absorb_model(const MlaAbsorbOptions& o) {
   ModelSpec m;
   try {
     m = load_model(o.model);
@@ -175,91 +207,103 @@ Result run_mla_absorb(const MlaAbsorbOptions& o, const RunContext& ctx, const Ml
   for (std::uint64_t v : {m.d_model, m.n_head, *m.qk_nope_head_dim, *m.kv_lora_rank, *m.qk_rope_head_dim,
                           m.q_lora_rank.value_or(m.d_model)})
     if (v > (1u << 16)) throw InputError(fmt::format("--model: '{}': sizes above 65536 are not evaluated", o.model));
-
-  Result r = with_dtype(ctx.dtype, [&]<class T>() {
-    AbsorbFn<T> fn;
-    if constexpr (std::is_same_v<T, double>) fn = parts.absorb_f64;
-    else fn = parts.absorb_f32;
-    if (!fn) fn = [](const MlaWeights<T>& w, const MlaConfig& c) { return absorb(w, c); };
-    return run_impl<T>(o, ctx, fn);
-  });
-
-  // The same closed form at a real model's shapes (not run: W̃_OV alone is H·d_c·D elements).
   const auto S = static_cast<std::uint64_t>(o.ctx);
   const double largest = 4.0 * S * double(*m.kv_lora_rank) * double(m.n_head) * double(*m.qk_nope_head_dim) +
                          2.0 * S * double(m.n_head) * double(*m.kv_lora_rank + *m.qk_rope_head_dim) * 4;
   if (largest > 1e18)
     throw InputError(fmt::format("--ctx: {} cached positions of '{}' need {:.3g} FLOPs per step, beyond the "
                                  "exact 64-bit count (at most 1e18)", o.ctx, m.name, largest));
-  const MlaStepFlops f = mla_decode_step_formula(m.d_model, m.n_head, *m.qk_nope_head_dim, *m.kv_lora_rank,
-                                                 m.q_lora_rank.value_or(m.d_model), m.q_lora_rank.has_value(),
-                                                 *m.qk_rope_head_dim, S);
-  Table real{fmt::format("{} per layer, one decode step at {} cached positions (closed form; not run)", m.name, S),
-             {"quantity", "naive (up-project K, V)", "absorbed", "naive / absorbed"}, {}};
-  real.rows.push_back({std::string("FLOPs"), double(f.naive), double(f.absorbed), double(f.naive) / f.absorbed});
-  real.rows.push_back({std::string("weight elements read"), double(f.naive_weights), double(f.absorbed_weights),
-                       double(f.naive_weights) / f.absorbed_weights});
-  real.rows.push_back({std::string("cache elements read"), double(S * (*m.kv_lora_rank + *m.qk_rope_head_dim)),
-                       double(S * (*m.kv_lora_rank + *m.qk_rope_head_dim)), 1.0});
-  r.tables.push_back(std::move(real));
-  r.metric("real_model_flops_ratio_naive_over_absorbed", double(f.naive) / f.absorbed);
-  r.metric("real_model_weight_ratio_naive_over_absorbed", double(f.naive_weights) / f.absorbed_weights);
-  r.notes.push_back(fmt::format(
-      "{}: absorbing saves the per-step up-projection of all {} cached latents ({}× fewer FLOPs), but the "
-      "precomputed W̃_QK (H·d_q·d_c) and W̃_OV (H·d_c·D) are larger than the factors they replace ({}× the weight "
-      "elements): at small batch decode reads weights, and applying W_UQ,i then W_UK,iᵀ to the query at run time "
-      "(the same association, without storing W̃_QK) keeps them at their factored size.", m.name, S, fmt::format("{:.3g}", double(f.naive) / f.absorbed),
-      fmt::format("{:.3g}", double(f.absorbed_weights) / f.naive_weights)));
-  r.notes.push_back("FLOPs are 2 × multiply-adds of the matrix products and dot products; softmax, RoPE and scaling "
-                    "(O(S·H), the same in both paths) are not counted. Cache elements are counted once per step.");
-  r.check = "mla-absorb";
-  r.source = "000 §4.3.3";
-  r.claim = "MLA's absorb trick (W_UQᵀW_UK precomputed per head, W_UV folded into W_O) gives the same logits as "
-            "up-projecting K and V, and decodes from the latent cache without forming K or V.";
-  return r;
+  return m;
 }
 
-namespace {
+MlaAbsorbMeasured measure_mla_absorb(const MlaAbsorbOptions& o, const RunContext& ctx, const MlaAbsorbParts& parts) {
+  MlaAbsorbMeasured m{.options = o, .context = ctx, .config = mini_config(o), .model = mla_absorb_model(o)};
+  with_dtype(ctx.dtype, [&]<class T>() {
+    AbsorbFn<T> fn;
+    if constexpr (std::is_same_v<T, double>) fn = parts.absorb_f64;
+    else fn = parts.absorb_f32;
+    if (!fn) fn = [](const MlaWeights<T>& w, const MlaConfig& c) { return absorb(w, c); };
+    run_paths<T>(m, fn);
+  });
+  const ModelSpec& s = m.model;
+  m.real = mla_decode_step_formula(s.d_model, s.n_head, *s.qk_nope_head_dim, *s.kv_lora_rank,
+                                   s.q_lora_rank.value_or(s.d_model), s.q_lora_rank.has_value(), *s.qk_rope_head_dim,
+                                   static_cast<std::uint64_t>(o.ctx));
+  return m;
+}
 
-class MlaAbsorb final : public Check {
- public:
-  std::string name() const override { return "mla-absorb"; }
-  std::string source() const override { return "000 §4.3.3"; }
-  std::string summary() const override { return "MLA absorbed = naive logits; FLOPs and bytes per decode step"; }
-  std::string derivation() const override {
-    return "Naive MLA up-projects each cached latent: k_j^h = W_UK^h c_j, v_j^h = W_UV^h c_j. The score is\n"
-           "  q_h · k_j^h = (W_UQ^h c_q)ᵀ (W_UK^h c_j) = c_qᵀ (W_UQ^hᵀ W_UK^h) c_j,\n"
-           "and W_UQ^hᵀ W_UK^h can be multiplied once per head, so scores are taken against the cached\n"
-           "latents without materialising K. Likewise o_h = Σ_j a_j W_UV^h c_j = W_UV^h (Σ_j a_j c_j), and\n"
-           "W_UV^h folds into W_O. The two paths are the same mathematics in a different association order:\n"
-           "logits agree to float rounding, while the absorbed step reads only the latent cache.\n"
-           "Source: 000 §4.3.3.\n";
-  }
-  std::string description() const override {
-    return "Runs one MLA mini-GPT with the naive path (up-project K and V from the latent cache)\n"
-           "and the absorbed path (W_UQ W_UKᵀ per head, W_UV folded into W_O), prefill then cached\n"
-           "decode, and compares every logit within a float rounding bound; counts FLOPs and elements\n"
-           "read per decode step in the code path, and evaluates the same formula for a real model.";
-  }
-  void bind(OptionSet& sub) override {
-    sub.add_option("--prefill", opts_.prefill, "Prompt tokens")->check(IntRange(1, kMaxTokens));
-    sub.add_option("--decode", opts_.decode, "Tokens decoded one at a time")->check(IntRange(0, kMaxTokens));
-    sub.add_option("--layers", opts_.layers, "Layers")->check(IntRange(1, kMaxLayers));
-    sub.add_option("--kv-lora-rank", opts_.kv_lora_rank, "Latent width d_c")->check(IntRange(1, kMaxLatent));
-    sub.add_option("--q-lora-rank", opts_.q_lora_rank, "Query latent d_q (0: none)")->check(IntRange(0, kMaxLatent));
-    sub.add_option("--rope-head-dim", opts_.rope_head_dim, "Decoupled RoPE width d_r (even)")
-        ->check(IntRange(2, kMaxRope));
-    sub.add_option("--model", opts_.model, "MLA model for the closed-form table: catalogue name or config.json");
-    sub.add_option("--ctx", opts_.ctx, "Cached positions for that table")->check(IntRange(1, kMaxCtx));
-  }
-  bool uses_dtype() const override { return true; }
-  Result run(const RunContext& ctx) override { return run_mla_absorb(opts_, ctx); }
+std::vector<Expectation> judge_mla_absorb(const MlaAbsorbMeasured& m) {
+  const double n = mla_reduction_length(m.config, m.options.prefill + m.options.decode);
+  const Dtype dtype = m.context.dtype;
+  std::vector<Expectation> rows;
+  rows.push_back({.quantity = fmt::format("max |Δlogits| naive vs absorbed, {} prefill + {} decode", m.options.prefill,
+                                          m.options.decode),
+                  .source = "000 §4.3.3",
+                  .unit = "",
+                  .expected = 0,
+                  .tolerance = bound(m),
+                  .why = fmt::format("rounding: 2·n·u·max(1, |logit|), n = {} summed terms, u = {:.2g} ({})", n,
+                                     unit_roundoff(dtype), dtype_name(dtype)),
+                  .measured = m.diff,
+                  .document = "等价变换: c_Qᵀ W̃ c_KV, W_UV 吸进 W_O"});
+  if (m.options.decode > 0) judge_counts(m, rows);
+  return rows;
+}
 
- private:
-  MlaAbsorbOptions opts_;
-};
+const CheckDef<MlaAbsorbOptions, MlaAbsorbMeasured>& mla_absorb_check() {
+  static const CheckDef<MlaAbsorbOptions, MlaAbsorbMeasured> def{
+      .spec = {.name = "mla-absorb",
+               .order = 120,
+               .source = "000 §4.3.3",
+               .summary = "MLA absorbed = naive logits; FLOPs and bytes per decode step",
+               .description =
+                   "Runs one MLA mini-GPT with the naive path (up-project K and V from the latent cache)\n"
+                   "and the absorbed path (W_UQ W_UKᵀ per head, W_UV folded into W_O), prefill then cached\n"
+                   "decode, and compares every logit within a float rounding bound; counts FLOPs and elements\n"
+                   "read per decode step in the code path, and evaluates the same formula for a real model.",
+               .derivation =
+                   "Naive MLA up-projects each cached latent: k_j^h = W_UK^h c_j, v_j^h = W_UV^h c_j. The score is\n"
+                   "  q_h · k_j^h = (W_UQ^h c_q)ᵀ (W_UK^h c_j) = c_qᵀ (W_UQ^hᵀ W_UK^h) c_j,\n"
+                   "and W_UQ^hᵀ W_UK^h can be multiplied once per head, so scores are taken against the cached\n"
+                   "latents without materialising K. Likewise o_h = Σ_j a_j W_UV^h c_j = W_UV^h (Σ_j a_j c_j), and\n"
+                   "W_UV^h folds into W_O. The two paths are the same mathematics in a different association order:\n"
+                   "logits agree to float rounding, while the absorbed step reads only the latent cache.\n"
+                   "Source: 000 §4.3.3.\n",
+               .claim = "MLA's absorb trick (W_UQᵀW_UK precomputed per head, W_UV folded into W_O) gives the same "
+                        "logits as up-projecting K and V, and decodes from the latent cache without forming K or V.",
+               .traits = {.dtype = true}},
+      .options = {{"--prefill", &MlaAbsorbOptions::prefill, Allowed::integers(1, kMaxTokens), "Prompt tokens"},
+                  {"--decode", &MlaAbsorbOptions::decode, Allowed::integers(0, kMaxTokens),
+                   "Tokens decoded one at a time"},
+                  {"--layers", &MlaAbsorbOptions::layers, Allowed::integers(1, kMaxLayers), "Layers"},
+                  {"--kv-lora-rank", &MlaAbsorbOptions::kv_lora_rank, Allowed::integers(1, kMaxLatent),
+                   "Latent width d_c"},
+                  {"--q-lora-rank", &MlaAbsorbOptions::q_lora_rank, Allowed::integers(0, kMaxLatent),
+                   "Query latent d_q (0: none)"},
+                  {"--rope-head-dim", &MlaAbsorbOptions::rope_head_dim, Allowed::integers(2, kMaxRope),
+                   "Decoupled RoPE width d_r (even)"},
+                  {"--model", &MlaAbsorbOptions::model, Allowed::any_value(),
+                   "MLA model for the closed-form table: catalogue name or config.json"},
+                  {"--ctx", &MlaAbsorbOptions::ctx, Allowed::integers(1, kMaxCtx), "Cached positions for that table"}},
+      .constraints =
+          [](const MlaAbsorbOptions& o) {
+            if (o.rope_head_dim % 2 != 0)
+              throw InputError(
+                  fmt::format("--rope-head-dim: must be even (RoPE rotates pairs) (got {})", o.rope_head_dim));
+            mla_absorb_model(o);
+          },
+      .measure = [](const MlaAbsorbOptions& o, const RunContext& ctx) { return measure_mla_absorb(o, ctx); },
+      .judge = judge_mla_absorb,
+      .present = present};
+  return def;
+}
 
-KVLAB_REGISTER_CHECK(120, MlaAbsorb);
+Result run_mla_absorb(const MlaAbsorbOptions& o, const RunContext& ctx, const MlaAbsorbParts& parts) {
+  return run_check(mla_absorb_check(), o, ctx, [&parts](const MlaAbsorbOptions& opts, const RunContext& c) {
+    return measure_mla_absorb(opts, c, parts);
+  });
+}
 
-}  // namespace
+KVLAB_REGISTER_SPEC(mla_absorb_check);
+
 }  // namespace kvlab::checks

@@ -1,12 +1,15 @@
-// mla-absorb (000 §4.3.3): options and the testable entry point. See mla_absorb.cpp.
+// mla-absorb (000 §4.3.3): options, what it measures, and its testable steps.
+// See mla_absorb.cpp.
 #pragma once
 
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "model/mla.hpp"
-#include "framework/check.hpp"
+#include "io/catalogue.hpp"
+#include "framework/spec.hpp"
 
 namespace kvlab::checks {
 
@@ -43,6 +46,31 @@ MlaStepFlops mla_decode_step_formula(std::uint64_t D, std::uint64_t H, std::uint
 /// Longest chain of summed terms a logit of the MLA mini-GPT `c` passes through over both paths,
 /// with S cached positions: the n of the rounding bound 2·n·u·max(1, |logit|).
 double mla_reduction_length(const MlaConfig& c, int S);
+
+/// What mla-absorb measured: the mini-GPT's two paths, and the closed form at --model's shapes.
+struct MlaAbsorbMeasured {
+  MlaAbsorbOptions options;
+  RunContext context;       ///< seed, dtype and device of the run
+  MlaConfig config;         ///< the mini-GPT both paths ran
+  double diff = 0;          ///< max |Δlogits|, naive vs absorbed
+  double max_logit = 0;     ///< max |logit| of the naive path (the bound's scale is max(1, this))
+  MlaCounts naive_step, absorbed_step;  ///< the last decode step, counted in mla_attention (empty: --decode 0)
+  ModelSpec model;          ///< --model, as loaded
+  MlaStepFlops real;        ///< mla_decode_step_formula at --model's shapes and --ctx
+};
+
+/// Checks --model (an MLA model from the catalogue or a config.json whose exact counts fit) and
+/// --ctx against it. Throws InputError naming the option.
+ModelSpec mla_absorb_model(const MlaAbsorbOptions& o);
+
+/// Runs the mini-GPT both ways (`parts`' absorption, kvlab::absorb when empty) and evaluates the
+/// closed form at --model's shapes. Throws InputError on a --model it cannot evaluate.
+MlaAbsorbMeasured measure_mla_absorb(const MlaAbsorbOptions& o, const RunContext& ctx, const MlaAbsorbParts& parts = {});
+/// Logits equal within 2·n·u·max(1, |logit|); the last decode step's counts equal the closed form.
+std::vector<Expectation> judge_mla_absorb(const MlaAbsorbMeasured& m);
+
+/// The check as data (registered as `mla-absorb`).
+const CheckDef<MlaAbsorbOptions, MlaAbsorbMeasured>& mla_absorb_check();
 
 /// Runs the check. Throws InputError naming the option on bad input.
 Result run_mla_absorb(const MlaAbsorbOptions& o, const RunContext& ctx, const MlaAbsorbParts& parts = {});

@@ -23,7 +23,6 @@
 #include "core/finite.hpp"
 #include "core/rng.hpp"
 #include "support/model_setup.hpp"
-#include "framework/options.hpp"
 
 namespace kvlab::checks {
 namespace {
@@ -33,25 +32,12 @@ constexpr int kMaxPairs = 256;
 constexpr int kMaxPos = 4096;
 constexpr double u = 0x1.0p-53;
 
-}  // namespace
-
-Result run_mla_decoupled(const MlaDecoupledOptions& o, const RunContext& ctx, const MlaDecoupledParts& parts) {
-  require_range("--prefill", o.prefill, 1, kMaxTokens);
-  require_range("--decode", o.decode, 0, kMaxTokens);
-  require_range("--pairs", o.pairs, 1, kMaxPairs);
-  const MlaConfig c;  // 2 layers, D 64, 8 heads × d_h 8, d_c 32, d_q 24, d_r 4
-  MlaGPT<double> model(c, ctx.seed);
-  if (parts.absorb)
-    for (int l = 0; l < c.n_layer; ++l) model.absorbed()[l] = parts.absorb(model.blocks()[l].mla, c);
-  const MlaWeights<double>& w = model.blocks()[0].mla;
-  const MlaAbsorbed<double>& a = model.absorbed()[0];
-  const int H = c.n_head, dh = c.head_dim, dr = c.rope_head_dim, dq = c.query_dim(), dc = c.kv_lora_rank;
-  Result r;
-
-  // 1. The score split, head by head.
-  Rng rng(ctx.seed + 2);
-  double split_err = 0, split_bound = 0;
-  for (int n = 0; n < o.pairs; ++n) {
+// 1. The score split, head by head, for random positions and hidden states.
+void measure_split(MlaDecoupledMeasured& m, const MlaWeights<double>& w, const MlaAbsorbed<double>& a) {
+  const MlaConfig& c = m.config;
+  const int H = c.n_head, dh = c.head_dim, dr = c.rope_head_dim;
+  Rng rng(m.seed + 2);
+  for (int n = 0; n < m.options.pairs; ++n) {
     const int t = static_cast<int>(rng.uniform() * (kMaxPos + 1.0)), s = static_cast<int>(rng.uniform() * (kMaxPos + 1.0));
     Mat<double> ht(1, c.d_model), hs(1, c.d_model);
     for (int i = 0; i < c.d_model; ++i) ht(0, i) = rng.normal();
@@ -68,43 +54,39 @@ Result run_mla_decoupled(const MlaDecoupledOptions& o, const RunContext& ctx, co
       const double concat = q.dot(k);
       const double content = (cq * a.w_qk[i] * ckv.transpose())(0, 0);
       const double rope = q_r.row(0).segment(i * dr, dr).dot(k_r.row(0));
-      // Both sides sum at most d_q + d_h + d_c + d_r + 2 terms in sequence; Σ|terms| ≤
-      // ‖c_Q‖‖W_UQ,i‖_F‖W_UK,i‖_F‖c_KV‖ + ‖q_R,i‖‖k_R‖ (Cauchy-Schwarz). 2·n·u·Σ|terms|.
+      // Σ|terms| ≤ ‖c_Q‖‖W_UQ,i‖_F‖W_UK,i‖_F‖c_KV‖ + ‖q_R,i‖‖k_R‖ (Cauchy-Schwarz).
       const double mag = cq.norm() * w.w_uq.middleCols(i * dh, dh).norm() * w.w_uk.middleCols(i * dh, dh).norm() *
                              ckv.norm() + q_r.row(0).segment(i * dr, dr).norm() * k_r.norm();
-      split_err = nan_max(split_err, std::abs(concat - (content + rope)));
-      split_bound = std::max(split_bound, 2.0 * (dq + dh + dc + dr + 2) * u * mag);
+      m.split.push_back({.mag = mag, .error = std::abs(concat - (content + rope))});
     }
   }
-  r.expect({.quantity = fmt::format("max |[q_C; q_R]·[k_C; k_R] − (c_Q W̃_QK c_KVᵀ + q_R·k_R)|, {} draws × {} heads",
-                                    o.pairs, H),
-            .source = "000 §4.4.2", .unit = "", .expected = 0, .tolerance = split_bound,
-            .why = "float64: 2·n·u·Σ|terms|, n = d_q + d_h + d_c + d_r + 2, Σ|terms| by Cauchy-Schwarz",
-            .measured = split_err, .document = "score = latent (absorb) + RoPE (standard dot)"});
+}
 
-  // 2. Cached decode through the absorbed path against one full naive forward.
+// 2. Cached decode through the absorbed path against one full naive forward, and what the cache wrote.
+void measure_decode(MlaDecoupledMeasured& m, const MlaGPT<double>& model) {
+  const MlaDecoupledOptions& o = m.options;
   const int total = o.prefill + o.decode;
-  const auto ids = random_tokens(ctx.seed + 1, total, c.vocab_size);
+  const auto ids = random_tokens(m.seed + 1, total, m.config.vocab_size);
   LatentCache<double> full_cache = model.make_cache(total), cache = model.make_cache(total);
   const Mat<double> full = model.forward(ids, 0, full_cache, MlaPath::naive);
-  Mat<double> inc(total, c.vocab_size);
+  Mat<double> inc(total, m.config.vocab_size);
   inc.topRows(o.prefill) = model.forward(std::span(ids).first(o.prefill), 0, cache, MlaPath::absorbed);
   for (int t = o.prefill; t < total; ++t)
     inc.row(t) = model.forward(std::span(ids).subspan(t, 1), t, cache, MlaPath::absorbed);
-  const double diff = max_abs(inc - full);
-  const double scale = std::max(1.0, max_abs(full));
-  const double n = mla_reduction_length(c, total);
-  r.expect({.quantity = fmt::format("max |Δlogits|, prefill {} + decode {} (absorbed, cached) vs one full forward (naive)",
-                                    o.prefill, o.decode),
-            .source = "000 §4.4.2, §6.3", .unit = "", .expected = 0, .tolerance = 2 * n * u * scale,
-            .why = fmt::format("rounding: 2·n·u·max(1, |logit|), n = {} summed terms (mla-absorb)", n),
-            .measured = diff, .document = "MLA module caches only c_kv and k_r"});
+  m.diff = max_abs(inc - full);
+  m.max_logit = max_abs(full);
+  m.cache_elements = cache.elements_written();
+}
 
-  // 3. What the cache stored.
-  r.expect({.quantity = "cache elements per token per layer (c_KV + one shared k_R)", .source = "000 §4.4.2, §4.4.3",
-            .unit = "elements", .expected = double(dc + dr), .tolerance = 0, .why = "integer count",
-            .measured = double(cache.elements_written()) / (double(total) * c.n_layer),
-            .document = "k_t^R 在所有 head 间共享"});
+double split_error(const MlaDecoupledMeasured& m) {
+  double e = 0;
+  for (const ScoreSplitDraw& d : m.split) e = nan_max(e, d.error);
+  return e;
+}
+
+void present(const MlaDecoupledMeasured& m, Result& r) {
+  const MlaConfig& c = m.config;
+  const int H = c.n_head, dh = c.head_dim, dr = c.rope_head_dim, dq = c.query_dim(), dc = c.kv_lora_rank;
   Table shapes{"shapes in the mini-GPT (000 §4.4.2; notation: E26)", {"quantity", "shape", "note"}, {}};
   shapes.rows.push_back({std::string("q_i, k_i"), fmt::format("d_h + d_r = {} + {}", dh, dr), std::string("[content; RoPE]")});
   shapes.rows.push_back({std::string("W_KR"), fmt::format("[{}, {}] (x W)", c.d_model, dr),
@@ -114,50 +96,90 @@ Result run_mla_decoupled(const MlaDecoupledOptions& o, const RunContext& ctx, co
   shapes.rows.push_back({std::string("cache per token per layer"), fmt::format("{} + {}", dc, dr),
                          fmt::format("a per-head RoPE key would be {} + {}·{}", dc, H, dr)});
   r.tables.push_back(std::move(shapes));
-  r.metric("max_abs_diff_score_split", split_err);
-  r.metric("max_abs_diff_logits", diff);
+  r.metric("max_abs_diff_score_split", split_error(m));
+  r.metric("max_abs_diff_logits", m.diff);
   r.notes.push_back(fmt::format("mini-GPT: {} layers, D {}, {} heads × d_h {}, d_c {}, d_q {}, d_r {}, float64, seed {}",
-                                c.n_layer, c.d_model, H, dh, dc, dq, dr, ctx.seed));
-  r.check = "mla-decoupled";
-  r.source = "000 §4.4.2, §6.3";
-  r.claim = "With a decoupled RoPE channel (k_R shared by all heads, q_R per head) the score is a constant absorbed "
-            "content term plus a RoPE dot product; decoding from a cache of d_c + d_r per token equals the full forward.";
-  return r;
+                                c.n_layer, c.d_model, H, dh, dc, dq, dr, m.seed));
 }
 
-namespace {
-
-class MlaDecoupled final : public Check {
- public:
-  std::string name() const override { return "mla-decoupled"; }
-  std::string source() const override { return "000 §4.4.2, §6.3"; }
-  std::string summary() const override { return "decoupled RoPE: score = absorbed content + RoPE dot; cached = full"; }
-  std::string derivation() const override {
-    return "DeepSeek-V2 splits each head's query and key into a part without RoPE, computed from the latent\n"
-           "(absorbable), and a small RoPE part: q_R^h (d_r per head) and one k_R (d_r) shared by all heads,\n"
-           "cached beside c_KV. The score is the sum\n"
-           "  c_qᵀ (W_UQ^hᵀ W_UK^h) c_j  +  (R_t q_R^h) · (R_s k_R,j):\n"
-           "the first term absorbs as in mla-absorb; the second is taken directly on the cached k_R, whose\n"
-           "RoPE is applied once when it is written. Naive and absorbed paths agree again to float rounding.\n"
-           "Source: 000 §4.4.2.\n";
-  }
-  std::string description() const override {
-    return "On an MLA mini-GPT with a decoupled RoPE channel: checks the score split\n"
-           "[q_C; q_R]·[k_C; k_R] = c_Q W̃_QK c_KVᵀ + q_R·k_R, that absorbed cached decode equals one\n"
-           "full naive forward, and that the cache holds d_c + d_r per token per layer.";
-  }
-  void bind(OptionSet& sub) override {
-    sub.add_option("--prefill", opts_.prefill, "Prompt tokens")->check(IntRange(1, kMaxTokens));
-    sub.add_option("--decode", opts_.decode, "Tokens decoded one at a time")->check(IntRange(0, kMaxTokens));
-    sub.add_option("--pairs", opts_.pairs, "Random draws for the score split")->check(IntRange(1, kMaxPairs));
-  }
-  Result run(const RunContext& ctx) override { return run_mla_decoupled(opts_, ctx); }
-
- private:
-  MlaDecoupledOptions opts_;
-};
-
-KVLAB_REGISTER_CHECK(140, MlaDecoupled);
-
 }  // namespace
+
+MlaDecoupledMeasured measure_mla_decoupled(const MlaDecoupledOptions& o, const RunContext& ctx,
+                                           const MlaDecoupledParts& parts) {
+  MlaDecoupledMeasured m{.options = o, .seed = ctx.seed};
+  MlaGPT<double> model(m.config, ctx.seed);
+  if (parts.absorb)
+    for (int l = 0; l < m.config.n_layer; ++l) model.absorbed()[l] = parts.absorb(model.blocks()[l].mla, m.config);
+  measure_split(m, model.blocks()[0].mla, model.absorbed()[0]);
+  measure_decode(m, model);
+  return m;
+}
+
+std::vector<Expectation> judge_mla_decoupled(const MlaDecoupledMeasured& m) {
+  const MlaConfig& c = m.config;
+  const MlaDecoupledOptions& o = m.options;
+  const int dh = c.head_dim, dr = c.rope_head_dim, dq = c.query_dim(), dc = c.kv_lora_rank;
+  // Both sides of the split sum at most d_q + d_h + d_c + d_r + 2 terms in sequence: 2·n·u·Σ|terms|.
+  double split_bound = 0;
+  for (const ScoreSplitDraw& d : m.split) split_bound = std::max(split_bound, 2.0 * (dq + dh + dc + dr + 2) * u * d.mag);
+  const int total = o.prefill + o.decode;
+  const double n = mla_reduction_length(c, total);
+  Expectation split{.quantity = fmt::format("max |[q_C; q_R]·[k_C; k_R] − (c_Q W̃_QK c_KVᵀ + q_R·k_R)|, {} draws × {} heads",
+                                            o.pairs, c.n_head),
+                    .source = "000 §4.4.2", .unit = "", .expected = 0, .tolerance = split_bound,
+                    .why = "float64: 2·n·u·Σ|terms|, n = d_q + d_h + d_c + d_r + 2, Σ|terms| by Cauchy-Schwarz",
+                    .measured = split_error(m), .document = "score = latent (absorb) + RoPE (standard dot)"};
+  Expectation logits{
+      .quantity = fmt::format("max |Δlogits|, prefill {} + decode {} (absorbed, cached) vs one full forward (naive)",
+                              o.prefill, o.decode),
+      .source = "000 §4.4.2, §6.3", .unit = "", .expected = 0, .tolerance = 2 * n * u * std::max(1.0, m.max_logit),
+      .why = fmt::format("rounding: 2·n·u·max(1, |logit|), n = {} summed terms (mla-absorb)", n),
+      .measured = m.diff, .document = "MLA module caches only c_kv and k_r"};
+  Expectation cache{.quantity = "cache elements per token per layer (c_KV + one shared k_R)",
+                    .source = "000 §4.4.2, §4.4.3", .unit = "elements", .expected = double(dc + dr), .tolerance = 0,
+                    .why = "integer count", .measured = double(m.cache_elements) / (double(total) * c.n_layer),
+                    .document = "k_t^R 在所有 head 间共享"};
+  return {split, logits, cache};
+}
+
+const CheckDef<MlaDecoupledOptions, MlaDecoupledMeasured>& mla_decoupled_check() {
+  static const CheckDef<MlaDecoupledOptions, MlaDecoupledMeasured> def{
+      .spec = {.name = "mla-decoupled",
+               .order = 140,
+               .source = "000 §4.4.2, §6.3",
+               .summary = "decoupled RoPE: score = absorbed content + RoPE dot; cached = full",
+               .description =
+                   "On an MLA mini-GPT with a decoupled RoPE channel: checks the score split\n"
+                   "[q_C; q_R]·[k_C; k_R] = c_Q W̃_QK c_KVᵀ + q_R·k_R, that absorbed cached decode equals one\n"
+                   "full naive forward, and that the cache holds d_c + d_r per token per layer.",
+               .derivation =
+                   "DeepSeek-V2 splits each head's query and key into a part without RoPE, computed from the latent\n"
+                   "(absorbable), and a small RoPE part: q_R^h (d_r per head) and one k_R (d_r) shared by all heads,\n"
+                   "cached beside c_KV. The score is the sum\n"
+                   "  c_qᵀ (W_UQ^hᵀ W_UK^h) c_j  +  (R_t q_R^h) · (R_s k_R,j):\n"
+                   "the first term absorbs as in mla-absorb; the second is taken directly on the cached k_R, whose\n"
+                   "RoPE is applied once when it is written. Naive and absorbed paths agree again to float rounding.\n"
+                   "Source: 000 §4.4.2.\n",
+               .claim = "With a decoupled RoPE channel (k_R shared by all heads, q_R per head) the score is a constant "
+                        "absorbed content term plus a RoPE dot product; decoding from a cache of d_c + d_r per token "
+                        "equals the full forward."},
+      .options = {{"--prefill", &MlaDecoupledOptions::prefill, Allowed::integers(1, kMaxTokens), "Prompt tokens"},
+                  {"--decode", &MlaDecoupledOptions::decode, Allowed::integers(0, kMaxTokens),
+                   "Tokens decoded one at a time"},
+                  {"--pairs", &MlaDecoupledOptions::pairs, Allowed::integers(1, kMaxPairs),
+                   "Random draws for the score split"}},
+      .measure = [](const MlaDecoupledOptions& o, const RunContext& ctx) { return measure_mla_decoupled(o, ctx); },
+      .judge = judge_mla_decoupled,
+      .present = present};
+  return def;
+}
+
+Result run_mla_decoupled(const MlaDecoupledOptions& o, const RunContext& ctx, const MlaDecoupledParts& parts) {
+  return run_check(mla_decoupled_check(), o, ctx, [&parts](const MlaDecoupledOptions& opts, const RunContext& c) {
+    return measure_mla_decoupled(opts, c, parts);
+  });
+}
+
+KVLAB_REGISTER_SPEC(mla_decoupled_check);
+
 }  // namespace kvlab::checks

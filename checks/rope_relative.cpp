@@ -22,7 +22,6 @@
 #include "core/error.hpp"
 #include "core/finite.hpp"
 #include "core/rng.hpp"
-#include "framework/options.hpp"
 
 namespace kvlab::checks {
 namespace {
@@ -107,162 +106,194 @@ double rope_score(const RopeFn& rope_q, const RopeFn& rope_k, const Vec<double>&
   return qr.row(0).dot(kr.row(0));
 }
 
-}  // namespace
 
-Result run_rope_relative(const RopeRelativeOptions& o, const RunContext& ctx, const RopeRelativeParts& parts) {
-  require_range("--pairs", o.pairs, 1, kMaxPairs);
-  require_range("--head-dim", o.head_dim, 2, kMaxHeadDim);
-  if (o.head_dim % 2 != 0)
-    throw InputError(fmt::format("--head-dim: must be even (RoPE rotates pairs) (got {})", o.head_dim));
-  require_finite_range("--theta", o.theta, 2.0, 1e8);
-  require_range("--max-pos", o.max_pos, 0, kMaxPos);
-  require_range("--max-offset", o.max_offset, 0, kMaxOffset);
-  const RopeFn library = [](Mat<double>& x, int h, int d, int p, double th) { apply_rope(x, h, d, p, th); };
-  const RopeFn rope_q = parts.rope_q ? parts.rope_q : library;
-  const RopeFn rope_k = parts.rope_k ? parts.rope_k : library;
-  const int d = o.head_dim;
+// The largest of a per-pair bound over the pairs.
+template <class F>
+double max_over(const RopeRelativeMeasured& m, F&& bound) {
+  double b = 0;
+  for (const RopePair& p : m.pairs) b = std::max(b, bound(p));
+  return b;
+}
 
-  struct Pair {
-    std::int64_t t, s;
-    Vec<double> q, k;
-    double norms;  // ‖q‖‖k‖
-  };
-  Rng rng(ctx.seed);
-  std::vector<Pair> pairs;
+double shift_bound(const RopeRelativeMeasured& m, std::int64_t off) {
+  const int d = m.options.head_dim;
+  return max_over(m, [&](const RopePair& p) {
+    return score_bound(p.t, p.s, d, p.norms) + score_bound(p.t + off, p.s + off, d, p.norms);
+  });
+}
+
+// A drawn pair with its q and k.
+struct Draw {
+  RopePair pair;
+  Vec<double> q, k;
+};
+
+std::vector<Draw> draw_pairs(const RopeRelativeOptions& o, std::uint64_t seed) {
+  Rng rng(seed);
+  std::vector<Draw> draws;
   for (int n = 0; n < o.pairs; ++n) {
-    Pair p;
-    p.t = static_cast<std::int64_t>(rng.uniform() * (o.max_pos + 1.0));
-    p.s = static_cast<std::int64_t>(rng.uniform() * (o.max_pos + 1.0));
-    p.q.resize(d);
-    p.k.resize(d);
-    for (int i = 0; i < d; ++i) p.q(i) = rng.normal();
-    for (int i = 0; i < d; ++i) p.k(i) = rng.normal();
-    p.norms = p.q.norm() * p.k.norm();
-    pairs.push_back(std::move(p));
+    Draw p;
+    p.pair.t = static_cast<std::int64_t>(rng.uniform() * (o.max_pos + 1.0));
+    p.pair.s = static_cast<std::int64_t>(rng.uniform() * (o.max_pos + 1.0));
+    p.q.resize(o.head_dim);
+    p.k.resize(o.head_dim);
+    for (int i = 0; i < o.head_dim; ++i) p.q(i) = rng.normal();
+    for (int i = 0; i < o.head_dim; ++i) p.k(i) = rng.normal();
+    p.pair.norms = p.q.norm() * p.k.norm();
+    draws.push_back(std::move(p));
   }
+  return draws;
+}
 
-  Result r;
+// Offsets 1, 10, 100, ... up to --max-offset, and --max-offset itself.
+std::vector<std::int64_t> offsets_for(std::int64_t max_offset) {
+  std::vector<std::int64_t> offsets;
+  for (std::int64_t off = 1; off <= max_offset; off *= 10) offsets.push_back(off);
+  if (offsets.empty() || offsets.back() != max_offset) offsets.push_back(max_offset);
+  return offsets;
+}
+
+void present(const RopeRelativeMeasured& m, Result& r) {
+  const RopeRelativeOptions& o = m.options;
   Table detail{"shift both positions by o: max |score(t, s) − score(t + o, s + o)| over the pairs",
                {"offset o", "largest angle (rad)", "max |Δscore|", "bound", "max |Δscore| / bound"}, {}};
-
-  // 1. R_tᵀR_s = R_{s−t}, entry by entry.
-  double id_err = 0, id_bound = 0;
-  for (const Pair& p : pairs) {
-    const Mat<double> rt = rotation_matrix(rope_q, d, static_cast<int>(p.t), o.theta);
-    const Mat<double> rs = rotation_matrix(rope_k, d, static_cast<int>(p.s), o.theta);
-    const Mat<double> ref = rotation_reference(d, static_cast<double>(p.s - p.t), o.theta);
-    id_err = nan_max(id_err, max_abs(rt.transpose() * rs - ref));
-    id_bound = std::max(id_bound, identity_bound(p.t, p.s));
-  }
-  r.expect({.quantity = fmt::format("max entry |R_tᵀR_s − R_(s−t)|, {} pairs, t, s ≤ {}", o.pairs, o.max_pos),
-            .source = "000 §4.4.1",
-            .unit = "",
-            .expected = 0,
-            .tolerance = id_bound,
-            .why = "float64: 2(e_t + e_s) + e_(s−t) + 2u, e_p = u·|p| + 2u (angle and sin/cos rounding)",
-            .measured = id_err,
-            .document = "R_tᵀR_s = R_(s−t)"});
-
-  // 2. the score through apply_rope against the closed form qᵀR_{s−t}k.
-  double cf_err = 0, cf_bound = 0;
-  for (const Pair& p : pairs) {
-    const double got = rope_score(rope_q, rope_k, p.q, p.k, p.t, p.s, o.theta);
-    const double want = closed_form_score(p.q, p.k, static_cast<double>(p.s - p.t), o.theta);
-    cf_err = nan_max(cf_err, std::abs(got - want));
-    cf_bound = std::max(cf_bound, score_bound(p.t, p.s, d, p.norms) + closed_form_bound(p.s - p.t, d, p.norms));
-  }
-  r.expect({.quantity = "max |(R_t q)·(R_s k) − qᵀR_(s−t)k| (closed form)",
-            .source = "000 §4.4.1",
-            .unit = "",
-            .expected = 0,
-            .tolerance = cf_bound,
-            .why = "float64: per-score bounds (2(e_t + e_s) + (d + 8)u)‖q‖‖k‖ and (2e_(s−t) + (d + 8)u)‖q‖‖k‖",
-            .measured = cf_err,
-            .document = "q·k after RoPE = qᵀR_(s−t)k"});
-
-  // 3. shift both positions.
-  std::vector<std::int64_t> offsets;
-  for (std::int64_t off = 1; off <= o.max_offset; off *= 10) offsets.push_back(off);
-  if (offsets.empty() || offsets.back() != o.max_offset) offsets.push_back(o.max_offset);
   double worst = 0, worst_ratio = 0;
-  for (const std::int64_t off : offsets) {
-    double diff = 0, bound = 0;
-    for (const Pair& p : pairs) {
-      const double a = rope_score(rope_q, rope_k, p.q, p.k, p.t, p.s, o.theta);
-      const double b = rope_score(rope_q, rope_k, p.q, p.k, p.t + off, p.s + off, o.theta);
-      diff = nan_max(diff, std::abs(a - b));
-      bound = std::max(bound, score_bound(p.t, p.s, d, p.norms) +
-                                  score_bound(p.t + off, p.s + off, d, p.norms));
-    }
-    worst = nan_max(worst, diff);
-    worst_ratio = nan_max(worst_ratio, diff / bound);
-    r.expect({.quantity = fmt::format("max |score(t, s) − score(t + {}, s + {})|", off, off),
-              .source = off >= 1000 ? "004 §1.6" : "000 §4.4.1",
-              .unit = "",
-              .expected = 0,
-              .tolerance = bound,
-              .why = "float64: sum of the two scores' bounds; grows with the angle u·|p|",
-              .measured = diff,
-              .document = "depends only on s − t"});
-    detail.rows.push_back({off, static_cast<double>(o.max_pos + off), diff, bound, diff / bound});
+  for (const RopeShift& sh : m.shifts) {
+    const double bound = shift_bound(m, sh.offset);
+    worst = nan_max(worst, sh.diff);
+    worst_ratio = nan_max(worst_ratio, sh.diff / bound);
+    detail.rows.push_back({sh.offset, static_cast<double>(o.max_pos + sh.offset), sh.diff, bound, sh.diff / bound});
   }
-
-  r.metric("max_entry_error_identity", id_err);
-  r.metric("max_abs_diff_closed_form", cf_err);
+  r.metric("max_entry_error_identity", m.identity_error);
+  r.metric("max_abs_diff_closed_form", m.closed_form_error);
   r.metric("max_abs_diff_shift", worst);
   r.metric("max_shift_diff_over_bound", worst_ratio);
   r.tables.push_back(std::move(detail));
   r.notes.push_back(fmt::format("{} pairs, head_dim {}, θ = {}, t, s uniform in [0, {}], q, k ~ N(0, 1), "
-                                "float64, seed {}", o.pairs, d, o.theta, o.max_pos, ctx.seed));
+                                "float64, seed {}", o.pairs, o.head_dim, o.theta, o.max_pos, m.seed));
   r.notes.push_back("R_t is read off the library's apply_rope (rotate-half pairs (i, i + d/2), as LLaMA/HF); "
                     "R_(s−t) and qᵀR_(s−t)k are written out from cos and sin, independently of it.");
   r.notes.push_back("The bound grows with the position because the angle p·θ^(−2i/d) is rounded to "
                     "within u·|p|; the table shows the measured difference growing with it, far inside the bound.");
-  r.check = "rope-relative";
-  r.source = "000 §4.4.1; 004 §1.6";
-  r.claim = "RoPE: R_tᵀR_s = R_(s−t), so the score (R_t q)·(R_s k) depends only on s − t; shifting both "
-            "positions by any offset leaves it unchanged (up to float64 rounding).";
-  return r;
 }
 
-namespace {
-
-class RopeRelative final : public Check {
- public:
-  std::string name() const override { return "rope-relative"; }
-  std::string source() const override { return "000 §4.4.1; 004 §1.6"; }
-  std::string summary() const override { return "RoPE: R_tᵀR_s = R_(s−t); scores unchanged when both positions shift"; }
-  std::string derivation() const override {
-    return "RoPE rotates pair i of a query or key vector at position t by the angle t·θ_i, θ_i = base^(-2i/d):\n"
-           "R_t is block-diagonal, one 2×2 rotation per pair. Rotations by angles a and b compose to a\n"
-           "rotation by a + b, and the transpose of a rotation by a is the rotation by -a, so\n"
-           "  R_tᵀ R_s = R_{s-t}.\n"
-           "Therefore (R_t q) · (R_s k) = qᵀ R_tᵀ R_s k = qᵀ R_{s-t} k: the score depends only on s - t.\n"
-           "Shifting both positions by any offset leaves every score, hence attention, unchanged (up to the\n"
-           "rounding of the angles).\n"
-           "Source: 000 §4.4.1; 004 §1.6.\n";
-  }
-  std::string description() const override {
-    return "Builds the rotation R_t from the library's apply_rope and checks R_tᵀR_s = R_(s−t)\n"
-           "entry by entry, the score (R_t q)·(R_s k) against qᵀR_(s−t)k written out, and the score\n"
-           "after shifting both positions by 1, 10, ... up to --max-offset. Tolerances are float64\n"
-           "rounding bounds that grow with the rotation angle (stated in each row).";
-  }
-  void bind(OptionSet& sub) override {
-    sub.add_option("--pairs", opts_.pairs, "Random (t, s) pairs")->check(IntRange(1, kMaxPairs));
-    sub.add_option("--head-dim", opts_.head_dim, "Head dimension d (even)")->check(IntRange(2, kMaxHeadDim));
-    sub.add_option("--theta", opts_.theta, "RoPE base θ")->check(FiniteRange(2.0, 1e8));
-    sub.add_option("--max-pos", opts_.max_pos, "t, s drawn from [0, max-pos]")->check(IntRange(0, kMaxPos));
-    sub.add_option("--max-offset", opts_.max_offset, "Largest shift of both positions")
-        ->check(IntRange(0, kMaxOffset));
-  }
-  Result run(const RunContext& ctx) override { return run_rope_relative(opts_, ctx); }
-
- private:
-  RopeRelativeOptions opts_;
-};
-
-KVLAB_REGISTER_CHECK(100, RopeRelative);
-
 }  // namespace
+
+RopeRelativeMeasured measure_rope_relative(const RopeRelativeOptions& o, const RunContext& ctx,
+                                           const RopeRelativeParts& parts) {
+  const RopeFn library = [](Mat<double>& x, int h, int d, int p, double th) { apply_rope(x, h, d, p, th); };
+  const RopeFn rope_q = parts.rope_q ? parts.rope_q : library;
+  const RopeFn rope_k = parts.rope_k ? parts.rope_k : library;
+  const int d = o.head_dim;
+  const std::vector<Draw> draws = draw_pairs(o, ctx.seed);
+  RopeRelativeMeasured m{.options = o, .seed = ctx.seed};
+  for (const Draw& p : draws) {
+    const auto [t, s, norms] = p.pair;
+    m.pairs.push_back(p.pair);
+    // 1. R_tᵀR_s = R_{s−t}, entry by entry.
+    const Mat<double> rt = rotation_matrix(rope_q, d, static_cast<int>(t), o.theta);
+    const Mat<double> rs = rotation_matrix(rope_k, d, static_cast<int>(s), o.theta);
+    const Mat<double> ref = rotation_reference(d, static_cast<double>(s - t), o.theta);
+    m.identity_error = nan_max(m.identity_error, max_abs(rt.transpose() * rs - ref));
+  }
+  for (const Draw& p : draws) {  // 2. the score through the RoPE against the closed form qᵀR_{s−t}k
+    const double got = rope_score(rope_q, rope_k, p.q, p.k, p.pair.t, p.pair.s, o.theta);
+    const double want = closed_form_score(p.q, p.k, static_cast<double>(p.pair.s - p.pair.t), o.theta);
+    m.closed_form_error = nan_max(m.closed_form_error, std::abs(got - want));
+  }
+  for (const std::int64_t off : offsets_for(o.max_offset)) {  // 3. shift both positions
+    RopeShift sh{.offset = off};
+    for (const Draw& p : draws) {
+      const double a = rope_score(rope_q, rope_k, p.q, p.k, p.pair.t, p.pair.s, o.theta);
+      const double b = rope_score(rope_q, rope_k, p.q, p.k, p.pair.t + off, p.pair.s + off, o.theta);
+      sh.diff = nan_max(sh.diff, std::abs(a - b));
+    }
+    m.shifts.push_back(sh);
+  }
+  return m;
+}
+
+std::vector<Expectation> judge_rope_relative(const RopeRelativeMeasured& m) {
+  const RopeRelativeOptions& o = m.options;
+  const int d = o.head_dim;
+  std::vector<Expectation> rows;
+  rows.push_back({.quantity = fmt::format("max entry |R_tᵀR_s − R_(s−t)|, {} pairs, t, s ≤ {}", o.pairs, o.max_pos),
+                  .source = "000 §4.4.1",
+                  .unit = "",
+                  .expected = 0,
+                  .tolerance = max_over(m, [](const RopePair& p) { return identity_bound(p.t, p.s); }),
+                  .why = "float64: 2(e_t + e_s) + e_(s−t) + 2u, e_p = u·|p| + 2u (angle and sin/cos rounding)",
+                  .measured = m.identity_error,
+                  .document = "R_tᵀR_s = R_(s−t)"});
+  rows.push_back({.quantity = "max |(R_t q)·(R_s k) − qᵀR_(s−t)k| (closed form)",
+                  .source = "000 §4.4.1",
+                  .unit = "",
+                  .expected = 0,
+                  .tolerance = max_over(m, [d](const RopePair& p) {
+                    return score_bound(p.t, p.s, d, p.norms) + closed_form_bound(p.s - p.t, d, p.norms);
+                  }),
+                  .why = "float64: per-score bounds (2(e_t + e_s) + (d + 8)u)‖q‖‖k‖ and (2e_(s−t) + (d + 8)u)‖q‖‖k‖",
+                  .measured = m.closed_form_error,
+                  .document = "q·k after RoPE = qᵀR_(s−t)k"});
+  for (const RopeShift& sh : m.shifts)
+    rows.push_back({.quantity = fmt::format("max |score(t, s) − score(t + {}, s + {})|", sh.offset, sh.offset),
+                    .source = sh.offset >= 1000 ? "004 §1.6" : "000 §4.4.1",
+                    .unit = "",
+                    .expected = 0,
+                    .tolerance = shift_bound(m, sh.offset),
+                    .why = "float64: sum of the two scores' bounds; grows with the angle u·|p|",
+                    .measured = sh.diff,
+                    .document = "depends only on s − t"});
+  return rows;
+}
+
+const CheckDef<RopeRelativeOptions, RopeRelativeMeasured>& rope_relative_check() {
+  static const CheckDef<RopeRelativeOptions, RopeRelativeMeasured> def{
+      .spec = {.name = "rope-relative",
+               .order = 100,
+               .source = "000 §4.4.1; 004 §1.6",
+               .summary = "RoPE: R_tᵀR_s = R_(s−t); scores unchanged when both positions shift",
+               .description =
+                   "Builds the rotation R_t from the library's apply_rope and checks R_tᵀR_s = R_(s−t)\n"
+                   "entry by entry, the score (R_t q)·(R_s k) against qᵀR_(s−t)k written out, and the score\n"
+                   "after shifting both positions by 1, 10, ... up to --max-offset. Tolerances are float64\n"
+                   "rounding bounds that grow with the rotation angle (stated in each row).",
+               .derivation =
+                   "RoPE rotates pair i of a query or key vector at position t by the angle t·θ_i, θ_i = base^(-2i/d):\n"
+                   "R_t is block-diagonal, one 2×2 rotation per pair. Rotations by angles a and b compose to a\n"
+                   "rotation by a + b, and the transpose of a rotation by a is the rotation by -a, so\n"
+                   "  R_tᵀ R_s = R_{s-t}.\n"
+                   "Therefore (R_t q) · (R_s k) = qᵀ R_tᵀ R_s k = qᵀ R_{s-t} k: the score depends only on s - t.\n"
+                   "Shifting both positions by any offset leaves every score, hence attention, unchanged (up to the\n"
+                   "rounding of the angles).\n"
+                   "Source: 000 §4.4.1; 004 §1.6.\n",
+               .claim = "RoPE: R_tᵀR_s = R_(s−t), so the score (R_t q)·(R_s k) depends only on s − t; shifting both "
+                        "positions by any offset leaves it unchanged (up to float64 rounding)."},
+      .options = {{"--pairs", &RopeRelativeOptions::pairs, Allowed::integers(1, kMaxPairs), "Random (t, s) pairs"},
+                  {"--head-dim", &RopeRelativeOptions::head_dim, Allowed::integers(2, kMaxHeadDim),
+                   "Head dimension d (even)"},
+                  {"--theta", &RopeRelativeOptions::theta, Allowed::reals(2.0, 1e8), "RoPE base θ"},
+                  {"--max-pos", &RopeRelativeOptions::max_pos, Allowed::integers(0, kMaxPos),
+                   "t, s drawn from [0, max-pos]"},
+                  {"--max-offset", &RopeRelativeOptions::max_offset, Allowed::integers(0, kMaxOffset),
+                   "Largest shift of both positions"}},
+      .constraints =
+          [](const RopeRelativeOptions& o) {
+            if (o.head_dim % 2 != 0)
+              throw InputError(fmt::format("--head-dim: must be even (RoPE rotates pairs) (got {})", o.head_dim));
+          },
+      .measure = [](const RopeRelativeOptions& o, const RunContext& ctx) { return measure_rope_relative(o, ctx); },
+      .judge = judge_rope_relative,
+      .present = present};
+  return def;
+}
+
+Result run_rope_relative(const RopeRelativeOptions& o, const RunContext& ctx, const RopeRelativeParts& parts) {
+  return run_check(rope_relative_check(), o, ctx, [&parts](const RopeRelativeOptions& opts, const RunContext& c) {
+    return measure_rope_relative(opts, c, parts);
+  });
+}
+
+KVLAB_REGISTER_SPEC(rope_relative_check);
+
 }  // namespace kvlab::checks

@@ -1,13 +1,16 @@
-// sliding-window (004 §2.7, §1.6; 003 part 2): options and the testable entry point.
+// sliding-window (004 §2.7, §1.6; 003 part 2): options, what it measures, and its testable steps.
+// See sliding_window.cpp.
 #pragma once
 
 #include <functional>
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "cache/kv_cache.hpp"
-#include "framework/check.hpp"
+#include "framework/spec.hpp"
+#include "model/config.hpp"
 
 namespace kvlab::checks {
 
@@ -30,6 +33,34 @@ struct SlidingWindowParts {
   WindowCacheMaker<double> cache_f64;  ///< empty: RollingCache
   WindowCacheMaker<float> cache_f32;
 };
+
+/// What sliding-window measured.
+struct SlidingWindowMeasured {
+  SlidingWindowOptions options;
+  RunContext context;        ///< seed, dtype, device and --weights of the run
+  ModelConfig config;        ///< the windowed model that ran (the options' or the --weights file's)
+  double diff_before = 0;    ///< max |Δlogits| rolling vs masked full, positions 0 .. min(W, N) − 1
+  double diff_after = 0;     ///< the same for positions W .. N − 1 (0 when N <= W)
+  double max_logit = 0;      ///< max |logit| of the masked full forward
+  int max_held = 0;          ///< positions held per cache layer, max over every step
+  int element_bytes = 0;     ///< bytes of one cached number (the run's dtype)
+  int ring_window = 0;       ///< a RollingCache's ring length; 0: the cache was not one
+  std::uint64_t ring_bytes = 0;  ///< the ring buffers it allocated
+  /// max |Δlogits| of each output position when input token --perturb changes (f64), on a window
+  /// of W keys (own) and of W + 1 keys (004's convention: W previous tokens + the query).
+  std::vector<double> probe_own, probe_doc;
+};
+
+/// Decodes through the rolling cache and compares with the masked full forward, then probes the
+/// receptive field under both window conventions. Throws InputError on a --weights file that cannot run it.
+SlidingWindowMeasured measure_sliding_window(const SlidingWindowOptions& o, const RunContext& ctx,
+                                             const SlidingWindowParts& parts = {});
+/// Logits within the rounding bound; positions held = min(W, N); reaches l·(W − 1) and l·W and
+/// no output off the window rule, exactly.
+std::vector<Expectation> judge_sliding_window(const SlidingWindowMeasured& m);
+
+/// The check as data (registered as `sliding-window`).
+const CheckDef<SlidingWindowOptions, SlidingWindowMeasured>& sliding_window_check();
 
 /// Runs the check. Throws InputError naming the option on bad input.
 Result run_sliding_window(const SlidingWindowOptions& o, const RunContext& ctx, const SlidingWindowParts& parts = {});

@@ -1,67 +1,16 @@
-// Unit tests of RoPE's relative-position property, MLA (naive and absorbed paths, its
-// latent cache), and the checks rope-relative, mla-absorb shown to fail on broken parts.
+// Unit tests of MLA (naive and absorbed paths, its latent cache); the MLA checks have theirs in
+// tests/checks/.
 #include <doctest/doctest.h>
 
 #include <cmath>
 
 #include "attention/gqa.hpp"
 #include "cache/latent_cache.hpp"
-#include "checks/mla_absorb.hpp"
-#include "checks/mla_decoupled.hpp"
-#include "checks/rope_breaks_absorb.hpp"
-#include "checks/rope_relative.hpp"
 #include "core/error.hpp"
 #include "cost/kv_cache.hpp"
 #include "model/mla.hpp"
 
 using namespace kvlab;
-
-namespace {
-
-// RoPE with interleaved pairs (2i, 2i + 1) (the GPT-J / original RoFormer layout) instead of
-// rotate-half: a rotation too, but not the one the other side uses.
-void interleaved_rope(Mat<double>& x, int n_heads, int d, int pos0, double theta) {
-  for (int t = 0; t < x.rows(); ++t)
-    for (int i = 0; i < d / 2; ++i) {
-      const double a = (pos0 + t) * std::pow(theta, -2.0 * i / d), c = std::cos(a), s = std::sin(a);
-      for (int h = 0; h < n_heads; ++h) {
-        double& x0 = x(t, h * d + 2 * i);
-        double& x1 = x(t, h * d + 2 * i + 1);
-        const double a0 = x0, b0 = x1;
-        x0 = a0 * c - b0 * s;
-        x1 = a0 * s + b0 * c;
-      }
-    }
-}
-
-}  // namespace
-
-TEST_CASE("rope-relative passes with apply_rope and fails on a broken RoPE") {
-  checks::RunContext ctx;
-  checks::RopeRelativeOptions o;
-  const Result good = checks::run_rope_relative(o, ctx);
-  CHECK(good.passed());
-  CHECK(good.metric_value("max_abs_diff_shift") < 1e-9);
-
-  checks::RopeRelativeParts interleaved_k;
-  interleaved_k.rope_k = interleaved_rope;
-  CHECK_FALSE(checks::run_rope_relative(o, ctx, interleaved_k).passed());
-
-  checks::RopeRelativeParts off_by_one_k;  // k rotated as if one position later
-  off_by_one_k.rope_k = [](Mat<double>& x, int h, int d, int p, double th) { apply_rope(x, h, d, p + 1, th); };
-  const Result off = checks::run_rope_relative(o, ctx, off_by_one_k);
-  CHECK_FALSE(off.passed());
-
-  checks::RopeRelativeParts absolute;  // a "RoPE" that ignores the key's position: not relative
-  absolute.rope_k = [](Mat<double>& x, int h, int d, int, double th) { apply_rope(x, h, d, 0, th); };
-  CHECK_FALSE(checks::run_rope_relative(o, ctx, absolute).passed());
-
-  o.head_dim = 7;
-  CHECK_THROWS_WITH_AS(checks::run_rope_relative(o, ctx), doctest::Contains("--head-dim"), InputError);
-  o = {};
-  o.theta = NAN;
-  CHECK_THROWS_WITH_AS(checks::run_rope_relative(o, ctx), doctest::Contains("--theta"), InputError);
-}
 
 TEST_CASE("LatentCache stores d_c + d_r per position and counts it") {
   LatentCache<double> cache(2, 5, 2, 4);
@@ -98,87 +47,4 @@ TEST_CASE("MLA mini-GPT: naive = absorbed, incremental = full, with and without 
   MlaConfig bad;
   bad.rope_head_dim = 3;
   CHECK_THROWS_WITH_AS(MlaGPT<double>(bad, 1), doctest::Contains("rope_head_dim"), InputError);
-}
-
-TEST_CASE("mla-absorb passes in f64 and f32 and fails when the absorption is wrong") {
-  checks::RunContext ctx;
-  checks::MlaAbsorbOptions o;
-  const Result good = checks::run_mla_absorb(o, ctx);
-  CHECK(good.passed());
-  CHECK(good.metric_value("flops_decode_step_naive") > good.metric_value("flops_decode_step_absorbed"));
-  ctx.dtype = Dtype::f32;
-  CHECK(checks::run_mla_absorb(o, ctx).passed());
-  ctx.dtype = Dtype::f64;
-
-  o.kv_lora_rank = 8;  // d_c = d_h, so that the broken absorptions below have the right shapes
-  CHECK(checks::run_mla_absorb(o, ctx).passed());
-  checks::MlaAbsorbParts no_uv;  // W_UV not folded: the latent read as if it were the head output
-  no_uv.absorb_f64 = [](const MlaWeights<double>& w, const MlaConfig& c) {
-    MlaAbsorbed<double> a = absorb(w, c);
-    for (int i = 0; i < c.n_head; ++i) a.w_ov[i] = w.w_o.middleRows(i * c.head_dim, c.head_dim);
-    return a;
-  };
-  const Result r1 = checks::run_mla_absorb(o, ctx, no_uv);
-  CHECK_FALSE(r1.passed());
-  CHECK(r1.metric_value("max_abs_diff_logits") > 1e-6);
-  checks::MlaAbsorbParts uk_not_transposed;  // W̃_QK,i = W_UQ,i W_UK,i instead of W_UQ,i W_UK,iᵀ
-  uk_not_transposed.absorb_f64 = [](const MlaWeights<double>& w, const MlaConfig& c) {
-    MlaAbsorbed<double> a = absorb(w, c);
-    const int dh = c.head_dim;
-    for (int i = 0; i < c.n_head; ++i) a.w_qk[i] = w.w_uq.middleCols(i * dh, dh) * w.w_uk.middleCols(i * dh, dh);
-    return a;
-  };
-  CHECK_FALSE(checks::run_mla_absorb(o, ctx, uk_not_transposed).passed());
-
-  o = {};
-  o.decode = 0;  // no decode step: only the logits are compared
-  CHECK(checks::run_mla_absorb(o, ctx).passed());
-  o = {};
-  o.q_lora_rank = 0;
-  CHECK(checks::run_mla_absorb(o, ctx).passed());
-  o.model = "llama-3-70b";
-  CHECK_THROWS_WITH_AS(checks::run_mla_absorb(o, ctx), doctest::Contains("--model"), InputError);
-}
-
-TEST_CASE("the MLA decode-step formula at DeepSeek-V2's shapes: absorbed saves the up-projection") {
-  // D 5120, H 128, d_h 128, d_c 512, d_q 1536, d_r 64, S 4096 (data/models/deepseek-v2.json).
-  const auto f = checks::mla_decode_step_formula(5120, 128, 128, 512, 1536, true, 64, 4096);
-  // The up-projection of K and V alone: 2 · 2 · S · d_c · H · d_h multiply-add FLOPs.
-  CHECK(f.naive > 4ull * 4096 * 512 * 128 * 128);
-  CHECK(f.naive / f.absorbed == 67);
-  CHECK(f.absorbed_weights == 5120ull * 1536 + 1536ull * 128 * 64 + 5120ull * 512 + 5120ull * 64 +
-                                  128ull * 1536 * 512 + 128ull * 512 * 5120);
-}
-
-TEST_CASE("rope-breaks-absorb passes with RoPE and fails when the rotation is missing") {
-  checks::RunContext ctx;
-  checks::RopeBreaksAbsorbOptions o;
-  const Result good = checks::run_rope_breaks_absorb(o, ctx);
-  CHECK(good.passed());
-  CHECK(good.metric_value("min_relative_spread") > 0.1);
-  checks::RopeBreaksAbsorbParts no_rotation;  // positions ignored: M(Δ) = M(0), absorbable
-  no_rotation.rope = [](Mat<double>&, int, int, int, double) {};
-  CHECK_FALSE(checks::run_rope_breaks_absorb(o, ctx, no_rotation).passed());
-  o.max_delta = 0;
-  CHECK_THROWS_WITH_AS(checks::run_rope_breaks_absorb(o, ctx), doctest::Contains("--max-delta"), InputError);
-}
-
-TEST_CASE("mla-decoupled passes and fails when a head absorbs another head's W_UK") {
-  checks::RunContext ctx;
-  checks::MlaDecoupledOptions o;
-  CHECK(checks::run_mla_decoupled(o, ctx).passed());
-  checks::MlaDecoupledParts shifted;
-  shifted.absorb = [](const MlaWeights<double>& w, const MlaConfig& c) {
-    MlaAbsorbed<double> a = absorb(w, c);
-    const int dh = c.head_dim, j = 1;  // head 0 pairs its W_UQ with head 1's W_UK
-    a.w_qk[0] = w.w_uq.middleCols(0, dh) * w.w_uk.middleCols(j * dh, dh).transpose();
-    return a;
-  };
-  const Result broken = checks::run_mla_decoupled(o, ctx, shifted);
-  CHECK_FALSE(broken.passed());
-  CHECK(broken.metric_value("max_abs_diff_score_split") > 1e-10);
-  o.decode = 0;
-  CHECK(checks::run_mla_decoupled(o, ctx).passed());
-  o.pairs = 0;
-  CHECK_THROWS_WITH_AS(checks::run_mla_decoupled(o, ctx), doctest::Contains("--pairs"), InputError);
 }

@@ -1,12 +1,11 @@
 // Unit tests of the model layer: config validation, attention against a plain reference, RoPE,
-// caches, the mini-GPT forward; and the model checks shown to fail on broken parts.
+// caches, the mini-GPT forward.
 #include <doctest/doctest.h>
 
 #include <cmath>
 
 #include "attention/gqa.hpp"
 #include "cache/kv_cache.hpp"
-#include "checks/incremental_vs_full.hpp"
 #include "core/error.hpp"
 #include "core/rng.hpp"
 #include "model/gpt.hpp"
@@ -43,33 +42,6 @@ Mat<double> reference_attention(const Mat<double>& q, const Mat<double>& k, cons
   }
   return out;
 }
-
-// A cache that, once it holds more than `keep` positions, overwrites position 0 with position 1:
-// the oldest token's K/V is lost, a plausible bug (a window applied where none belongs) that the
-// model checks must catch.
-class ForgetfulCache final : public KVCache<double> {
- public:
-  ForgetfulCache(int n_layer, int width, int keep)
-      : KVCache<double>(n_layer, width), k_(n_layer, Mat<double>(0, width)), v_(n_layer, Mat<double>(0, width)),
-        keep_(keep) {}
-  void append(int layer, const Mat<double>& k, const Mat<double>& v) override {
-    for (auto* pair : {&k_, &v_}) {
-      Mat<double>& m = (*pair)[layer];
-      const Mat<double>& add = pair == &k_ ? k : v;
-      m.conservativeResize(m.rows() + add.rows(), Eigen::NoChange);
-      m.bottomRows(add.rows()) = add;
-      if (m.rows() > keep_) m.row(0) = m.row(1);
-    }
-  }
-  ConstMatView<double> keys(int l) const override { return {k_[l].data(), k_[l].rows(), k_[l].cols()}; }
-  ConstMatView<double> values(int l) const override { return {v_[l].data(), v_[l].rows(), v_[l].cols()}; }
-  int length(int l) const override { return static_cast<int>(k_[l].rows()); }
-  void truncate(int) override {}
-
- private:
-  std::vector<Mat<double>> k_, v_;
-  int keep_;
-};
 
 }  // namespace
 
@@ -181,48 +153,3 @@ TEST_CASE("mini-GPT forward: shapes, determinism by seed, position checks") {
   auto big = a.make_cache(CacheKind::prealloc, c.block_size + 1);
   CHECK_THROWS_AS(a.forward(too_long, 0, *big), InputError);
 }
-
-TEST_CASE("incremental-vs-full passes with both caches and fails with a cache that loses a position") {
-  checks::RunContext ctx;
-  checks::IncrementalOptions o;
-  CHECK(checks::run_incremental_vs_full(o, ctx).passed());
-  o.cache = "concat";
-  CHECK(checks::run_incremental_vs_full(o, ctx).passed());
-  ctx.dtype = Dtype::f32;
-  CHECK(checks::run_incremental_vs_full(o, ctx).passed());
-
-  ctx.dtype = Dtype::f64;
-  checks::IncrementalParts broken;
-  broken.cache_f64 = [](int n_layer, int width, int max_len) {
-    (void)max_len;
-    return std::make_unique<ForgetfulCache>(n_layer, width, 10);
-  };
-  CHECK_FALSE(checks::run_incremental_vs_full(o, ctx, broken).passed());
-
-  o.chunk = 0;
-  CHECK_THROWS_AS(checks::run_incremental_vs_full(o, ctx), InputError);
-  o.chunk.reset();
-  o.prefill = 2;  // the default chunk follows a short prompt: min(3, 2) = 2
-  CHECK(checks::run_incremental_vs_full(o, ctx).passed());
-}
-
-TEST_CASE("incremental-vs-full shows a nonzero rounding difference from another summation order beside its exact 0") {
-  // kvlab's 0 is not a buffer compared with itself: the same full forward summed in another order
-  // (Eigen's blocked products) differs by float64 rounding, well inside the row's bound.
-  const Result r = checks::run_incremental_vs_full({}, checks::RunContext{});
-  for (const char* v : {"mha", "gqa", "mqa", "chunked"}) {
-    CAPTURE(v);
-    CHECK(r.metric_value(std::string("max_abs_diff_") + v) == 0.0);
-    const double other = r.metric_value(std::string("max_abs_diff_reordered_") + v);
-    CHECK(other > 0.0);
-    CHECK(other < 1e-12);
-  }
-  bool said = false;
-  for (const auto& e : r.expectations)
-    if (e.quantity.find("max |Δlogits| mha") == 0) said = e.why.find("another order differs by") != std::string::npos;
-  CHECK(said);
-  bool why_zero = false;
-  for (const auto& n : r.notes) why_zero = why_zero || n.find("Why exactly 0") != std::string::npos;
-  CHECK(why_zero);
-}
-

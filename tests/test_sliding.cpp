@@ -1,6 +1,5 @@
-// Unit tests of sliding windows, CLA and incremental-vs-full on RoPE and MLA: the rolling cache
-// and window attention, and the checks sliding-window and incremental-vs-full shown to fail on
-// deliberately broken parts.
+// Unit tests of sliding windows and CLA: the rolling cache and window attention; the checks
+// sliding-window, cla and incremental-vs-full have theirs in tests/checks/.
 #include <doctest/doctest.h>
 
 #include <memory>
@@ -8,45 +7,10 @@
 
 #include "cache/rolling_cache.hpp"
 #include "attention/gqa.hpp"
-#include "checks/incremental_vs_full.hpp"
-#include "checks/sliding_window.hpp"
 #include "core/error.hpp"
 #include "model/gpt.hpp"
 
 using namespace kvlab;
-
-namespace {
-
-// A ring that forgets to straighten: reads return the slots as stored (slot = position mod W), so
-// after a wrap-around row 0 is no longer the oldest position.
-class UnrotatedRing final : public KVCache<double> {
- public:
-  UnrotatedRing(int n_layer, int width, int window)
-      : KVCache<double>(n_layer, width), w_(window), n_(n_layer, 0) {
-    for (int l = 0; l < n_layer; ++l) {
-      k_.emplace_back(Mat<double>::Zero(window, width));
-      v_.emplace_back(Mat<double>::Zero(window, width));
-    }
-  }
-  void append(int l, const Mat<double>& k, const Mat<double>& v) override {
-    for (Eigen::Index r = 0; r < k.rows(); ++r, ++n_[l]) {
-      k_[l].row(n_[l] % w_) = k.row(r);
-      v_[l].row(n_[l] % w_) = v.row(r);
-    }
-  }
-  ConstMatView<double> keys(int l) const override { return {k_[l].data(), length(l), width_}; }
-  ConstMatView<double> values(int l) const override { return {v_[l].data(), length(l), width_}; }
-  int length(int l) const override { return std::min(n_[l], w_); }
-  int first_position(int l) const override { return n_[l] - length(l); }
-  void truncate(int) override {}
-
- private:
-  int w_;
-  std::vector<int> n_;
-  std::vector<Mat<double>> k_, v_;
-};
-
-}  // namespace
 
 TEST_CASE("RollingCache keeps the last W positions in logical order across wrap-arounds") {
   RollingCache<double> c(1, 2, 3);
@@ -96,75 +60,6 @@ TEST_CASE("windowed forward: a rolling cache refuses to stand in for full attent
   CHECK_THROWS_AS(model.forward(ids, 0, ring), std::invalid_argument);
 }
 
-TEST_CASE("sliding-window passes with the rolling cache and fails with a window off by one") {
-  checks::RunContext ctx;
-  checks::SlidingWindowOptions o;
-  const Result good = checks::run_sliding_window(o, ctx);
-  CHECK(good.passed());
-  CHECK(good.metric_value("cache_positions_held_max") == o.window);
-  CHECK(good.metric_value("reach_positions") == o.layers * (o.window - 1));
-  // 004's l·W, measured on a window of W previous tokens + the query: a convention, not an erratum.
-  CHECK(good.metric_value("reach_positions_previous_w") == o.layers * o.window);
-  CHECK(good.errata().empty());
-  ctx.dtype = Dtype::f32;
-  CHECK(checks::run_sliding_window(o, ctx).passed());
-  ctx.dtype = Dtype::f64;
-
-  for (int off : {-1, +1}) {  // the model's window one too small or one too large
-    checks::SlidingWindowParts p;
-    p.model_window = o.window + off;
-    const Result bad = checks::run_sliding_window(o, ctx, p);
-    CHECK_FALSE(bad.passed());
-    CHECK(bad.metric_value("max_abs_diff_after_wrap") > bad.metric_value("rounding_bound"));
-    CHECK(bad.metric_value("reach_positions") == o.layers * (o.window + off - 1));
-    CHECK(bad.metric_value("reach_positions_previous_w") == o.layers * (o.window + off));
-    for (const auto& e : bad.expectations)  // both reach rows fail on the broken window
-      if (e.quantity.rfind("reach", 0) == 0) CHECK_FALSE(e.holds());
-  }
-
-  checks::SlidingWindowParts unrotated;  // the ring read in slot order after a wrap-around
-  unrotated.cache_f64 = [](int n, int w, int win) { return std::make_unique<UnrotatedRing>(n, w, win); };
-  const Result bad = checks::run_sliding_window(o, ctx, unrotated);
-  CHECK_FALSE(bad.passed());
-  CHECK(bad.metric_value("max_abs_diff_before_wrap") == 0);  // right until the first wrap-around
-  CHECK(bad.metric_value("max_abs_diff_after_wrap") > bad.metric_value("rounding_bound"));
-
-  checks::SlidingWindowParts full_cache;  // memory: a cache that keeps everything holds N, not W
-  full_cache.cache_f64 = [](int n, int w, int) { return make_cache<double>(CacheKind::prealloc, n, w, 64); };
-  const Result full = checks::run_sliding_window(o, ctx, full_cache);
-  CHECK_FALSE(full.passed());
-  CHECK(full.metric_value("max_abs_diff_after_wrap") <= full.metric_value("rounding_bound"));
-  CHECK(full.metric_value("cache_positions_held_max") == o.tokens);
-}
-
-TEST_CASE("sliding-window: its rows name the positional encoding the model uses") {
-  checks::RunContext ctx;
-  checks::SlidingWindowOptions o;
-  o.positional = "learned";
-  const Result learned = checks::run_sliding_window(o, ctx);
-  CHECK(learned.passed());
-  bool named = false;
-  for (const auto& e : learned.expectations) {
-    CAPTURE(e.quantity);
-    CHECK(e.quantity.find("RoPE") == std::string::npos);
-    named = named || e.quantity.find("learned positions") != std::string::npos;
-  }
-  CHECK(named);
-}
-
-TEST_CASE("sliding-window: bad options are InputErrors naming the option") {
-  checks::RunContext ctx;
-  checks::SlidingWindowOptions o;
-  o.window = 0;
-  CHECK_THROWS_WITH_AS(checks::run_sliding_window(o, ctx), doctest::Contains("--window"), InputError);
-  o = {};
-  o.prefill = 25;
-  CHECK_THROWS_WITH_AS(checks::run_sliding_window(o, ctx), doctest::Contains("--prefill"), InputError);
-  o = {};
-  o.perturb = 24;
-  CHECK_THROWS_WITH_AS(checks::run_sliding_window(o, ctx), doctest::Contains("--perturb"), InputError);
-}
-
 TEST_CASE("CLA model: share 1 is the ordinary model, share 2 owns half the K/V weights") {
   ModelConfig c;
   c.n_layer = 4;
@@ -177,48 +72,4 @@ TEST_CASE("CLA model: share 1 is the ordinary model, share 2 owns half the K/V w
   auto wrong_shape = plain.make_cache(CacheKind::prealloc, 8);  // 4 cache layers for a 2-layer CLA cache
   const std::vector<int> ids{1, 2};
   CHECK_THROWS_AS(cla.forward(ids, 0, *wrong_shape), std::invalid_argument);
-}
-
-namespace {
-
-// Keys decoded one at a time are rotated once more by one position: RoPE at p + 1 on decode, at p
-// on prefill (a decode path that counts positions from the cache length plus one).
-class RopeOffByOneOnDecode final : public KVCache<double> {
- public:
-  RopeOffByOneOnDecode(int n_layer, int width, int max_len)
-      : KVCache<double>(n_layer, width), inner_(n_layer, width, max_len) {}
-  void append(int l, const Mat<double>& k, const Mat<double>& v) override {
-    Mat<double> k2 = k;
-    if (k.rows() == 1) apply_rope(k2, width_ / 8, 8, 1, 10000.0);  // R(p)·R(1) = R(p + 1)
-    inner_.append(l, k2, v);
-  }
-  ConstMatView<double> keys(int l) const override { return inner_.keys(l); }
-  ConstMatView<double> values(int l) const override { return inner_.values(l); }
-  int length(int l) const override { return inner_.length(l); }
-  void truncate(int len) override { inner_.truncate(len); }
-
- private:
-  PreallocCache<double> inner_;
-};
-
-}  // namespace
-
-TEST_CASE("incremental-vs-full covers RoPE and MLA, and fails with RoPE at the wrong position on decode") {
-  checks::RunContext ctx;
-  checks::IncrementalOptions o;
-  const Result good = checks::run_incremental_vs_full(o, ctx);
-  CHECK(good.passed());
-  for (const char* key : {"max_abs_diff_mha", "max_abs_diff_gqa", "max_abs_diff_mqa", "max_abs_diff_chunked",
-                          "max_abs_diff_rope", "max_abs_diff_mla_naive", "max_abs_diff_mla_absorbed"})
-    CHECK(good.metric_value(key) <= 1e-12);  // every key of the contract, plus the new rows
-  ctx.dtype = Dtype::f32;
-  CHECK(checks::run_incremental_vs_full(o, ctx).passed());
-  ctx.dtype = Dtype::f64;
-
-  checks::IncrementalParts off;
-  off.cache_f64 = [](int n, int w, int len) { return std::make_unique<RopeOffByOneOnDecode>(n, w, len); };
-  const Result bad = checks::run_incremental_vs_full(o, ctx, off);
-  CHECK_FALSE(bad.passed());
-  CHECK(bad.metric_value("max_abs_diff_rope") > 1e-6);
-  CHECK(bad.metric_value("max_abs_diff_mla_absorbed") == 0);  // its own latent cache, untouched
 }
