@@ -219,7 +219,7 @@ inline void run_gqa_trained(const GqaTrainedOptions& o, const PoolerF32& pool, c
       "Shown, not judged: the course says trained heads are redundant, so pooling loses little; at this scale the "
       "gap is a quarter of the loss (uniform bytes: ln 256 = 5.55), and layer 1's error is about a random model's "
       "(last column): kvlab's 0.88M-parameter pair is too small to reproduce the claim.",
-      o.weights.empty() ? trained_weights_path("target") : o.weights, c.n_layer, c.d_model, c.n_head, c.head_dim,
+      o.weights.empty() ? std::string("data/weights/target.safetensors") : o.weights, c.n_layer, c.d_model, c.n_head, c.head_dim,
       base.size(), L));
 
   if (!o.uptrain) {
