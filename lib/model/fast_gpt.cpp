@@ -186,6 +186,12 @@ FastGpt::FastGpt(const MiniGPT<float>& ref, int max_batch, int max_ctx, int max_
   part_l_.assign(tasks * c_.n_head, 0.0f);
   part_out_.assign(tasks * q_w_, 0.0f);
   prefill_scores_.assign(static_cast<std::size_t>(threads_) * kPrefillBlock * max_ctx, 0.0f);
+  const std::size_t verify_slots = static_cast<std::size_t>(kVerifyRows) * (max_ctx / kDecodeChunk + 1);
+  if (max_ctx > kVerifyFrom && verify_slots * (q_w_ + 2 * c_.n_head) * sizeof(float) <= (std::size_t{64} << 20)) {
+    verify_m_.assign(verify_slots * c_.n_head, 0.0f);
+    verify_l_.assign(verify_slots * c_.n_head, 0.0f);
+    verify_out_.assign(verify_slots * q_w_, 0.0f);
+  }
   if (c_.positional == Positional::rope) {
     const int half = c_.head_dim / 2;
     rope_cos_.resize(static_cast<std::size_t>(max_ctx) * half);
@@ -397,6 +403,38 @@ void FastGpt::layer_forward(int rows, int l, Pass pass, int pos0, AttentionWindo
                          part_out_.data() + static_cast<std::size_t>(task) * q_w_);
       }
       combine_chunks_f32(tasks, c_.n_head, hd, part_m_.data(), part_l_.data(), part_out_.data(),
+                         att_.data() + static_cast<std::size_t>(r) * q_w_);
+    }
+  } else if (rows <= kVerifyRows && pos0 >= kVerifyFrom && !verify_m_.empty()) {
+    // A verify step over a long prefix: decode's chunks of [0, pos0 + rows), one task per chunk
+    // reading its K/V rows once for every row (row t sees positions up to pos0 + t: its chunks are
+    // decode's for that position, so its attention is decode's bit for bit), then each row's
+    // chunks joined. The per-head GEMMs below would pack every head's K/V slice first.
+    const int chunks = (pos0 + rows + kDecodeChunk - 1) / kDecodeChunk;
+    const bool threaded = static_cast<long long>(rows) * (pos0 + rows) * q_w_ >= (1ll << 18);
+#pragma omp parallel for schedule(dynamic, 1) if (threaded && chunks > 1)
+    for (int chunk = 0; chunk < chunks; ++chunk) {
+#ifdef _OPENMP
+      const int tid = omp_get_thread_num();
+#else
+      const int tid = 0;
+#endif
+      const int j0 = chunk * kDecodeChunk;
+      for (int r = 0; r < rows; ++r) {
+        const int n = std::min(kDecodeChunk, pos0 + r + 1 - j0);
+        if (n < 1) continue;  // past this row's position
+        const std::size_t slot = static_cast<std::size_t>(r) * chunks + chunk;
+        attend_chunk_f32(qkv_.data() + static_cast<std::size_t>(r) * qkv_w, c_.n_head, c_.n_kv_head, hd, k_at(l, 0, j0),
+                         v_at(l, 0, j0), kv_w_, n, scale,
+                         scores_.data() + static_cast<std::size_t>(tid) * c_.n_head * kDecodeChunk,
+                         verify_m_.data() + slot * c_.n_head, verify_l_.data() + slot * c_.n_head,
+                         verify_out_.data() + slot * q_w_);
+      }
+    }
+    for (int r = 0; r < rows; ++r) {
+      const std::size_t slot = static_cast<std::size_t>(r) * chunks;
+      combine_chunks_f32((pos0 + r + kDecodeChunk) / kDecodeChunk, c_.n_head, hd, verify_m_.data() + slot * c_.n_head,
+                         verify_l_.data() + slot * c_.n_head, verify_out_.data() + slot * q_w_,
                          att_.data() + static_cast<std::size_t>(r) * q_w_);
     }
   } else {

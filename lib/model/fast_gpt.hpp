@@ -10,6 +10,8 @@
 //   - the KV cache is one preallocated [n_layer, max_batch, max_ctx, kv_w] block for K and one
 //     for V; decode splits each sequence's cached positions into chunks (flash-decoding), each
 //     chunk's K and V rows read once, front to back, for all heads, then the chunks are joined;
+//     an extend of up to 16 rows over 1024 or more cached positions (a verify step at long
+//     context) takes the same chunks, each read once for all its rows;
 //   - every buffer is allocated in the constructor (2 MiB huge pages for the large ones,
 //     core/huge_pages.hpp): decode() and prefill() allocate nothing.
 //
@@ -120,7 +122,9 @@ class FastGpt {
   /// The verify step of speculative decoding (and a chunked prefill): tokens.size() = T new tokens
   /// of sequence 0 at positions length() .. length() + T − 1, over the cached prefix, in one pass
   /// over the weights; logits of every new token into `logits` ([T, vocab] row-major). Appends T
-  /// positions. Throws InputError for a bad token id, T outside [1, max(max_batch, max_prompt)]
+  /// positions. Over 1024 or more cached positions, up to 16 rows attend as decode does, chunk by
+  /// chunk (each row's attention then equals decode's at its position bit for bit); otherwise
+  /// through per-head GEMMs. Throws InputError for a bad token id, T outside [1, max(max_batch, max_prompt)]
   /// or a cache that cannot hold T more positions. Allocates nothing.
   void extend(std::span<const int> tokens, std::span<float> logits);
   /// The long-context self-draft's forward (000 §8.5): tokens.size() = T tokens of sequence 0 at
@@ -193,6 +197,11 @@ class FastGpt {
   StreamedFloats part_m_, part_l_;              // [tasks, n_head] per-chunk softmax max and sum
   StreamedFloats part_out_;                     // [tasks, n_head * head_dim] per-chunk outputs
   StreamedFloats rope_cos_, rope_sin_;          // [max_ctx, head_dim / 2] (RoPE)
+  // A verify step (few rows) over a long cached prefix: decode's chunked attention, every chunk of
+  // K/V rows read once for all rows, instead of per-head GEMMs that pack the cache's K/V slices.
+  static constexpr int kVerifyRows = 16;        // rows up to which it is used
+  static constexpr int kVerifyFrom = 1024;      // cached positions from which it is used
+  StreamedFloats verify_m_, verify_l_, verify_out_;  // [kVerifyRows, chunks, ...]; empty: not used
   static constexpr int kPrefillBlock = 256;     // prefill queries per attention block
   StreamedFloats prefill_scores_;               // [threads, kPrefillBlock, max_ctx] (prefill)
 };

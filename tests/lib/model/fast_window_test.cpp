@@ -175,3 +175,35 @@ TEST_CASE("extend_window: bad arguments are InputErrors") {
   CHECK_THROWS_AS(WindowDraftSequence(fast, {}, 1), InputError);  // the model holds no prefix of 1
   CHECK_THROWS_AS(FastSequence(fast, 1), InputError);
 }
+
+TEST_CASE("extend over a long cached prefix (the verify step at long context) equals the prefill and the decode steps") {
+  // From 1024 cached positions a few rows take decode's chunked attention (each K/V chunk read
+  // once for all rows) instead of per-head GEMMs: the same logits as a prefill of the whole
+  // sequence (the GEMM path) and as one decode step per token (decode's chunks).
+  const ModelConfig c = small_config(Positional::rope);
+  const MiniGPT<float> ref(c, 17);
+  const int cached = 1100, rows = 5;
+  const std::vector<int> tokens = tokens_of(cached + rows, c.vocab_size);
+  FastGpt whole(ref, 1, 1200, cached + rows), verify(ref, 1, 1200, cached + rows), steps(ref, 1, 1200, cached + rows);
+  std::vector<float> last(c.vocab_size), all(static_cast<std::size_t>(cached + rows) * c.vocab_size);
+  whole.prefill(tokens, last, all);
+  verify.prefill(std::span<const int>(tokens.data(), cached), last);
+  steps.prefill(std::span<const int>(tokens.data(), cached), last);
+  std::vector<float> got(static_cast<std::size_t>(rows) * c.vocab_size), one(c.vocab_size);
+  verify.extend(std::span<const int>(tokens.data() + cached, rows), got);
+  double worst_prefill = 0.0, worst_steps = 0.0, scale = 0.0;
+  for (int t = 0; t < rows; ++t) {
+    steps.decode(std::span<const int>(&tokens[cached + t], 1), one);
+    for (int v = 0; v < c.vocab_size; ++v) {
+      const float g = got[static_cast<std::size_t>(t) * c.vocab_size + v];
+      worst_prefill = std::max(worst_prefill, static_cast<double>(std::abs(g - all[static_cast<std::size_t>(cached + t) * c.vocab_size + v])));
+      worst_steps = std::max(worst_steps, static_cast<double>(std::abs(g - one[v])));
+      scale = std::max(scale, static_cast<double>(std::abs(g)));
+    }
+  }
+  CAPTURE(worst_prefill);
+  CAPTURE(worst_steps);
+  CHECK(worst_prefill <= 1e-4 * std::max(1.0, scale));
+  CHECK(worst_steps <= 1e-5 * std::max(1.0, scale));
+  CHECK(verify.length() == cached + rows);
+}
