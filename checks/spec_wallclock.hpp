@@ -10,10 +10,13 @@
 
 namespace kvlab::checks {
 
-/// The self-drafts measured: the target's own weights in int8 or int4, or its first blocks only.
-enum class DraftKind { int8, int4, layer_skip };
+/// The self-drafts measured: the target's own weights in int8 or int4, or its first blocks only;
+/// and, in the long-context case (--long-context), the target itself reading only a window of its
+/// own KV cache, the attention sinks and the recent positions (000 §8.5; model/fast_gpt.hpp,
+/// FastGpt::extend_window).
+enum class DraftKind { int8, int4, layer_skip, window };
 
-/// Short name of a draft kind for tables and metrics: "int8", "int4", "layer-skip".
+/// Short name of a draft kind for tables and metrics: "int8", "int4", "layer-skip", "window".
 std::string draft_name(DraftKind k);
 
 struct SpecWallclockOptions {
@@ -25,6 +28,13 @@ struct SpecWallclockOptions {
   int layers = 6;
   int vocab = 8192;
   bool quick = false;                     ///< d 512, K 2 and 4; 24 tokens; 2 repeats (a tiny model under sanitizers)
+  /// The long-context case (000 §8.5): a small target (d 256 × 4 layers, 4 MHA heads, vocab 4096)
+  /// that holds `context` cached positions, whose KV cache then outweighs its weights, with the
+  /// window self-draft (attention sinks `sink` + the `recent` latest positions). Off by default.
+  bool long_context = false;
+  int context = 4096;                     ///< cached positions before the prompt, 256 to 32768
+  int sink = 4;                           ///< the window draft's attention sinks, 0 to 1024
+  int recent = 252;                       ///< the window draft's recent positions, 1 to context − sink − 1
 };
 
 /// One speculative run's outcome (spec/loop.hpp's statistics) and its wall-clock.
@@ -56,7 +66,12 @@ struct SpecWallclockParts {
 };
 
 /// Runs the check. Throws InputError for options out of range or over the work budget.
+/// `long_parts`: what the long-context case times (opts.long_context), the same members for the
+/// long-context target and its window draft (DraftKind::window; build gets that target's config
+/// with skip_layers 0; time_target and time_draft at the runs' mid context after the cached
+/// prefix); empty members: the fast path on this machine. A test that injects `parts` and sets
+/// long_context injects `long_parts` too (std::invalid_argument otherwise).
 Result run_spec_wallclock(const SpecWallclockOptions& opts, const RunContext& ctx,
-                          const SpecWallclockParts& parts = {});
+                          const SpecWallclockParts& parts = {}, const SpecWallclockParts& long_parts = {});
 
 }  // namespace kvlab::checks

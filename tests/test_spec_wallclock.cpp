@@ -110,6 +110,33 @@ TEST_CASE("spec-wallclock: holds on a sound synthetic machine; a loop with uncou
   CHECK(worse.metric_value("speedup_measured_best") < 1.0);
 }
 
+TEST_CASE("spec-wallclock --long-context: the window draft's rows, bytes and metrics, shown beside the judged rows") {
+  checks::SpecWallclockOptions o;
+  o.new_tokens = 240;
+  o.repeats = 2;
+  o.long_context = true;
+  const checks::RunContext ctx;
+  const Synthetic sound;  // the long-context target and its window draft: α 0.4, c 0.45 (as layer-skip's)
+  const Result r = checks::run_spec_wallclock(o, ctx, sound.parts(), sound.parts());
+  CHECK(r.passed());  // the judged rows are the main case's; the long-context rows are shown
+  REQUIRE(r.tables.size() >= 3);
+  CHECK(r.tables[0].rows.size() == 4 * o.ks.size());  // int8, int4, layer-skip and window, per K
+  CHECK(r.metric_value("c_window") == doctest::Approx(0.45));
+  CHECK(r.metric_value("alpha_window") == doctest::Approx(0.4).epsilon(0.02));
+  CHECK(r.metric_value("speedup_measured_best_window") ==
+        doctest::Approx(r.metric_value("speedup_predicted_at_best_window")).epsilon(0.02));
+  // At 4096 + 8 + 120 positions, 4 layers of 2 x 256 floats: 34.6 MB of K/V per target step; 2.1 MB
+  // through the window of 4 + 252.
+  CHECK(r.metric_value("long_context_kv_bytes_per_step") == doctest::Approx(4.0 * 4 * 2 * 256 * (4096 + 124 + 1)));
+  CHECK(r.metric_value("long_context_kv_bytes_per_draft_step") == doctest::Approx(4.0 * 4 * 2 * 256 * 256));
+  CHECK(r.metric_value("long_context_weight_bytes") == doctest::Approx(100e6));
+  // Without --long-context none of it: the default run is unchanged.
+  o.long_context = false;
+  const Result plain = checks::run_spec_wallclock(o, ctx, sound.parts());
+  CHECK(plain.tables[0].rows.size() == 3 * o.ks.size());
+  CHECK_THROWS(plain.metric_value("c_window"));
+}
+
 TEST_CASE("spec-wallclock: bad options are InputErrors naming the option") {
   const checks::RunContext ctx;
   const Synthetic sound;
@@ -125,4 +152,15 @@ TEST_CASE("spec-wallclock: bad options are InputErrors naming the option") {
   o = {};
   o.d_model = 800;
   CHECK_THROWS_WITH_AS(checks::run_spec_wallclock(o, ctx, sound.parts()), doctest::Contains("--d-model"), InputError);
+  o = {};
+  o.long_context = true;
+  o.context = 512, o.sink = 4, o.recent = 508;  // the window covers the context: the draft is the target
+  CHECK_THROWS_WITH_AS(checks::run_spec_wallclock(o, ctx, sound.parts(), sound.parts()), doctest::Contains("--recent"),
+                       InputError);
+  o.context = 100;
+  CHECK_THROWS_WITH_AS(checks::run_spec_wallclock(o, ctx, sound.parts(), sound.parts()), doctest::Contains("--context"),
+                       InputError);
+  o = {};
+  o.long_context = true;
+  CHECK_THROWS_AS(checks::run_spec_wallclock(o, ctx, sound.parts()), std::invalid_argument);  // no long-context parts
 }

@@ -186,6 +186,12 @@ FastGpt::FastGpt(const MiniGPT<float>& ref, int max_batch, int max_ctx, int max_
   part_l_.assign(tasks * c_.n_head, 0.0f);
   part_out_.assign(tasks * q_w_, 0.0f);
   prefill_scores_.assign(static_cast<std::size_t>(threads_) * kPrefillBlock * max_ctx, 0.0f);
+  const std::size_t verify_slots = static_cast<std::size_t>(kVerifyRows) * (max_ctx / kDecodeChunk + 1);
+  if (max_ctx > kVerifyFrom && verify_slots * (q_w_ + 2 * c_.n_head) * sizeof(float) <= (std::size_t{64} << 20)) {
+    verify_m_.assign(verify_slots * c_.n_head, 0.0f);
+    verify_l_.assign(verify_slots * c_.n_head, 0.0f);
+    verify_out_.assign(verify_slots * q_w_, 0.0f);
+  }
   if (c_.positional == Positional::rope) {
     const int half = c_.head_dim / 2;
     rope_cos_.resize(static_cast<std::size_t>(max_ctx) * half);
@@ -252,8 +258,30 @@ void FastGpt::extend(std::span<const int> tokens, std::span<float> logits) {
     if (!wpe_.empty())
       for (int i = 0; i < d; ++i) xt[i] += wpe_[static_cast<std::size_t>(len_ + t) * d + i];
   }
-  for (int l = 0; l < c_.n_layer; ++l) layer_forward(T, l, false, len_);
+  for (int l = 0; l < c_.n_layer; ++l) layer_forward(T, l, Pass::prefill, len_);
   len_ += T;
+  layer_norm_rows(x_.data(), T, d, lnf_g_.data(), lnf_b_.data(), h_.data());
+  linear(wlm_t_, h_.data(), T, nullptr, logits.data(), V);
+}
+
+void FastGpt::extend_window(std::span<const int> tokens, int pos, AttentionWindow window, std::span<float> logits) {
+  const int T = static_cast<int>(tokens.size()), d = c_.d_model, V = c_.vocab_size;
+  if (T < 1 || T > max_rows_)
+    throw InputError(fmt::format("extend_window: tokens must number 1 to {} (got {})", max_rows_, T));
+  if (pos < 0 || static_cast<std::int64_t>(pos) + T > ctx_cap_)
+    throw InputError(fmt::format("extend_window: positions {} .. {} must lie in [0, {})", pos, static_cast<std::int64_t>(pos) + T - 1,
+                                 ctx_cap_));
+  if (window.sink < 0 || window.recent < 1)
+    throw InputError(fmt::format("window: sink must be >= 0 and recent >= 1 (got {} and {})", window.sink, window.recent));
+  if (logits.size() < static_cast<std::size_t>(T) * V) throw std::invalid_argument("extend_window: logits too small");
+  for (int t = 0; t < T; ++t) {
+    if (tokens[t] < 0 || tokens[t] >= V) throw InputError(fmt::format("token: id {} outside [0, {})", tokens[t], V));
+    float* xt = x_.data() + static_cast<std::size_t>(t) * d;
+    std::copy_n(wte_.data() + static_cast<std::size_t>(tokens[t]) * d, d, xt);
+    if (!wpe_.empty())
+      for (int i = 0; i < d; ++i) xt[i] += wpe_[static_cast<std::size_t>(pos + t) * d + i];
+  }
+  for (int l = 0; l < c_.n_layer; ++l) layer_forward(T, l, Pass::window, pos, window);
   layer_norm_rows(x_.data(), T, d, lnf_g_.data(), lnf_b_.data(), h_.data());
   linear(wlm_t_, h_.data(), T, nullptr, logits.data(), V);
 }
@@ -285,8 +313,9 @@ void FastGpt::fill_cache(std::uint64_t seed) {
 }
 
 // One block on rows 0..rows-1 of x_. Decode: row b is sequence b's new token at position pos0.
-// Prefill: row t is sequence 0's token at position pos0 + t.
-void FastGpt::layer_forward(int rows, int l, bool decode, int pos0) {
+// Prefill and window: row t is sequence 0's token at position pos0 + t.
+void FastGpt::layer_forward(int rows, int l, Pass pass, int pos0, AttentionWindow window) {
+  const bool decode = pass == Pass::decode;
   const int d = c_.d_model, hd = c_.head_dim, qkv_w = q_w_ + 2 * kv_w_, group = c_.group_size();
   const Layer& L = layers_[l];
   layer_norm_rows(x_.data(), rows, d, L.ln1_g.data(), L.ln1_b.data(), h_.data());
@@ -308,9 +337,10 @@ void FastGpt::layer_forward(int rows, int l, bool decode, int pos0) {
         }
     }
   }
-  // New K/V rows into the cache.
+  // New K/V rows into the cache (a window pass leaves the positions the model holds as they are).
   for (int r = 0; r < rows; ++r) {
     const int b = decode ? r : 0, t = decode ? pos0 : pos0 + r;
+    if (pass == Pass::window && t < len_) continue;
     const float* row = qkv_.data() + static_cast<std::size_t>(r) * qkv_w;
     std::copy(row + q_w_, row + q_w_ + kv_w_, k_at(l, b, t));
     std::copy(row + q_w_ + kv_w_, row + qkv_w, v_at(l, b, t));
@@ -342,6 +372,70 @@ void FastGpt::layer_forward(int rows, int l, bool decode, int pos0) {
       const std::size_t t0 = static_cast<std::size_t>(b) * chunks;
       combine_chunks_f32(chunks, c_.n_head, hd, part_m_.data() + t0 * c_.n_head, part_l_.data() + t0 * c_.n_head,
                          part_out_.data() + t0 * q_w_, att_.data() + static_cast<std::size_t>(b) * q_w_);
+    }
+  } else if (pass == Pass::window) {
+    // Window: row r (position p = pos0 + r) attends to [0, sink_end) and [recent_begin, p + 1),
+    // read in place, each range split in chunks of kDecodeChunk from its start as decode splits
+    // [0, p + 1); when the window covers the whole prefix, one range [0, p + 1), chunked exactly as
+    // decode chunks it (the same sums in the same order: bit for bit decode's result).
+    for (int r = 0; r < rows; ++r) {
+      const int n_ctx = pos0 + r + 1;
+      const bool whole = static_cast<long long>(window.sink) + window.recent >= n_ctx;
+      const int sink_end = whole ? n_ctx : window.sink, recent_begin = whole ? n_ctx : n_ctx - window.recent;
+      const int c1 = (sink_end + kDecodeChunk - 1) / kDecodeChunk;
+      const int tasks = c1 + (n_ctx - recent_begin + kDecodeChunk - 1) / kDecodeChunk;
+      const int seen = sink_end + (n_ctx - recent_begin);
+      const bool threaded = static_cast<long long>(seen) * q_w_ >= (1ll << 18);  // as decode's
+      const float* q = qkv_.data() + static_cast<std::size_t>(r) * qkv_w;
+#pragma omp parallel for schedule(dynamic, 1) if (threaded && tasks > 1)
+      for (int task = 0; task < tasks; ++task) {
+#ifdef _OPENMP
+        const int tid = omp_get_thread_num();
+#else
+        const int tid = 0;
+#endif
+        const int j0 = task < c1 ? task * kDecodeChunk : recent_begin + (task - c1) * kDecodeChunk;
+        const int n = std::min(kDecodeChunk, (task < c1 ? sink_end : n_ctx) - j0);
+        attend_chunk_f32(q, c_.n_head, c_.n_kv_head, hd, k_at(l, 0, j0), v_at(l, 0, j0), kv_w_, n, scale,
+                         scores_.data() + static_cast<std::size_t>(tid) * c_.n_head * kDecodeChunk,
+                         part_m_.data() + static_cast<std::size_t>(task) * c_.n_head,
+                         part_l_.data() + static_cast<std::size_t>(task) * c_.n_head,
+                         part_out_.data() + static_cast<std::size_t>(task) * q_w_);
+      }
+      combine_chunks_f32(tasks, c_.n_head, hd, part_m_.data(), part_l_.data(), part_out_.data(),
+                         att_.data() + static_cast<std::size_t>(r) * q_w_);
+    }
+  } else if (rows <= kVerifyRows && pos0 >= kVerifyFrom && !verify_m_.empty()) {
+    // A verify step over a long prefix: decode's chunks of [0, pos0 + rows), one task per chunk
+    // reading its K/V rows once for every row (row t sees positions up to pos0 + t: its chunks are
+    // decode's for that position, so its attention is decode's bit for bit), then each row's
+    // chunks joined. The per-head GEMMs below would pack every head's K/V slice first.
+    const int chunks = (pos0 + rows + kDecodeChunk - 1) / kDecodeChunk;
+    const bool threaded = static_cast<long long>(rows) * (pos0 + rows) * q_w_ >= (1ll << 18);
+#pragma omp parallel for schedule(dynamic, 1) if (threaded && chunks > 1)
+    for (int chunk = 0; chunk < chunks; ++chunk) {
+#ifdef _OPENMP
+      const int tid = omp_get_thread_num();
+#else
+      const int tid = 0;
+#endif
+      const int j0 = chunk * kDecodeChunk;
+      for (int r = 0; r < rows; ++r) {
+        const int n = std::min(kDecodeChunk, pos0 + r + 1 - j0);
+        if (n < 1) continue;  // past this row's position
+        const std::size_t slot = static_cast<std::size_t>(r) * chunks + chunk;
+        attend_chunk_f32(qkv_.data() + static_cast<std::size_t>(r) * qkv_w, c_.n_head, c_.n_kv_head, hd, k_at(l, 0, j0),
+                         v_at(l, 0, j0), kv_w_, n, scale,
+                         scores_.data() + static_cast<std::size_t>(tid) * c_.n_head * kDecodeChunk,
+                         verify_m_.data() + slot * c_.n_head, verify_l_.data() + slot * c_.n_head,
+                         verify_out_.data() + slot * q_w_);
+      }
+    }
+    for (int r = 0; r < rows; ++r) {
+      const std::size_t slot = static_cast<std::size_t>(r) * chunks;
+      combine_chunks_f32((pos0 + r + kDecodeChunk) / kDecodeChunk, c_.n_head, hd, verify_m_.data() + slot * c_.n_head,
+                         verify_l_.data() + slot * c_.n_head, verify_out_.data() + slot * q_w_,
+                         att_.data() + static_cast<std::size_t>(r) * q_w_);
     }
   } else {
     // Prefill: per (head, block of kPrefillBlock queries), one OpenMP task: S = Q K^T over the keys
@@ -400,7 +494,7 @@ void FastGpt::decode(std::span<const int> tokens, std::span<float> logits) {
     if (!wpe_.empty())
       for (int i = 0; i < d; ++i) xb[i] += wpe_[static_cast<std::size_t>(len_) * d + i];
   }
-  for (int l = 0; l < c_.n_layer; ++l) layer_forward(B, l, true, len_);
+  for (int l = 0; l < c_.n_layer; ++l) layer_forward(B, l, Pass::decode, len_);
   layer_norm_rows(x_.data(), B, d, lnf_g_.data(), lnf_b_.data(), h_.data());
   linear(wlm_t_, h_.data(), B, nullptr, logits.data(), c_.vocab_size);
   ++len_;
@@ -421,7 +515,7 @@ void FastGpt::prefill(std::span<const int> prompt, std::span<float> last_logits,
       for (int i = 0; i < d; ++i) xt[i] += wpe_[static_cast<std::size_t>(t) * d + i];
   }
   len_ = 0;
-  for (int l = 0; l < c_.n_layer; ++l) layer_forward(T, l, false, 0);
+  for (int l = 0; l < c_.n_layer; ++l) layer_forward(T, l, Pass::prefill, 0);
   len_ = T;
   if (!all_logits.empty()) {
     layer_norm_rows(x_.data(), T, d, lnf_g_.data(), lnf_b_.data(), h_.data());

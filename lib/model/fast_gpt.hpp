@@ -10,17 +10,24 @@
 //   - the KV cache is one preallocated [n_layer, max_batch, max_ctx, kv_w] block for K and one
 //     for V; decode splits each sequence's cached positions into chunks (flash-decoding), each
 //     chunk's K and V rows read once, front to back, for all heads, then the chunks are joined;
+//     an extend of up to 16 rows over 1024 or more cached positions (a verify step at long
+//     context) takes the same chunks, each read once for all its rows;
 //   - every buffer is allocated in the constructor (2 MiB huge pages for the large ones,
 //     core/huge_pages.hpp): decode() and prefill() allocate nothing.
 //
+//   - extend_window: the same model reading only a window of its own cache (the first `sink`
+//     positions and the most recent ones), the long-context self-draft of speculative decoding
+//     (000 §8.5: StreamingLLM's attention sinks, MagicDec, TriForce's second level).
+//
 // Scope: causal, learned positions or RoPE, MHA/GQA/MQA; no sliding window, no CLA (InputError).
-// Source: 004 §3 (the mini-GPT), §1.5 (decode is bandwidth-bound); 000 §3.1.
+// Source: 004 §3 (the mini-GPT), §1.5 (decode is bandwidth-bound); 000 §3.1, §8.5.
 #pragma once
 
 #include <cstdint>
 #include <span>
 #include <vector>
 
+#include "core/error.hpp"
 #include "core/huge_pages.hpp"
 #include "model/config.hpp"
 #include "model/gpt.hpp"
@@ -73,6 +80,16 @@ const char* fast_gemm_backend();
 /// Threads the fast path uses (OpenMP's max threads; 1 without OpenMP).
 int fast_threads();
 
+/// The cached positions a windowed forward attends to (StreamingLLM, Xiao et al. 2023, "Efficient
+/// Streaming Language Models with Attention Sinks"; the draft of MagicDec, Sadhukhan et al. 2024,
+/// arXiv 2408.11049; 000 §8.5): the token at position p sees positions 0 .. sink − 1 (the attention
+/// sinks) and p − recent + 1 .. p (itself and the recent − 1 before it), in all sink + recent keys
+/// at most; when sink + recent ≥ p + 1 it sees all of 0 .. p, as the full forward does.
+struct AttentionWindow {
+  int sink = 4;      ///< leading positions always attended, >= 0
+  int recent = 252;  ///< most recent positions attended (the token's own included), >= 1
+};
+
 class FastGpt {
  public:
   /// Copies `ref`'s weights (f32) into the fast layout and allocates the cache and buffers for
@@ -105,9 +122,25 @@ class FastGpt {
   /// The verify step of speculative decoding (and a chunked prefill): tokens.size() = T new tokens
   /// of sequence 0 at positions length() .. length() + T − 1, over the cached prefix, in one pass
   /// over the weights; logits of every new token into `logits` ([T, vocab] row-major). Appends T
-  /// positions. Throws InputError for a bad token id, T outside [1, max(max_batch, max_prompt)]
+  /// positions. Over 1024 or more cached positions, up to 16 rows attend as decode does, chunk by
+  /// chunk (each row's attention then equals decode's at its position bit for bit); otherwise
+  /// through per-head GEMMs. Throws InputError for a bad token id, T outside [1, max(max_batch, max_prompt)]
   /// or a cache that cannot hold T more positions. Allocates nothing.
   void extend(std::span<const int> tokens, std::span<float> logits);
+  /// The long-context self-draft's forward (000 §8.5): tokens.size() = T tokens of sequence 0 at
+  /// positions pos .. pos + T − 1, each attending only to `window` of the cached positions 0 .. its
+  /// own (the cache is read in place, not copied), with this model's weights; logits of every token
+  /// into `logits` ([T, vocab] row-major). The cache is this model's own: positions below length()
+  /// hold its K/V, computed with full attention, and are read, never written (the caller must pass
+  /// there the tokens the model holds at those positions); positions from length() on get the
+  /// draft's own K/V, which a later extend (the verify step) overwrites. length() does not change:
+  /// the caller keeps the draft's length (WindowDraftSequence). Positions between length() and pos
+  /// must have been written by earlier calls. Costs, per token and layer, min(sink + recent, p + 1)
+  /// cached K and V rows instead of p + 1. With sink + recent ≥ pos + T the logits equal those of
+  /// decode (one token) bit for bit. Throws InputError for a bad token id, T outside
+  /// [1, max(max_batch, max_prompt)], pos < 0 or pos + T beyond the shape's ctx, sink < 0 or
+  /// recent < 1. Allocates nothing.
+  void extend_window(std::span<const int> tokens, int pos, AttentionWindow window, std::span<float> logits);
   /// Keeps positions 0 .. len − 1 of every sequence (the rollback after rejected drafts). Throws
   /// InputError for len outside [0, length()].
   void truncate(int len);
@@ -136,7 +169,11 @@ class FastGpt {
   };
   Matrix make_matrix(StreamedFloats wt, int out, int in) const;
   void linear(const Matrix& w, const float* x, int rows, const float* bias, float* y, int ldy) const;
-  void layer_forward(int rows, int layer, bool decode, int pos0);
+  /// How layer_forward's rows map to positions: decode (row b = sequence b's token at pos0),
+  /// prefill (row t = sequence 0's token at pos0 + t, full causal attention) or window (as prefill,
+  /// each row attending to `window` only, K/V written only at positions >= len_).
+  enum class Pass { decode, prefill, window };
+  void layer_forward(int rows, int layer, Pass pass, int pos0, AttentionWindow window = {});
   float* k_at(int layer, int b, int t) { return k_.data() + ((static_cast<std::size_t>(layer) * batch_cap_ + b) * ctx_cap_ + t) * kv_w_; }
   float* v_at(int layer, int b, int t) { return v_.data() + ((static_cast<std::size_t>(layer) * batch_cap_ + b) * ctx_cap_ + t) * kv_w_; }
 
@@ -160,6 +197,11 @@ class FastGpt {
   StreamedFloats part_m_, part_l_;              // [tasks, n_head] per-chunk softmax max and sum
   StreamedFloats part_out_;                     // [tasks, n_head * head_dim] per-chunk outputs
   StreamedFloats rope_cos_, rope_sin_;          // [max_ctx, head_dim / 2] (RoPE)
+  // A verify step (few rows) over a long cached prefix: decode's chunked attention, every chunk of
+  // K/V rows read once for all rows, instead of per-head GEMMs that pack the cache's K/V slices.
+  static constexpr int kVerifyRows = 16;        // rows up to which it is used
+  static constexpr int kVerifyFrom = 1024;      // cached positions from which it is used
+  StreamedFloats verify_m_, verify_l_, verify_out_;  // [kVerifyRows, chunks, ...]; empty: not used
   static constexpr int kPrefillBlock = 256;     // prefill queries per attention block
   StreamedFloats prefill_scores_;               // [threads, kPrefillBlock, max_ctx] (prefill)
 };
@@ -168,20 +210,65 @@ class FastGpt {
 /// FastGpt (not owned; it must outlive this, with its shape's batch >= 1), forward = extend, so
 /// that spec/loop.hpp's speculative loop runs on it unchanged. forward allocates the returned
 /// logits (the loop's own distributions allocate too).
+/// `context` > 0: the model's first `context` cached positions are a fixed prefix (a long document
+/// prefilled once) that the sequence starts after: length() counts the positions after it and
+/// truncate never cuts into it. The model must hold at least `context` positions at construction
+/// (InputError otherwise).
 class FastSequence final : public SequenceModel<float> {
  public:
-  explicit FastSequence(FastGpt& model) : model_(model) {}
+  explicit FastSequence(FastGpt& model, int context = 0) : model_(model), context_(context) {
+    if (context < 0 || context > model.length())
+      throw InputError("context: the model must hold the prefix (0 <= context <= its length)");
+  }
   const ModelConfig& config() const override { return model_.config(); }
   Mat<float> forward(std::span<const int> tokens) override {
     Mat<float> out(static_cast<Eigen::Index>(tokens.size()), model_.config().vocab_size);
     model_.extend(tokens, std::span<float>(out.data(), static_cast<std::size_t>(out.size())));
     return out;
   }
-  int length() const override { return model_.length(); }
-  void truncate(int len) override { model_.truncate(len); }
+  int length() const override { return model_.length() - context_; }
+  void truncate(int len) override {
+    if (len < 0) throw InputError("truncate: length must be >= 0");
+    model_.truncate(context_ + len);
+  }
 
  private:
   FastGpt& model_;
+  int context_;
+};
+
+/// The long-context self-draft as a sequence for spec/loop.hpp: the target FastGpt itself (not
+/// owned), reading only `window` of the cache it shares with the target (FastGpt::extend_window).
+/// The target's sequence writes the cache (its verify step overwrites the draft's K/V rows) and
+/// rolls it back (truncate); the draft keeps only its own length, after the same `context` prefix
+/// as the target's FastSequence. A draft step then reads the weights and sink + recent K/V rows
+/// per layer, where the target's reads the weights and every cached row (000 §8.5, MagicDec).
+/// Throws as FastSequence's constructor; forward throws as extend_window.
+class WindowDraftSequence final : public SequenceModel<float> {
+ public:
+  WindowDraftSequence(FastGpt& target, AttentionWindow window, int context = 0)
+      : model_(target), window_(window), context_(context) {
+    if (context < 0 || context > target.length())
+      throw InputError("context: the model must hold the prefix (0 <= context <= its length)");
+  }
+  const ModelConfig& config() const override { return model_.config(); }
+  Mat<float> forward(std::span<const int> tokens) override {
+    Mat<float> out(static_cast<Eigen::Index>(tokens.size()), model_.config().vocab_size);
+    model_.extend_window(tokens, context_ + len_, window_, std::span<float>(out.data(), static_cast<std::size_t>(out.size())));
+    len_ += static_cast<int>(tokens.size());
+    return out;
+  }
+  int length() const override { return len_; }
+  void truncate(int len) override {
+    if (len < 0 || len > len_) throw InputError("truncate: length must be in [0, the draft's length]");
+    len_ = len;
+  }
+
+ private:
+  FastGpt& model_;
+  AttentionWindow window_;
+  int context_;
+  int len_ = 0;
 };
 
 }  // namespace kvlab
