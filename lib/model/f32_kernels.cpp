@@ -307,49 +307,49 @@ KVLAB_AVX2_BODY std::int32_t hsum(__m256i v) {
   return _mm_cvtsi128_si32(_mm_add_epi32(t, _mm_shuffle_epi32(t, 0xb1)));
 }
 
-// Four weight rows against one batch row: |x| times w·sign(x) is x·w, and _mm256_maddubs_epi16
-// takes an unsigned and a signed byte (|x| <= 127 and |w| <= 127: a pair sums to at most 32,258,
-// no saturation).
+// One weight row against one batch row: |x| times w·sign(x) is x·w, and _mm256_maddubs_epi16 takes
+// an unsigned and a signed byte (|x| <= 127 and |w| <= 127: a pair sums to at most 32,258, no
+// saturation). Four accumulators, 128 weights a step, so that the adds do not wait on each other.
+// The rows of a matrix lie one after another: the kernel reads it front to back as one stream, and
+// prefetches kPrefetchBytes ahead of it (a short row alone is too short a stream for the hardware
+// prefetcher to ramp up).
+constexpr int kPrefetchBytes = 2048;
+
+// acc + the 32 products x[i + k]·w[i + k], summed in pairs and then in fours into eight int32 lanes.
 template <class W>
-KVLAB_AVX2_BODY void int_tile_avx2(const std::int8_t* xr, int in, const typename W::T* const w[4],
-                                   const typename W::T* const next[4], std::int32_t out[4]) {
-  const __m256i ones = _mm256_set1_epi16(1);
+KVLAB_AVX2_BODY __m256i int_step(__m256i acc, const std::int8_t* xr, const typename W::T* w, int i) {
+  const __m256i xv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xr + i));
+  const __m256i pairs = _mm256_maddubs_epi16(_mm256_abs_epi8(xv), _mm256_sign_epi8(load32(w, i), xv));
+  return _mm256_add_epi32(acc, _mm256_madd_epi16(pairs, _mm256_set1_epi16(1)));
+}
+
+template <class W>
+KVLAB_AVX2_BODY std::int32_t int_dot_avx2(const std::int8_t* xr, int in, const typename W::T* w, bool prefetch) {
   __m256i acc[4] = {_mm256_setzero_si256(), _mm256_setzero_si256(), _mm256_setzero_si256(), _mm256_setzero_si256()};
   int i = 0;
-  for (; i + 32 <= in; i += 32) {
-    const __m256i xv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xr + i)), xa = _mm256_abs_epi8(xv);
-    if (next)
-      for (int a = 0; a < 4; ++a) __builtin_prefetch(next[a] + W::byte(i));
-    for (int a = 0; a < 4; ++a) {
-      const __m256i pairs = _mm256_maddubs_epi16(xa, _mm256_sign_epi8(load32(w[a], i), xv));
-      acc[a] = _mm256_add_epi32(acc[a], _mm256_madd_epi16(pairs, ones));
-    }
+  for (; i + 128 <= in; i += 128) {
+    if (prefetch)
+      for (std::ptrdiff_t b = W::byte(i); b < W::byte(i + 128); b += 64)
+        __builtin_prefetch(reinterpret_cast<const char*>(w) + b + kPrefetchBytes);
+    for (int a = 0; a < 4; ++a) acc[a] = int_step<W>(acc[a], xr, w, i + 32 * a);
   }
-  for (int a = 0; a < 4; ++a) {
-    std::int32_t s = hsum(acc[a]);
-    for (int j = i; j < in; ++j) s += static_cast<std::int32_t>(xr[j]) * W::level(w[a], j);
-    out[a] = s;
-  }
+  for (; i + 32 <= in; i += 32) acc[0] = int_step<W>(acc[0], xr, w, i);
+  std::int32_t s = hsum(_mm256_add_epi32(_mm256_add_epi32(acc[0], acc[1]), _mm256_add_epi32(acc[2], acc[3])));
+  for (int j = i; j < in; ++j) s += static_cast<std::int32_t>(xr[j]) * W::level(w, j);
+  return s;
 }
 
 template <class W>
 KVLAB_AVX2 void int_rows_avx2(const std::int8_t* qx, const float* sx, int rows, int in, const typename W::T* wq,
-                                   const float* scale, const float* bias, int o0, int o1, float* y, int ldy) {
-  int o = o0;
-  for (; o + 4 <= o1; o += 4) {
-    const typename W::T* w[4];
-    const typename W::T* next[4];
-    for (int a = 0; a < 4; ++a) w[a] = W::row(wq, o + a, in), next[a] = W::row(wq, o + 4 + a, in);
-    const bool prefetch = o + 8 <= o1;  // the next tile's rows exist
-    for (int r = 0; r < rows; ++r) {
-      std::int32_t s[4];
-      int_tile_avx2<W>(qx + static_cast<std::ptrdiff_t>(r) * in, in, w, prefetch && r == 0 ? next : nullptr, s);
-      for (int a = 0; a < 4; ++a)
-        y[static_cast<std::ptrdiff_t>(r) * ldy + o + a] =
-            static_cast<float>(s[a]) * (sx[r] * scale[o + a]) + (bias ? bias[o + a] : 0.0f);
-    }
+                              const float* scale, const float* bias, int o0, int o1, float* y, int ldy) {
+  for (int o = o0; o < o1; ++o) {
+    const typename W::T* w = W::row(wq, o, in);
+    for (int r = 0; r < rows; ++r)  // the row is in L1 after the first batch row
+      y[static_cast<std::ptrdiff_t>(r) * ldy + o] =
+          static_cast<float>(int_dot_avx2<W>(qx + static_cast<std::ptrdiff_t>(r) * in, in, w, r == 0)) *
+              (sx[r] * scale[o]) +
+          (bias ? bias[o] : 0.0f);
   }
-  int_rows_generic<W>(qx, sx, rows, in, wq, scale, bias, o, o1, y, ldy);
 }
 #endif
 
