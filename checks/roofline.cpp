@@ -37,6 +37,7 @@
 #include "support/cost_common.hpp"
 #include "framework/options.hpp"
 #include "framework/path_option.hpp"
+#include "core/numerics.hpp"
 
 namespace kvlab::checks {
 namespace {
@@ -83,10 +84,8 @@ constexpr double kCourseParams = 7e9;
 // paths with n₁ and n₂ roundings differ by at most γ_{n₁+n₂}; one more rounding is counted for
 // scaling that bound by the computed rather than the exact value. The counts are beside the code.
 
-/// The unit roundoff of double, 2^-53.
-constexpr double kU = std::numeric_limits<double>::epsilon() / 2;
-/// γ_n = n·u / (1 − n·u): the relative error bound of n roundings.
-double gamma_n(int n) { return n * kU / (1.0 - n * kU); }
+/// The unit roundoff of double, 2^-53 (γ_n is core/numerics.hpp's gamma_n).
+constexpr double kU = unit_roundoff<double>();
 
 // FLOPs. Check, MLA form (the longest): B and ctx to double (2), B·ctx·L·H (3), ·2·(d_c + d_r) and
 // ·2·d_c (1 each), their sum (1), 2·N_used·B (1), the total (1): 8. decode_step: the exact attention

@@ -213,10 +213,7 @@ void spec_exactness_rows(Result& r, const MiniGPT<T>& target, const MiniGPT<T>& 
         draft_seq.truncate(0);
         auto run = spec::speculative_decode<T>(target_seq, draft_seq, prompt, sc, rng, faults);
         out = std::move(run.tokens);
-        const auto& st = run.stats;
-        total.steps += st.steps, total.accepted += st.accepted, total.evaluated += st.evaluated,
-            total.emitted += st.emitted, total.draft_forwards += st.draft_forwards,
-            total.target_forwards += st.target_forwards;
+        total += run.stats;
       }
       ++counts[static_cast<std::size_t>(cell_of[index_of(out, 0, vocab)])];
       if (on_sample) on_sample(++drawn);
