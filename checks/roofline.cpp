@@ -38,6 +38,7 @@
 #include "framework/options.hpp"
 #include "framework/path_option.hpp"
 #include "core/numerics.hpp"
+#include "reference/roofline.hpp"
 
 namespace kvlab::checks {
 namespace {
@@ -87,10 +88,12 @@ constexpr double kCourseParams = 7e9;
 /// The unit roundoff of double, 2^-53 (γ_n is core/numerics.hpp's gamma_n).
 constexpr double kU = unit_roundoff<double>();
 
-// FLOPs. Check, MLA form (the longest): B and ctx to double (2), B·ctx·L·H (3), ·2·(d_c + d_r) and
-// ·2·d_c (1 each), their sum (1), 2·N_used·B (1), the total (1): 8. decode_step: the exact attention
-// count to double (1), B to double (1), the product (1), 2·N_used·B (1 more), the total (1): at
-// most 5 with B's conversion counted twice. Plus 1: 14.
+// FLOPs. Check (reference::decode_flops): B and the positions to double (2); the FLOPs per
+// position, 4·H·d_h or MLA's 2·H·(d_c + d_r) + 2·H·d_c, are small integers and exact (0);
+// B·positions and ·per-position (2); 2·N_used exact, ·B (1); the total (1): 6, at most 8 as
+// counted for the check's earlier form. decode_step: the exact attention count to double (1), B to
+// double (1), the product (1), 2·N_used·B (1 more), the total (1): at most 5 with B's conversion
+// counted twice. Plus 1: 14.
 constexpr int kFlopRounds = 14;
 // Weight bytes, dense: N × bytes/param, 1 rounding per path, plus 1.
 constexpr int kDenseWeightRounds = 3;
@@ -205,16 +208,14 @@ Recomputed recompute(const ModelSpec& m, const GpuSpec& g, const DecodeQuery& q)
   // FLOPs: 2·N_used·B + 4·B·ctx·L·H·head_dim, or MLA's absorbed 2·(d_c + d_r) + 2·d_c per position.
   // Positions the layers attend to, layer by layer from the config's list (windows and chunks
   // hold min(ctx, span), attention-free layers none); ctx · L when every layer attends fully.
+  // Per (layer, position) FLOPs and the step's total by reference/roofline.hpp (exact integers
+  // below 2^53 at any realistic shape, so the order of the products does not move a digit).
   const double positions = static_cast<double>(held_by_layer(m, q.kv.ctx).positions);
-  double attention = 0.0;
-  if (m.is_mla()) {
-    const double base = b * positions * heads;
-    attention = 2.0 * base * static_cast<double>(*m.kv_lora_rank + *m.qk_rope_head_dim) +
-                2.0 * base * static_cast<double>(*m.kv_lora_rank);
-  } else {
-    attention = 4.0 * b * positions * heads * static_cast<double>(m.head_dim);
-  }
-  c.flops = 2.0 * c.params_used * b + attention;
+  const double per_position =
+      m.is_mla() ? reference::mla_attention_flops_per_position(heads, static_cast<double>(*m.kv_lora_rank),
+                                                               static_cast<double>(*m.qk_rope_head_dim))
+                 : reference::attention_flops_per_position(heads, static_cast<double>(m.head_dim));
+  c.flops = reference::decode_flops(c.params_used, b, positions, per_position);
   c.flops_tol = gamma_n(kFlopRounds) * c.flops;
 
   // KV bytes: the reference is K+V bytes per token at 16 bits, so ref·bits/2 bits per token.

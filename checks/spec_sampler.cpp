@@ -40,6 +40,7 @@
 #include "spec/step_law.hpp"
 #include "support/model_setup.hpp"
 #include "framework/options.hpp"
+#include "reference/sequence_law.hpp"
 
 namespace kvlab::checks {
 namespace {
@@ -67,20 +68,13 @@ std::vector<double> last_logits(const MiniGPT<T>& m, const std::vector<int>& seq
   return row;
 }
 
-// The exact law of the 2 new tokens under p̃ (first token most significant), by enumeration.
+// The exact law of the 2 new tokens under p̃ (first token most significant), by enumeration
+// (reference/sequence_law.hpp), each next-token law from a full forward of the prefix.
 template <class T>
 std::vector<double> exact_law(const MiniGPT<T>& m, const spec::SamplerConfig& s) {
-  std::vector<double> law(kVocab * kVocab, 0.0);
-  const auto p1 = spec::process_logits(last_logits(m, kPrompt), s);
-  for (int x = 0; x < kVocab; ++x) {
-    if (p1[static_cast<std::size_t>(x)] == 0.0) continue;
-    auto seq = kPrompt;
-    seq.push_back(x);
-    const auto p2 = spec::process_logits(last_logits(m, seq), s);
-    for (int y = 0; y < kVocab; ++y)
-      law[static_cast<std::size_t>(x * kVocab + y)] = p1[static_cast<std::size_t>(x)] * p2[static_cast<std::size_t>(y)];
-  }
-  return law;
+  return reference::sequence_law(kVocab, 2, kPrompt, [&](const std::vector<int>& seq) {
+    return spec::process_logits(last_logits(m, seq), s);
+  });
 }
 
 template <class T>
