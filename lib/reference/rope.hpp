@@ -1,5 +1,5 @@
 // The RoPE rotation written out as a matrix, the oracle the RoPE checks compare the library's
-// apply_rope against: rotate-half pairs (i, i + d/2), pair i turned by the angle p·θ^(−2i/d).
+// apply_rope against (applied_rope_matrix reads the matrix an implementation applies): rotate-half pairs (i, i + d/2), pair i turned by the angle p·θ^(−2i/d).
 // Plain loops on std::cos/std::sin/std::pow, sharing no code with attention/ (a bug there cannot
 // hide in its own reference).
 #pragma once
@@ -25,6 +25,20 @@ inline Mat<double> rope_matrix(int d, double p, double theta) {
     r(i, i + half) = -std::sin(a);
     r(i + half, i) = std::sin(a);
   }
+  return r;
+}
+
+/// R_p [d, d] as a RoPE implementation applies it, to compare with rope_matrix: the d unit vectors
+/// as the d heads of one row at position p; rotated head j is column j. `rope(x, n_heads,
+/// head_dim, pos0, theta)` rotates the rows of x [rows, n_heads·head_dim] in place, row i at
+/// position pos0 + i (attention/gqa.hpp's apply_rope<double> and the checks' injected faults).
+template <class Rope>
+Mat<double> applied_rope_matrix(const Rope& rope, int d, int p, double theta) {
+  Mat<double> x = Mat<double>::Zero(1, static_cast<Eigen::Index>(d) * d);
+  for (int j = 0; j < d; ++j) x(0, static_cast<Eigen::Index>(j) * d + j) = 1.0;
+  rope(x, d, d, p, theta);
+  Mat<double> r(d, d);
+  for (int j = 0; j < d; ++j) r.col(j) = x.row(0).segment(static_cast<Eigen::Index>(j) * d, d).transpose();
   return r;
 }
 

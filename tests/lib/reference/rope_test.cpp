@@ -4,6 +4,7 @@
 #include <cmath>
 #include <numbers>
 
+#include "attention/gqa.hpp"
 #include "reference/rope.hpp"
 
 using namespace kvlab;
@@ -40,4 +41,13 @@ TEST_CASE("reference RoPE score: qᵀR_Δk in closed form") {
   b << -1, 0.5, 2, 1;
   const double by_matrix = a.dot(reference::rope_matrix(4, 5.0, 10.0) * b);
   CHECK(reference::rope_relative_score(a, b, 5.0, 10.0) == doctest::Approx(by_matrix).epsilon(1e-14));
+}
+
+TEST_CASE("applied RoPE matrix: the library's apply_rope against the written-out R_p") {
+  const auto rope = [](Mat<double>& x, int h, int d, int p, double theta) { apply_rope<double>(x, h, d, p, theta); };
+  const Mat<double> applied = reference::applied_rope_matrix(rope, 8, 5, 10000.0);
+  CHECK((applied - reference::rope_matrix(8, 5.0, 10000.0)).cwiseAbs().maxCoeff() < 1e-14);
+  // A rope that does nothing reads as the identity.
+  const auto none = [](Mat<double>&, int, int, int, double) {};
+  CHECK(reference::applied_rope_matrix(none, 4, 3, 10000.0) == Mat<double>::Identity(4, 4));
 }
