@@ -34,6 +34,7 @@
 #include "framework/options.hpp"
 #include "support/serve_common.hpp"
 #include "reference/roofline.hpp"
+#include "cost/premises.hpp"
 
 namespace kvlab::checks {
 namespace {
@@ -188,7 +189,7 @@ Result run_chunked_prefill(const ChunkedPrefillOptions& o, const RunContext& /*c
     ch_hi = std::max(ch_hi, h.time(static_cast<double>(s), c, d, xmax));
   }
   const std::uint64_t want_chunks = (P + C - 1) / C;
-  const bool course = P == 4096 && C == 1024 && m.name == "llama-2-7b" && g.name == "a100-80gb";
+  const bool course = P == 4096 && C == 1024 && m.name == premises::kModel7b && g.name == premises::kGpu;
 
   Result r;
   r.check = kName;
@@ -287,7 +288,8 @@ Result run_chunked_prefill(const ChunkedPrefillOptions& o, const RunContext& /*c
       "000 §3.2's arithmetic: 2·7e9·4096 / 312e12 = {:.1f} ms of weight FLOPs for the prompt alone, plus "
       "causal attention {:.1f} ms (a·P(P+1)/2 with a = 4·L·H·head_dim; counting all P² pairs, as "
       "docs/claims.md row 000-3.2a does, doubles it): well over 100 ms.",
-      2.0 * 7e9 * 4096 / 312e12 * 1e3, h.shape.flops_per_token * 4096.0 * 4097.0 / 2.0 / 312e12 * 1e3));
+      2.0 * premises::kParams7b * 4096 / premises::kA100Bf16FlopsPerS * 1e3,
+      h.shape.flops_per_token * 4096.0 * 4097.0 / 2.0 / premises::kA100Bf16FlopsPerS * 1e3));
   r.notes.push_back("Chunking does not make decode stall-free in the strict sense: every chunk step is "
                     "compute-bound and the decodes riding along wait for it; the stall shrinks with the "
                     "chunk (Sarathi-Serve picks the token budget from a TBT target). The long prompt's "

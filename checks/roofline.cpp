@@ -39,6 +39,7 @@
 #include "framework/path_option.hpp"
 #include "core/numerics.hpp"
 #include "reference/roofline.hpp"
+#include "cost/premises.hpp"
 
 namespace kvlab::checks {
 namespace {
@@ -62,14 +63,14 @@ constexpr const char* kClaim =
     "and is bandwidth-bound at ≈ 140 tok/s; batch 8 lifts the bound to 892 tok/s; at batch 64 × "
     "4096 the KV cache (128 GiB) outweighs the weights (13 GiB) and intensity falls back to 6.8.";
 
-constexpr const char* kDefaultGpu = "a100-80gb";
+constexpr const char* kDefaultGpu = premises::kGpu;
 constexpr std::uint64_t kDefaultBatch = 1;
 constexpr std::uint64_t kDefaultCtx = 4096;
-constexpr double kDefaultWeightBytes = 2.0;
+constexpr double kDefaultWeightBytes = premises::kBytesPerParam;
 
 // The course's "7B" is a round N = 7e9 parameters (an assumption that reproduces 004 §1.5's
 // figures; llama-2-7b's true count, from the catalogue, is shown beside it).
-constexpr double kCourseParams = 7e9;
+constexpr double kCourseParams = premises::kParams7b;
 
 // ---- the check's own arithmetic ------------------------------------------------------------
 //
@@ -351,7 +352,7 @@ void course_claims_000_003(const RooflineParts& parts, const ModelSpec& m7, cons
   // 000 §3.1: "A100 BF16 ≈ 200 FLOPs/byte" — the A100-40GB's ridge (E5: the 80 GB card's is 153).
   const GpuSpec a100_40 = parts.load_gpu("a100-40gb");
   r.expect({"ridge point, A100-40GB, bf16 dense (datasheet 312 TFLOP/s / 1.555 TB/s)", "000 §3.1", "FLOP/B",
-            312e12 / 1.555e12, kRel * 200.0, why_rel, ridge_flops_per_byte(a100_40),
+            premises::kA100Bf16FlopsPerS / premises::kA100_40gbBandwidthBytesPerS, kRel * 200.0, why_rel, ridge_flops_per_byte(a100_40),
             Stated::parse("200", "A100 BF16 ≈ 200 FLOPs/byte"),
             "312e12 / 1.555e12 = 200.6: the 40 GB card; the 80 GB card of 004 §1.5 is 312 / 2.039 = 153 (E5)"});
 
@@ -404,7 +405,7 @@ void course_claims_000_003(const RooflineParts& parts, const ModelSpec& m7, cons
 
 Result course_table(const RooflineParts& parts) {
   Result r{kName, kSource, kClaim, {}, {}, {}, {}};
-  const ModelSpec m7 = parts.load_model("llama-2-7b");
+  const ModelSpec m7 = parts.load_model(premises::kModel7b);
   const GpuSpec a100 = parts.load_gpu(kDefaultGpu);
   const double true_params = static_cast<double>(m7.num_parameters.value_or(0));
 
@@ -543,7 +544,7 @@ Expectation tokens_expectation(const std::string& at, const DecodeStep& s, const
 /// assumptions (N = 7e9 at 2 B, llama-2-7b's MHA cache, ctx 1024) at batch 1 and 8 on `dev`.
 Result own_device_table(const DeviceSpec& dev, const RooflineParts& parts) {
   const GpuSpec& g = dev.spec;
-  const ModelSpec m7 = parts.load_model("llama-2-7b");
+  const ModelSpec m7 = parts.load_model(premises::kModel7b);
   const auto query = [](std::uint64_t b) {
     return DecodeQuery{kCourseParams, kDefaultWeightBytes, KvQuery{b, 1024, CacheDtype::bf16, {}}};
   };
