@@ -24,6 +24,7 @@
 #include "report/writers.hpp"
 #include "support/model_setup.hpp"
 #include "framework/options.hpp"
+#include "core/stats.hpp"
 
 namespace kvlab::checks {
 namespace {
@@ -79,11 +80,6 @@ double seconds(F&& f) {
   const auto start = std::chrono::steady_clock::now();
   f();
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
 }
 
 }  // namespace

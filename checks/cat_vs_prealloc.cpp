@@ -19,6 +19,8 @@
 #include "core/error.hpp"
 #include "core/rng.hpp"
 #include "report/writers.hpp"
+#include "core/numerics.hpp"
+#include "core/stats.hpp"
 
 namespace kvlab::checks {
 namespace {
@@ -95,9 +97,10 @@ CatVsPreallocMeasured measure_cat_vs_prealloc(const CatVsPreallocOptions& o, con
     concat_runs.push_back(append_all(*make_concat(width, o.tokens), k, v));
     prealloc_runs.push_back(append_all(*make_prealloc(width, o.tokens), k, v));
   }
-  auto median_seconds = [](std::vector<Run> runs) {
-    std::sort(runs.begin(), runs.end(), [](const Run& a, const Run& b) { return a.seconds < b.seconds; });
-    return runs[runs.size() / 2].seconds;
+  auto median_seconds = [](const std::vector<Run>& runs) {
+    std::vector<double> seconds;
+    for (const Run& run : runs) seconds.push_back(run.seconds);
+    return median(seconds);
   };
   return {.options = o, .context = ctx, .concat = concat_runs.front().stats, .prealloc = prealloc_runs.front().stats,
           .concat_seconds = median_seconds(concat_runs), .prealloc_seconds = median_seconds(prealloc_runs)};
@@ -115,7 +118,7 @@ std::vector<Expectation> judge_cat_vs_prealloc(const CatVsPreallocMeasured& m) {
                         .unit = "positions", .expected = n, .tolerance = 0,
                         .why = "integer count: step t writes 1 position in place", .measured = pre_moved};
   Expectation ratio{.quantity = "ratio concatenation / preallocation", .source = "004 §3.1 (group 8)", .unit = "×",
-                    .expected = (n + 1) / 2, .tolerance = std::numeric_limits<double>::epsilon() / 2 * (n + 1) / 2,
+                    .expected = (n + 1) / 2, .tolerance = unit_roundoff<double>() * (n + 1) / 2,
                     .why = "one correctly rounded division of exact counts: half an ulp (u·ratio)",
                     .measured = cat_moved / pre_moved};
   if (course_size) {

@@ -33,6 +33,8 @@
 #include "report/writers.hpp"
 #include "framework/options.hpp"
 #include "support/serve_common.hpp"
+#include "reference/roofline.hpp"
+#include "cost/premises.hpp"
 
 namespace kvlab::checks {
 namespace {
@@ -43,28 +45,30 @@ constexpr const char* kSummary =
     "A 4096-token prompt stalls decodes 100+ ms unless chunked (Sarathi-Serve): simulated stalls";
 constexpr double kRel = 1e-12;  // double rounding of either step-time path, relative (far above γ_20)
 
-// The check's own roofline of one step: a chunk [s, s + c) plus d decodes at context x each.
+// The check's own roofline of one step (reference/roofline.hpp, independent of cost/ and the
+// simulator): a chunk [s, s + c) plus d decodes at context x each, on the config's shape.
 struct HandModel {
-  double n = kServeParams, a = 0, kv = 0, peak = 0, bw = 0;
+  reference::StepShape shape;
+  double peak = 0, bw = 0;
   double time(double s, double c, double d, double x) const {
-    const double flops = 2.0 * n * (c + d) + a * (c * s + c * (c + 1.0) / 2.0 + d * x);
-    const double bytes = 2.0 * n + kv * (s + d * x);
-    return std::max(flops / peak, bytes / bw);
+    return reference::roofline_seconds(reference::step_work(shape, s, c, d, x), peak, bw);
   }
 };
 
 HandModel hand_model(const ModelSpec& m, const GpuSpec& g) {
   HandModel h;
+  h.shape.params = kServeParams;
+  h.shape.bytes_per_param = 2.0;
   const double L = static_cast<double>(m.n_layer), H = static_cast<double>(m.n_head);
   if (m.is_mla()) {
     const double dc = static_cast<double>(*m.kv_lora_rank), dr = static_cast<double>(*m.qk_rope_head_dim);
-    h.a = 2.0 * L * H * (dc + dr) + 2.0 * L * H * dc;
-    h.kv = 2.0 * L * (dc + dr);
+    h.shape.flops_per_token = L * reference::mla_attention_flops_per_position(H, dc, dr);
+    h.shape.kv_bytes_per_token = 2.0 * L * (dc + dr);
   } else {
-    h.a = 4.0 * L * H * static_cast<double>(m.head_dim);
-    h.kv = 2.0 * 2.0 * L * static_cast<double>(m.n_kv_head) * static_cast<double>(m.head_dim);
+    h.shape.flops_per_token = L * reference::attention_flops_per_position(H, static_cast<double>(m.head_dim));
+    h.shape.kv_bytes_per_token = 2.0 * 2.0 * L * static_cast<double>(m.n_kv_head) * static_cast<double>(m.head_dim);
   }
-  if (m.kv_bytes_per_token_16bit) h.kv = static_cast<double>(*m.kv_bytes_per_token_16bit);  // data/facts.md
+  if (m.kv_bytes_per_token_16bit) h.shape.kv_bytes_per_token = static_cast<double>(*m.kv_bytes_per_token_16bit);  // data/facts.md
   h.peak = g.bf16_flops_per_s;
   h.bw = g.bandwidth_bytes_per_s;
   return h;
@@ -185,7 +189,7 @@ Result run_chunked_prefill(const ChunkedPrefillOptions& o, const RunContext& /*c
     ch_hi = std::max(ch_hi, h.time(static_cast<double>(s), c, d, xmax));
   }
   const std::uint64_t want_chunks = (P + C - 1) / C;
-  const bool course = P == 4096 && C == 1024 && m.name == "llama-2-7b" && g.name == "a100-80gb";
+  const bool course = P == 4096 && C == 1024 && m.name == premises::kModel7b && g.name == premises::kGpu;
 
   Result r;
   r.check = kName;
@@ -265,13 +269,13 @@ Result run_chunked_prefill(const ChunkedPrefillOptions& o, const RunContext& /*c
   row("makespan", whole.sim.makespan_s, chunked.sim.makespan_s, "s");
   r.tables.push_back(std::move(cmp));
   Table hand{"the check's roofline of the stalling steps", {"quantity", "value", "unit"}, {}};
-  hand.rows.push_back({"prefill FLOPs 2·N·P (N = 7e9)", 2.0 * h.n * static_cast<double>(P), "FLOP"});
-  hand.rows.push_back({"causal attention FLOPs a·P(P+1)/2", h.a * static_cast<double>(P) * (static_cast<double>(P) + 1) / 2, "FLOP"});
+  hand.rows.push_back({"prefill FLOPs 2·N·P (N = 7e9)", 2.0 * h.shape.params * static_cast<double>(P), "FLOP"});
+  hand.rows.push_back({"causal attention FLOPs a·P(P+1)/2", h.shape.flops_per_token * static_cast<double>(P) * (static_cast<double>(P) + 1) / 2, "FLOP"});
   hand.rows.push_back({"prompt alone at bf16 peak", whole_lo * 1e3, "ms"});
   hand.rows.push_back({"prompt + decodes at their longest context", whole_hi * 1e3, "ms"});
   hand.rows.push_back({"heaviest chunk alone", ch_lo * 1e3, "ms"});
   hand.rows.push_back({"heaviest chunk + decodes", ch_hi * 1e3, "ms"});
-  hand.rows.push_back({"weights read once per step (memory floor)", 2.0 * h.n / h.bw * 1e3, "ms"});
+  hand.rows.push_back({"weights read once per step (memory floor)", 2.0 * h.shape.params / h.bw * 1e3, "ms"});
   r.tables.push_back(std::move(hand));
   r.tables.push_back(request_table(whole.sim, "no chunking", true));
   r.tables.push_back(request_table(chunked.sim, "chunked", true));
@@ -284,7 +288,8 @@ Result run_chunked_prefill(const ChunkedPrefillOptions& o, const RunContext& /*c
       "000 §3.2's arithmetic: 2·7e9·4096 / 312e12 = {:.1f} ms of weight FLOPs for the prompt alone, plus "
       "causal attention {:.1f} ms (a·P(P+1)/2 with a = 4·L·H·head_dim; counting all P² pairs, as "
       "docs/claims.md row 000-3.2a does, doubles it): well over 100 ms.",
-      2.0 * 7e9 * 4096 / 312e12 * 1e3, h.a * 4096.0 * 4097.0 / 2.0 / 312e12 * 1e3));
+      2.0 * premises::kParams7b * 4096 / premises::kA100Bf16FlopsPerS * 1e3,
+      h.shape.flops_per_token * 4096.0 * 4097.0 / 2.0 / premises::kA100Bf16FlopsPerS * 1e3));
   r.notes.push_back("Chunking does not make decode stall-free in the strict sense: every chunk step is "
                     "compute-bound and the decodes riding along wait for it; the stall shrinks with the "
                     "chunk (Sarathi-Serve picks the token budget from a TBT target). The long prompt's "

@@ -7,6 +7,7 @@
 
 #include "serve/simulator.hpp"
 #include "framework/check.hpp"
+#include "cost/premises.hpp"
 
 namespace kvlab::checks {
 
@@ -16,7 +17,7 @@ struct ChunkedPrefillOptions {
   std::int64_t decoders = 16;        ///< --decoders: requests decoding when it arrives
   std::int64_t decoder_prompt = 512;  ///< --decoder-prompt
   std::int64_t decoder_output = 256;  ///< --decoder-output
-  std::string model = "llama-2-7b", gpu = "a100-80gb";
+  std::string model = premises::kModel7b, gpu = premises::kGpu;
   bool long_run = false;             ///< --long: every series row
 };
 

@@ -34,6 +34,7 @@
 #include "report/writers.hpp"
 #include "framework/options.hpp"
 #include "support/serve_common.hpp"
+#include "core/stats.hpp"
 
 namespace kvlab::checks {
 namespace {
@@ -44,10 +45,6 @@ constexpr const char* kSummary =
     "Static vs iteration-level (Orca) batching on one simulated trace: throughput, TTFT, TPOT";
 constexpr std::int64_t kMaxRequests = 2000;
 constexpr std::int64_t kLongRequests = 2000;
-
-double mean_of(const std::vector<double>& v) {
-  return v.empty() ? 0.0 : std::accumulate(v.begin(), v.end(), 0.0) / static_cast<double>(v.size());
-}
 
 }  // namespace
 
@@ -167,7 +164,7 @@ Result run_continuous_batching(const ContinuousBatchingOptions& o, const RunCont
     short_cont.push_back(co.requests[i].returned_s - co.requests[i].arrival_s);
     wait_static.push_back(st.requests[i].returned_s - st.requests[i].last_token_s);
   }
-  const double ls = mean_of(short_static), lc = mean_of(short_cont), ws = mean_of(wait_static);
+  const double ls = mean(short_static), lc = mean(short_cont), ws = mean(wait_static);
   const std::string trace_words = fmt::format("{} requests, Poisson {:g}/s, batch {}", trace.size(), o.rate, o.max_batch);
   // Ties are legitimate (a batch of one request is served the same way by both), so "no worse";
   // the table and the metrics show by how much continuous is better on this trace.

@@ -9,6 +9,7 @@
 
 #include "serve/simulator.hpp"
 #include "framework/check.hpp"
+#include "cost/premises.hpp"
 
 namespace kvlab::checks {
 
@@ -16,7 +17,7 @@ struct ContinuousBatchingOptions {
   std::int64_t requests = 200;  ///< --requests: trace length (--long: 2000)
   double rate = 2.0;            ///< --rate: Poisson arrivals, requests/s
   std::int64_t max_batch = 32;  ///< --max-batch: static batch size = continuous's running limit
-  std::string model = "llama-2-7b", gpu = "a100-80gb";
+  std::string model = premises::kModel7b, gpu = premises::kGpu;
   bool long_run = false;        ///< --long: 2000 requests, full series tables, progress bar
 };
 

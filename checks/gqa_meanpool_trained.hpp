@@ -25,6 +25,7 @@
 #include "support/trained_pair.hpp"
 #include "train/backprop.hpp"
 #include "train/trainer.hpp"
+#include "core/stats.hpp"
 
 namespace kvlab::checks {
 
@@ -70,19 +71,13 @@ inline std::vector<double> window_losses(const MiniGPT<float>& m, const std::vec
   return out;
 }
 
-inline double mean_of(const std::vector<double>& v) {
-  double s = 0;
-  for (double x : v) s += x;
-  return v.empty() ? 0.0 : s / static_cast<double>(v.size());
-}
-
 /// Standard error of the mean of a - b over windows (paired).
 inline double paired_se(const std::vector<double>& a, const std::vector<double>& b) {
   const std::size_t n = a.size();
   if (n < 2) return 0.0;
   std::vector<double> d(n);
   for (std::size_t i = 0; i < n; ++i) d[i] = a[i] - b[i];
-  const double m = mean_of(d);
+  const double m = mean(d);
   double ss = 0;
   for (double x : d) ss += (x - m) * (x - m);
   return std::sqrt(ss / static_cast<double>(n - 1) / static_cast<double>(n));
@@ -154,7 +149,7 @@ inline void run_gqa_trained(const GqaTrainedOptions& o, const PoolerF32& pool, c
                         "run without --long, or on a checkpoint trained for fewer steps");
   }
   const std::vector<double> base = window_losses(mha, *text, o.windows);
-  const double base_loss = mean_of(base);
+  const double base_loss = mean(base);
   const int L = c.block_size;
   // Output error on one validation window, comparable to the random mode's relative error.
   const std::vector<int> ids(text->begin(), text->begin() + L);
@@ -203,10 +198,10 @@ inline void run_gqa_trained(const GqaTrainedOptions& o, const PoolerF32& pool, c
               std::nullopt, "", "不能直接把 MHA 改成 MQA/GQA (cannot convert directly: needs uptraining)"});
     r.metric(fmt::format("trained_over_random_attention_error_g{}", G), att_trained / att_random);
     const auto it = random_rel.find(G);
-    t.rows.push_back({fmt::format("GQA G = {} (mean-pooled)", G), std::int64_t{G}, mean_of(lg), mean_of(lg) - base_loss,
+    t.rows.push_back({fmt::format("GQA G = {} (mean-pooled)", G), std::int64_t{G}, mean(lg), mean(lg) - base_loss,
                       paired_se(lg, base), rel, it == random_rel.end() ? Cell{std::string("—")} : Cell{it->second},
                       att_trained / att_random});
-    r.metric(fmt::format("trained_loss_gap_g{}", G), mean_of(lg) - base_loss);
+    r.metric(fmt::format("trained_loss_gap_g{}", G), mean(lg) - base_loss);
     r.metric(fmt::format("trained_relative_logits_error_g{}", G), rel);
     pooled_losses[G] = lg;
     pooled.emplace(G, std::move(g));
@@ -238,13 +233,13 @@ inline void run_gqa_trained(const GqaTrainedOptions& o, const PoolerF32& pool, c
            "share of the gap recovered"}, {}};
   MiniGPT<float> control = mha;
   train::train_model(control, corpus->train, cfg);
-  const double control_loss = mean_of(window_losses(control, *text, o.windows));
+  const double control_loss = mean(window_losses(control, *text, o.windows));
   u.rows.push_back({std::string("MHA, trained as long (control)"), base_loss, control_loss, 0.0, 0.0,
                     std::string("—")});
   for (auto& [G, g] : pooled) {
-    const double before = mean_of(pooled_losses[G]);
+    const double before = mean(pooled_losses[G]);
     train::train_model(g, corpus->train, cfg);
-    const double after = mean_of(window_losses(g, *text, o.windows));
+    const double after = mean(window_losses(g, *text, o.windows));
     const double share = (before - after) / (before - base_loss);
     u.rows.push_back({fmt::format("GQA G = {}", G), before, after, before - base_loss, after - control_loss, share});
     r.metric(fmt::format("uptrain_recovered_share_g{}", G), share);

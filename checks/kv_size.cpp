@@ -27,6 +27,7 @@
 #include "support/cheatsheet_cells.hpp"
 #include "support/cost_common.hpp"
 #include "framework/path_option.hpp"
+#include "cost/premises.hpp"
 
 namespace kvlab::checks {
 namespace {
@@ -253,7 +254,7 @@ Result course_table(const KvSizeParts& parts) {
                         kDoc23KvBudgetBytes / kGB, per_sample / kGiB, max_batch_mixed)});
   Table batch_table{"000 §2.3: how many 4K sequences fit on 8 × A100-80GB (llama-3-70b, fp16)",
                     {"quantity", "value", "unit", "from"}, {}};
-  const GpuSpec a100 = with_option("catalogue GPU a100-80gb", [] { return load_gpu("a100-80gb"); });
+  const GpuSpec a100 = with_option("catalogue GPU a100-80gb", [] { return load_gpu(premises::kGpu); });
   const double memory_8 = 8.0 * static_cast<double>(a100.memory_bytes);
   batch_table.rows.push_back({"memory of 8 × a100-80gb", memory_8 / kGB, "GB",
                               "catalogue memory_bytes, the datasheet's 80GB (document: 8 × 80)"});

@@ -37,6 +37,9 @@
 #include "support/cost_common.hpp"
 #include "framework/options.hpp"
 #include "framework/path_option.hpp"
+#include "core/numerics.hpp"
+#include "reference/roofline.hpp"
+#include "cost/premises.hpp"
 
 namespace kvlab::checks {
 namespace {
@@ -60,14 +63,14 @@ constexpr const char* kClaim =
     "and is bandwidth-bound at ≈ 140 tok/s; batch 8 lifts the bound to 892 tok/s; at batch 64 × "
     "4096 the KV cache (128 GiB) outweighs the weights (13 GiB) and intensity falls back to 6.8.";
 
-constexpr const char* kDefaultGpu = "a100-80gb";
+constexpr const char* kDefaultGpu = premises::kGpu;
 constexpr std::uint64_t kDefaultBatch = 1;
 constexpr std::uint64_t kDefaultCtx = 4096;
-constexpr double kDefaultWeightBytes = 2.0;
+constexpr double kDefaultWeightBytes = premises::kBytesPerParam;
 
 // The course's "7B" is a round N = 7e9 parameters (an assumption that reproduces 004 §1.5's
 // figures; llama-2-7b's true count, from the catalogue, is shown beside it).
-constexpr double kCourseParams = 7e9;
+constexpr double kCourseParams = premises::kParams7b;
 
 // ---- the check's own arithmetic ------------------------------------------------------------
 //
@@ -83,15 +86,15 @@ constexpr double kCourseParams = 7e9;
 // paths with n₁ and n₂ roundings differ by at most γ_{n₁+n₂}; one more rounding is counted for
 // scaling that bound by the computed rather than the exact value. The counts are beside the code.
 
-/// The unit roundoff of double, 2^-53.
-constexpr double kU = std::numeric_limits<double>::epsilon() / 2;
-/// γ_n = n·u / (1 − n·u): the relative error bound of n roundings.
-double gamma_n(int n) { return n * kU / (1.0 - n * kU); }
+/// The unit roundoff of double, 2^-53 (γ_n is core/numerics.hpp's gamma_n).
+constexpr double kU = unit_roundoff<double>();
 
-// FLOPs. Check, MLA form (the longest): B and ctx to double (2), B·ctx·L·H (3), ·2·(d_c + d_r) and
-// ·2·d_c (1 each), their sum (1), 2·N_used·B (1), the total (1): 8. decode_step: the exact attention
-// count to double (1), B to double (1), the product (1), 2·N_used·B (1 more), the total (1): at
-// most 5 with B's conversion counted twice. Plus 1: 14.
+// FLOPs. Check (reference::decode_flops): B and the positions to double (2); the FLOPs per
+// position, 4·H·d_h or MLA's 2·H·(d_c + d_r) + 2·H·d_c, are small integers and exact (0);
+// B·positions and ·per-position (2); 2·N_used exact, ·B (1); the total (1): 6, at most 8 as
+// counted for the check's earlier form. decode_step: the exact attention count to double (1), B to
+// double (1), the product (1), 2·N_used·B (1 more), the total (1): at most 5 with B's conversion
+// counted twice. Plus 1: 14.
 constexpr int kFlopRounds = 14;
 // Weight bytes, dense: N × bytes/param, 1 rounding per path, plus 1.
 constexpr int kDenseWeightRounds = 3;
@@ -206,16 +209,14 @@ Recomputed recompute(const ModelSpec& m, const GpuSpec& g, const DecodeQuery& q)
   // FLOPs: 2·N_used·B + 4·B·ctx·L·H·head_dim, or MLA's absorbed 2·(d_c + d_r) + 2·d_c per position.
   // Positions the layers attend to, layer by layer from the config's list (windows and chunks
   // hold min(ctx, span), attention-free layers none); ctx · L when every layer attends fully.
+  // Per (layer, position) FLOPs and the step's total by reference/roofline.hpp (exact integers
+  // below 2^53 at any realistic shape, so the order of the products does not move a digit).
   const double positions = static_cast<double>(held_by_layer(m, q.kv.ctx).positions);
-  double attention = 0.0;
-  if (m.is_mla()) {
-    const double base = b * positions * heads;
-    attention = 2.0 * base * static_cast<double>(*m.kv_lora_rank + *m.qk_rope_head_dim) +
-                2.0 * base * static_cast<double>(*m.kv_lora_rank);
-  } else {
-    attention = 4.0 * b * positions * heads * static_cast<double>(m.head_dim);
-  }
-  c.flops = 2.0 * c.params_used * b + attention;
+  const double per_position =
+      m.is_mla() ? reference::mla_attention_flops_per_position(heads, static_cast<double>(*m.kv_lora_rank),
+                                                               static_cast<double>(*m.qk_rope_head_dim))
+                 : reference::attention_flops_per_position(heads, static_cast<double>(m.head_dim));
+  c.flops = reference::decode_flops(c.params_used, b, positions, per_position);
   c.flops_tol = gamma_n(kFlopRounds) * c.flops;
 
   // KV bytes: the reference is K+V bytes per token at 16 bits, so ref·bits/2 bits per token.
@@ -351,7 +352,7 @@ void course_claims_000_003(const RooflineParts& parts, const ModelSpec& m7, cons
   // 000 §3.1: "A100 BF16 ≈ 200 FLOPs/byte" — the A100-40GB's ridge (E5: the 80 GB card's is 153).
   const GpuSpec a100_40 = parts.load_gpu("a100-40gb");
   r.expect({"ridge point, A100-40GB, bf16 dense (datasheet 312 TFLOP/s / 1.555 TB/s)", "000 §3.1", "FLOP/B",
-            312e12 / 1.555e12, kRel * 200.0, why_rel, ridge_flops_per_byte(a100_40),
+            premises::kA100Bf16FlopsPerS / premises::kA100_40gbBandwidthBytesPerS, kRel * 200.0, why_rel, ridge_flops_per_byte(a100_40),
             Stated::parse("200", "A100 BF16 ≈ 200 FLOPs/byte"),
             "312e12 / 1.555e12 = 200.6: the 40 GB card; the 80 GB card of 004 §1.5 is 312 / 2.039 = 153 (E5)"});
 
@@ -404,7 +405,7 @@ void course_claims_000_003(const RooflineParts& parts, const ModelSpec& m7, cons
 
 Result course_table(const RooflineParts& parts) {
   Result r{kName, kSource, kClaim, {}, {}, {}, {}};
-  const ModelSpec m7 = parts.load_model("llama-2-7b");
+  const ModelSpec m7 = parts.load_model(premises::kModel7b);
   const GpuSpec a100 = parts.load_gpu(kDefaultGpu);
   const double true_params = static_cast<double>(m7.num_parameters.value_or(0));
 
@@ -543,7 +544,7 @@ Expectation tokens_expectation(const std::string& at, const DecodeStep& s, const
 /// assumptions (N = 7e9 at 2 B, llama-2-7b's MHA cache, ctx 1024) at batch 1 and 8 on `dev`.
 Result own_device_table(const DeviceSpec& dev, const RooflineParts& parts) {
   const GpuSpec& g = dev.spec;
-  const ModelSpec m7 = parts.load_model("llama-2-7b");
+  const ModelSpec m7 = parts.load_model(premises::kModel7b);
   const auto query = [](std::uint64_t b) {
     return DecodeQuery{kCourseParams, kDefaultWeightBytes, KvQuery{b, 1024, CacheDtype::bf16, {}}};
   };

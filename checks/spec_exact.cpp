@@ -43,6 +43,7 @@
 #include "spec/monte_carlo.hpp"
 #include "support/model_setup.hpp"
 #include "framework/options.hpp"
+#include "reference/sequence_law.hpp"
 
 namespace kvlab::checks {
 namespace {
@@ -82,32 +83,6 @@ std::size_t index_of(const std::vector<int>& s, std::size_t from, int vocab) {
   return i;
 }
 
-// The exact law of the N new tokens under the target with `sampler`, by enumeration. On entry
-// `cache` holds every token of `seq` but the last; one forward of that token gives p̃(· | seq)
-// (the cached forward equals the full one up to rounding: incremental-vs-full), and each child
-// prefix is rolled back with truncate() after its subtree.
-template <class T>
-void exact_law(const MiniGPT<T>& m, const spec::SamplerConfig& sampler, std::size_t prompt_len, std::vector<int>& seq,
-               int left, double prob, std::vector<double>& law, KVCache<T>& cache) {
-  const int vocab = m.config().vocab_size;
-  if (left == 0) {
-    law[index_of(seq, prompt_len, vocab)] = prob;
-    return;
-  }
-  const int len = static_cast<int>(seq.size());
-  const Mat<T> lg = m.forward(std::span<const int>(seq).last(1), len - 1, cache);
-  std::vector<double> row(static_cast<std::size_t>(vocab));
-  for (int c = 0; c < vocab; ++c) row[static_cast<std::size_t>(c)] = static_cast<double>(lg(lg.rows() - 1, c));
-  const auto p = spec::process_logits(row, sampler);
-  for (int x = 0; x < vocab; ++x) {
-    if (p[static_cast<std::size_t>(x)] == 0.0) continue;  // its whole subtree has probability 0
-    seq.push_back(x);
-    exact_law(m, sampler, prompt_len, seq, left - 1, prob * p[static_cast<std::size_t>(x)], law, cache);
-    seq.pop_back();
-    cache.truncate(len);
-  }
-}
-
 }  // namespace
 
 std::vector<int> spec_exact_text_prompt() { return {'T', 'h', 'e'}; }
@@ -125,11 +100,21 @@ void spec_exactness_rows(Result& r, const MiniGPT<T>& target, const MiniGPT<T>& 
   spec::SamplerConfig ts;
   ts.temperature = o.temperature;
 
-  std::vector<double> law(static_cast<std::size_t>(m), 0.0);
-  std::vector<int> seq = prompt;
+  // The exact law of the N new tokens under the target with `ts`, by enumeration
+  // (reference/sequence_law.hpp). The cache follows the prefix: rolled back to all of `seq` but its
+  // last token, one forward of that token gives p̃(· | seq) (the cached forward equals the full one
+  // up to rounding: incremental-vs-full).
   auto cache = target.make_cache(CacheKind::prealloc, static_cast<int>(prompt.size()) + o.new_tokens);
   if (prompt.size() > 1) target.forward(std::span<const int>(prompt).first(prompt.size() - 1), 0, *cache);
-  exact_law(target, ts, prompt.size(), seq, o.new_tokens, 1.0, law, *cache);
+  const std::vector<double> law =
+      reference::sequence_law(vocab, o.new_tokens, prompt, [&](const std::vector<int>& seq) {
+        const int len = static_cast<int>(seq.size());
+        cache->truncate(len - 1);
+        const Mat<T> lg = target.forward(std::span<const int>(seq).last(1), len - 1, *cache);
+        std::vector<double> row(static_cast<std::size_t>(vocab));
+        for (int c = 0; c < vocab; ++c) row[static_cast<std::size_t>(c)] = static_cast<double>(lg(lg.rows() - 1, c));
+        return spec::process_logits(row, ts);
+      });
 
   // The cells the samples are judged on: every outcome when there are few (V = 8: the random
   // pair); otherwise each outcome expected at least 5 times is its own cell and the rest one pooled
@@ -137,30 +122,13 @@ void spec_exactness_rows(Result& r, const MiniGPT<T>& target, const MiniGPT<T>& 
   // TV over the outcomes, and the Bretagnolle–Huber–Carol bound holds for any fixed partition with
   // M = its number of cells.
   const double nd = static_cast<double>(o.samples);
-  std::vector<std::int64_t> cell_of(static_cast<std::size_t>(m), 0);
-  std::vector<double> cell_law;
   std::int64_t support = 0;
   for (double p : law) support += p > 0.0 ? 1 : 0;
   const bool coarse = m > kFineOutcomes;
-  if (!coarse) {
-    for (std::int64_t i = 0; i < m; ++i) cell_of[static_cast<std::size_t>(i)] = i;
-    cell_law = law;
-  } else {
-    double pooled = 0.0;
-    for (std::int64_t i = 0; i < m; ++i) {
-      const double p = law[static_cast<std::size_t>(i)];
-      if (p * nd >= 5.0) {
-        cell_of[static_cast<std::size_t>(i)] = static_cast<std::int64_t>(cell_law.size());
-        cell_law.push_back(p);
-      } else {
-        cell_of[static_cast<std::size_t>(i)] = -1;
-        pooled += p;
-      }
-    }
-    for (auto& c : cell_of)
-      if (c < 0) c = static_cast<std::int64_t>(cell_law.size());
-    cell_law.push_back(pooled);
-  }
+  const reference::Cells partition =
+      coarse ? reference::pool_rare_outcomes(law, o.samples) : reference::one_cell_per_outcome(law);
+  const std::vector<std::int64_t>& cell_of = partition.cell_of;
+  const std::vector<double>& cell_law = partition.law;
   const std::int64_t cells = coarse ? static_cast<std::int64_t>(cell_law.size()) : support;
   const int comparisons = with_direct ? kComparisons : kComparisons - 2;
   const double per = false_alarm / comparisons;
@@ -213,10 +181,7 @@ void spec_exactness_rows(Result& r, const MiniGPT<T>& target, const MiniGPT<T>& 
         draft_seq.truncate(0);
         auto run = spec::speculative_decode<T>(target_seq, draft_seq, prompt, sc, rng, faults);
         out = std::move(run.tokens);
-        const auto& st = run.stats;
-        total.steps += st.steps, total.accepted += st.accepted, total.evaluated += st.evaluated,
-            total.emitted += st.emitted, total.draft_forwards += st.draft_forwards,
-            total.target_forwards += st.target_forwards;
+        total += run.stats;
       }
       ++counts[static_cast<std::size_t>(cell_of[index_of(out, 0, vocab)])];
       if (on_sample) on_sample(++drawn);

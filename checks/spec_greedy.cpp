@@ -108,9 +108,8 @@ Result run_impl(const SpecGreedyOptions& o, const RunContext& ctx, const spec::S
   };
   for (const auto& d : drafts) {
     const std::size_t di = static_cast<std::size_t>(&d - drafts) + 1;  // its device model
-    std::int64_t differing = 0, invariant_breaks = 0, accepted = 0, evaluated = 0,
-                 steps = 0, emitted = 0, bonus = 0;
-    double sd = 0.0, st = 0.0;
+    std::int64_t differing = 0, invariant_breaks = 0;
+    spec::SpecStats total;
     std::string first_break;
     for (int i = 0; i < o.prompts; ++i) {
       const auto prompt = random_tokens(spec::derive_seed(ctx.seed, 100 + static_cast<std::uint64_t>(i)),
@@ -151,9 +150,7 @@ Result run_impl(const SpecGreedyOptions& o, const RunContext& ctx, const spec::S
       if (run.tokens.size() != ref.size()) diff += 1;
       differing += diff;
       const auto& s = run.stats;
-      accepted += s.accepted, evaluated += s.evaluated, steps += s.steps, emitted += s.emitted,
-          bonus += s.bonus;
-      sd += s.seconds_draft, st += s.seconds_target;
+      total += s;
       table.rows.push_back({std::int64_t{i}, std::string(d.name), diff, first, s.steps,
                             s.alpha_observed(), s.tokens_per_step(), s.bonus, s.draft_forwards,
                             s.target_forwards});
@@ -172,14 +169,12 @@ Result run_impl(const SpecGreedyOptions& o, const RunContext& ctx, const spec::S
               std::nullopt, ""});
     if (!first_break.empty()) r.notes.push_back("invariant broken: " + first_break);
     const std::string key = d.model == &target ? "self" : d.model == &near ? "near" : "small";
-    r.metric("alpha_observed_" + key,
-             evaluated > 0 ? static_cast<double>(accepted) / static_cast<double>(evaluated) : 0.0);
-    r.metric("tokens_per_step_" + key,
-             steps > 0 ? static_cast<double>(emitted) / static_cast<double>(steps) : 0.0);
-    r.metric_exact("bonus_steps_" + key, static_cast<std::uint64_t>(bonus));
-    r.metric("seconds_draft_" + key, sd);
-    r.metric("seconds_target_" + key, st);
-    timing.rows.push_back({std::string(d.name), sd, st});
+    r.metric("alpha_observed_" + key, total.alpha_observed());
+    r.metric("tokens_per_step_" + key, total.tokens_per_step());
+    r.metric_exact("bonus_steps_" + key, static_cast<std::uint64_t>(total.bonus));
+    r.metric("seconds_draft_" + key, total.seconds_draft);
+    r.metric("seconds_target_" + key, total.seconds_target);
+    timing.rows.push_back({std::string(d.name), total.seconds_draft, total.seconds_target});
   }
   r.tables.push_back(std::move(table));
   r.tables.push_back(std::move(timing));

@@ -75,11 +75,12 @@ constexpr std::int64_t kMaxExactSamples = 100'000;
 using Clock = std::chrono::steady_clock;
 double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
-struct PerK {
+/// One K's runs: the loop's counts and seconds summed over the prompts (SpecStats), plus what the
+/// check adds from the step traces.
+struct PerK : spec::SpecStats {
   int k = 0;
-  std::int64_t steps = 0, emitted = 0, accepted = 0, evaluated = 0, draft_forwards = 0;
   double sum_a = 0.0, var_a = 0.0, sum_m = 0.0, var_m = 0.0;
-  double seconds_draft = 0.0, seconds_total = 0.0;
+  double seconds_total = 0.0;
   std::int64_t greedy_mismatches = 0;
   double alpha() const { return evaluated > 0 ? static_cast<double>(accepted) / evaluated : 0.0; }
   double alpha_exact() const { return evaluated > 0 ? sum_a / evaluated : 0.0; }
@@ -330,9 +331,7 @@ Result run_spec_real(const SpecRealOptions& o_in, const RunContext& ctx, const S
         const auto run = spec::speculative_decode(target, draft, prompts[static_cast<std::size_t>(i)], sc, rng,
                                                   parts.faults);
         pk.seconds_total += since(t0);
-        const auto& st = run.stats;
-        pk.steps += st.steps, pk.emitted += st.emitted, pk.accepted += st.accepted, pk.evaluated += st.evaluated;
-        pk.draft_forwards += st.draft_forwards, pk.seconds_draft += st.seconds_draft;
+        pk += run.stats;
         if (temperature == 0.0)
           for (std::size_t t = 0; t < run.tokens.size(); ++t)
             pk.greedy_mismatches += t >= greedy[static_cast<std::size_t>(i)].size() ||

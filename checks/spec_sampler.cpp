@@ -40,6 +40,7 @@
 #include "spec/step_law.hpp"
 #include "support/model_setup.hpp"
 #include "framework/options.hpp"
+#include "reference/sequence_law.hpp"
 
 namespace kvlab::checks {
 namespace {
@@ -67,20 +68,13 @@ std::vector<double> last_logits(const MiniGPT<T>& m, const std::vector<int>& seq
   return row;
 }
 
-// The exact law of the 2 new tokens under p̃ (first token most significant), by enumeration.
+// The exact law of the 2 new tokens under p̃ (first token most significant), by enumeration
+// (reference/sequence_law.hpp), each next-token law from a full forward of the prefix.
 template <class T>
 std::vector<double> exact_law(const MiniGPT<T>& m, const spec::SamplerConfig& s) {
-  std::vector<double> law(kVocab * kVocab, 0.0);
-  const auto p1 = spec::process_logits(last_logits(m, kPrompt), s);
-  for (int x = 0; x < kVocab; ++x) {
-    if (p1[static_cast<std::size_t>(x)] == 0.0) continue;
-    auto seq = kPrompt;
-    seq.push_back(x);
-    const auto p2 = spec::process_logits(last_logits(m, seq), s);
-    for (int y = 0; y < kVocab; ++y)
-      law[static_cast<std::size_t>(x * kVocab + y)] = p1[static_cast<std::size_t>(x)] * p2[static_cast<std::size_t>(y)];
-  }
-  return law;
+  return reference::sequence_law(kVocab, 2, kPrompt, [&](const std::vector<int>& seq) {
+    return spec::process_logits(last_logits(m, seq), s);
+  });
 }
 
 template <class T>
@@ -186,12 +180,11 @@ Result run_impl(const SpecSamplerOptions& o, const RunContext& ctx, const SpecSa
         sum_a += a, var_a += a * (1.0 - a);
       }
     };
-    std::int64_t accepted = 0, evaluated = 0, steps = 0, emitted = 0;
+    spec::SpecStats total;
     for (std::int64_t n = 0; n < o.samples; ++n) {
       const auto run = spec::speculative_decode(target, draft, kPrompt, sc, rng, parts.faults);
       ++counts[static_cast<std::size_t>(run.tokens[0] * kVocab + run.tokens[1])];
-      accepted += run.stats.accepted, evaluated += run.stats.evaluated, steps += run.stats.steps,
-          emitted += run.stats.emitted;
+      total += run.stats;
     }
     const LawFit f = fit_to_law(counts, law, o.samples, per);
     r.expect({"TV(empirical, exact law under p̃): draft " + d.name, kSource, "", 0.0, tvb,
@@ -207,17 +200,17 @@ Result run_impl(const SpecSamplerOptions& o, const RunContext& ctx, const SpecSa
               f.chi2, std::nullopt, ""});
     // Verified positions per sequence ≤ tokens emitted ≤ 2 + K.
     const double max_var = static_cast<double>(o.samples) * (kNewTokens + kDraftK) / 4.0;
-    const double ev = static_cast<double>(std::max<std::int64_t>(evaluated, 1));
+    const double ev = static_cast<double>(std::max<std::int64_t>(total.evaluated, 1));
     const double ta = freedman_radius(var_a, 1.0, max_var, per) / ev;
-    const double a_obs = static_cast<double>(accepted) / ev, a_exact = sum_a / ev;
+    const double a_obs = static_cast<double>(total.accepted) / ev, a_exact = sum_a / ev;
     r.expect({"α observed vs exact α of the verified positions: draft " + d.name, "000 §7.2, §7.5",
               "", a_exact, ta,
               fmt::format("Freedman (accepted − Σ a is a martingale, increments in [−1, 1], "
                           "Σ a(1 − a) = {:.3g}), false alarm {:g}/{}; ± = t / {} verified",
-                          var_a, kFalseAlarm, kStatRows, evaluated),
+                          var_a, kFalseAlarm, kStatRows, total.evaluated),
               a_obs, std::nullopt, ""});
     loop.rows.push_back({d.name, f.tv, tvb, f.chi2, f.df, f.critical, a_obs, a_exact, ta,
-                         static_cast<double>(emitted) / static_cast<double>(std::max<std::int64_t>(steps, 1))});
+                         static_cast<double>(total.emitted) / static_cast<double>(std::max<std::int64_t>(total.steps, 1))});
     r.metric("tv_" + d.key, f.tv);
     r.metric("alpha_observed_" + d.key, a_obs);
     r.metric("alpha_exact_" + d.key, a_exact);

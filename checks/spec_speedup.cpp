@@ -47,6 +47,7 @@
 #include "spec/monte_carlo.hpp"
 #include "support/model_setup.hpp"
 #include "framework/options.hpp"
+#include "core/numerics.hpp"
 
 namespace kvlab::checks {
 namespace {
@@ -87,15 +88,15 @@ using Clock = std::chrono::steady_clock;
 double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
 // Everything measured for one K.
-struct PerK {
+/// One K's runs: the loop's counts and seconds summed over the prompts (SpecStats), plus what the
+/// check adds from the step traces.
+struct PerK : spec::SpecStats {
   int k = 0;
-  std::int64_t steps = 0, emitted = 0, accepted = 0, evaluated = 0, bonus = 0;
-  std::int64_t draft_forwards = 0, target_forwards = 0;
   double sum_a = 0.0, var_a = 0.0;           // Σ a, Σ a(1 − a) over verified positions
   double sum_m = 0.0, var_m = 0.0;           // Σ E[τ | drafts], Σ Var[τ | drafts] over steps
   std::vector<double> pos_sum, pos_sq;       // per position i: Σ a, Σ a² over steps reaching i
   std::vector<std::int64_t> pos_n;
-  double seconds_draft = 0.0, seconds_target = 0.0, seconds_total = 0.0;
+  double seconds_total = 0.0;
   double alpha() const { return evaluated > 0 ? static_cast<double>(accepted) / evaluated : 0.0; }
   double alpha_exact() const { return evaluated > 0 ? sum_a / evaluated : 0.0; }
   double tokens_per_step() const { return steps > 0 ? static_cast<double>(emitted) / steps : 0.0; }
@@ -167,11 +168,7 @@ Result run_impl(const SpecSpeedupOptions& o, const RunContext& ctx, const SpecSp
       const auto run = spec::speculative_decode(target, draft, prompts[static_cast<std::size_t>(i)],
                                                 sc, rng, parts.faults);
       pk.seconds_total += since(t0);
-      const auto& st = run.stats;
-      pk.steps += st.steps, pk.emitted += st.emitted, pk.accepted += st.accepted,
-          pk.evaluated += st.evaluated, pk.bonus += st.bonus;
-      pk.draft_forwards += st.draft_forwards, pk.target_forwards += st.target_forwards;
-      pk.seconds_draft += st.seconds_draft, pk.seconds_target += st.seconds_target;
+      pk += run.stats;
     }
     ks.push_back(std::move(pk));
   }
@@ -288,7 +285,7 @@ Result run_impl(const SpecSpeedupOptions& o, const RunContext& ctx, const SpecSp
       const std::vector<double> same(static_cast<std::size_t>(pk.k), a);
       best_positional = std::max(best_positional, parts.expected_tokens(same) / (1.0 + pk.k * c_flops));
     }
-    const double u = std::numeric_limits<double>::epsilon() / 2;
+    const double u = unit_roundoff<double>();
     r.expect({fmt::format("predicted speedup E[τ](α exact)/(1 + K·c) at the best K ({}), c = {:.4f} by weight FLOPs",
                           best_k_flops, c_flops),
               "003 part 5; 000 §7.4", "×", best_closed, (4.0 * kMaxK + 8) * u * best_closed,

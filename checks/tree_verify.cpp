@@ -49,6 +49,7 @@
 #include "spec/monte_carlo.hpp"
 #include "support/model_setup.hpp"
 #include "framework/options.hpp"
+#include "core/numerics.hpp"
 
 namespace kvlab::checks {
 namespace {
@@ -62,7 +63,7 @@ constexpr std::int64_t kMaxSamples = 2'000'000;
 // Work budget: a sampled step costs about (tree nodes + depth + 1) draws of ~0.1 µs plus a fixed
 // ~0.5 µs; samples × (nodes + 8) <= 2e7 is about 2 s here.
 constexpr std::int64_t kWorkBudget = 20'000'000;
-constexpr double u = std::numeric_limits<double>::epsilon() / 2;
+constexpr double u = unit_roundoff<double>();
 
 ModelConfig target_config(Positional pos) { return small_spec_target(kVocab, pos); }
 

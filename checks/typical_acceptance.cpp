@@ -48,6 +48,7 @@
 #include "spec/monte_carlo.hpp"
 #include "support/model_setup.hpp"
 #include "framework/options.hpp"
+#include "core/numerics.hpp"
 
 namespace kvlab::checks {
 namespace {
@@ -61,7 +62,7 @@ constexpr int kMaxContexts = 16;
 // Work budget: one draw costs ~0.1 µs (two categorical draws over V = 8 and a rule call);
 // 2 verifiers × samples × contexts <= 4e7 is about 2 s here.
 constexpr std::int64_t kWorkBudget = 20'000'000;
-constexpr double u = std::numeric_limits<double>::epsilon() / 2;
+constexpr double u = unit_roundoff<double>();
 
 ModelConfig target_config() { return small_spec_target(kVocab); }
 

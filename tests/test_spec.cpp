@@ -22,6 +22,7 @@
 #include "spec/rejection.hpp"
 #include "spec_alpha.hpp"
 #include "spec_etau.hpp"
+#include "core/numerics.hpp"
 
 namespace {
 
@@ -29,7 +30,7 @@ using kvlab::InputError;
 using kvlab::Rng;
 namespace spec = kvlab::spec;
 
-constexpr double u = std::numeric_limits<double>::epsilon() / 2;
+constexpr double u = kvlab::unit_roundoff<double>();
 const double kNaN = std::numeric_limits<double>::quiet_NaN();
 const double kInf = std::numeric_limits<double>::infinity();
 

@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "io/catalogue.hpp"
+#include "cost/premises.hpp"
 
 namespace kvlab::checks {
 namespace {
@@ -130,7 +131,7 @@ void judge_cheatsheet_tables(Result& r, const CheatTableSource& source_in) {
   {
     Expected want;
     const std::pair<const char*, double> rows[] = {
-        {"70B alone", 0.0}, {"+ vanilla SD draft, 7B fp16", 2 * 7e9}, {"+ EAGLE head (1 layer + fusion)", 2 * eagle}};
+        {"70B alone", 0.0}, {"+ vanilla SD draft, 7B fp16", 2 * premises::kDraftParams7b}, {"+ EAGLE head (1 layer + fusion)", 2 * eagle}};
     for (const auto& [label, draft] : rows) {
       const double weights = 2 * 70e9 + draft, left = 640e9 - weights;
       want[label] = {{1, weights / 1e9}, {2, left / 1e9}, {3, seq / 1e9}, {4, std::floor((400e9 - draft) / seq)},
@@ -138,7 +139,7 @@ void judge_cheatsheet_tables(Result& r, const CheatTableSource& source_in) {
     }
     judge("000-9.3", "000 §9.3, §2.3", want);
   }
-  r.expect({"memory a vanilla SD draft adds, 7B fp16", "000 §9.3", "GB", 2 * 7e9 / 1e9, 0.0,
+  r.expect({"memory a vanilla SD draft adds, 7B fp16", "000 §9.3", "GB", 2 * premises::kDraftParams7b / 1e9, 0.0,
             "7e9 × 2 B: exact in float64", number(source("000-9.3").table.rows.at(1).at(1)) - 140.0,
             Stated::parse("14", "+14 GB"), ""});
   r.expect({"an EAGLE draft head for a 70B target, fp16 (1 LLaMA-70B layer + the 2d → d fusion)",
@@ -154,7 +155,7 @@ void judge_cheatsheet_tables(Result& r, const CheatTableSource& source_in) {
     const double n_mha = n_gqa + L * 2 * d * (H - 8) * dh;
     const double kv_mha = mha * ctx, kv_gqa = gqa8 * ctx, attn = 4 * ctx * L * d;
     const double lin_mha = 2 * (4 * d * d + 3 * d * 28672), lin_gqa = 2 * (2 * d * d + 2 * d * 1024 + 3 * d * 28672);
-    const double bytes_mha = 2 * n_mha + kv_mha, bytes_gqa = 2 * n_gqa + kv_gqa, bw = load_gpu("a100-80gb").bandwidth_bytes_per_s;
+    const double bytes_mha = 2 * n_mha + kv_mha, bytes_gqa = 2 * n_gqa + kv_gqa, bw = load_gpu(premises::kGpu).bandwidth_bytes_per_s;
     Expected want;
     want["KV cache, batch × ctx (GiB)"] = {{1, kv_mha / kGiBd}, {2, kv_gqa / kGiBd}, {3, 8}};
     want["KV bytes read per decode step (GiB)"] = {{1, kv_mha / kGiBd}, {2, kv_gqa / kGiBd}, {3, 8}};

@@ -19,13 +19,14 @@
 #include "report/result.hpp"
 #include "serve/simulator.hpp"
 #include "support/cost_common.hpp"
+#include "cost/premises.hpp"
 
 namespace kvlab::checks {
 
 /// The course's "7B" is a round N = 7e9 at bf16 (as in `kvlab roofline`); llama-2-7b's cache.
-inline constexpr double kServeParams = 7e9;
-inline constexpr const char* kServeModel = "llama-2-7b";
-inline constexpr const char* kServeGpu = "a100-80gb";
+inline constexpr double kServeParams = premises::kParams7b;
+inline constexpr const char* kServeModel = premises::kModel7b;
+inline constexpr const char* kServeGpu = premises::kGpu;
 /// Rows of a series table by default; --long shows every row.
 inline constexpr std::size_t kSeriesRows = 40;
 

@@ -18,7 +18,7 @@ namespace {
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 }  // namespace
 
-double gamma_f32(double n) { return n * kUnitF32 / (1.0 - n * kUnitF32); }
+double gamma_f32(double n) { return gamma_n(n, kUnitF32); }
 
 double storage_unit(kernels::Storage s) { return s == kernels::Storage::f32 ? 0.0 : kUnitBf16; }
 

@@ -19,12 +19,13 @@
 #include <string>
 #include <vector>
 
+#include "core/numerics.hpp"
 #include "kernels/gpu_kernels.hpp"
 
 namespace kvlab::gpu {
 
 /// float32 unit roundoff 2^-24 and bf16's 2^-8 (round to nearest even, 8 significant bits).
-inline constexpr double kUnitF32 = 0x1.0p-24;
+inline constexpr double kUnitF32 = unit_roundoff<float>();
 inline constexpr double kUnitBf16 = 0x1.0p-8;
 
 /// Higham's gamma_n = n u / (1 - n u) for float32 (n u < 1 assumed; n up to ~10^6 here).

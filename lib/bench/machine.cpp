@@ -28,13 +28,6 @@ double steady_seconds() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
-double median(std::vector<double> v) {
-  if (v.empty()) throw std::invalid_argument("median: empty");
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
 double stream_bandwidth(StreamKernel kernel, std::uint64_t bytes_per_array, int repeats) {
   if (bytes_per_array < 64 || repeats < 1) throw std::invalid_argument("stream_bandwidth: bytes >= 64, repeats >= 1");
   const std::ptrdiff_t n = static_cast<std::ptrdiff_t>(bytes_per_array / sizeof(double));

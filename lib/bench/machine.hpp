@@ -18,6 +18,8 @@
 
 #include <nlohmann/json_fwd.hpp>
 
+#include "core/stats.hpp"  // median, which the machine's figures are
+
 namespace kvlab {
 
 /// A clock in seconds (monotonic); injectable so the logic can be tested on synthetic timings.
@@ -118,8 +120,5 @@ double machine_work_seconds(const MachineOptions& o);
 /// bandwidth is the measured copy figure, both FLOP rates the measured float32 GEMM rate (a CPU
 /// has no faster bf16 path through kvlab), plus a "measured" object with the raw figures.
 nlohmann::json hardware_entry(const MachineMeasurement& m);
-
-/// Median of a non-empty vector (the mean of the two middle values for an even count).
-double median(std::vector<double> v);
 
 }  // namespace kvlab

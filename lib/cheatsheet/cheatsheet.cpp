@@ -18,20 +18,21 @@
 #include "model/config.hpp"
 #include "quant/quant_cache.hpp"
 #include "spec/expected_tokens.hpp"
+#include "cost/premises.hpp"
 
 namespace kvlab {
 namespace {
 
 // ---- shared constants: each is a premise of the documents, not a result ----------------------
 
-constexpr std::uint64_t kDocCtx = 4096;            // 000 §2.2, §9.1, §9.3: L_ctx = 4096
-constexpr const char* kDocGpu = "a100-80gb";       // 004 §1.5, 000 §2.3, §9.2: A100 80GB
-constexpr double kCourseParams7b = 7e9;            // 004 §1.5: "7B", 2N bytes of weights
+constexpr std::uint64_t kDocCtx = premises::kCtx;  // 000 §2.2, §9.1, §9.3: L_ctx = 4096
+constexpr const char* kDocGpu = premises::kGpu;    // 004 §1.5, 000 §2.3, §9.2: A100 80GB
+constexpr double kCourseParams7b = premises::kParams7b;  // 004 §1.5: "7B", 2N bytes of weights
 constexpr double kCourseParams70b = 70e9;          // 000 §2.3: "weights ≈ 140 GB (fp16)"
-constexpr double kBytesPerParam = 2.0;             // fp16/bf16 weights
+constexpr double kBytesPerParam = premises::kBytesPerParam;  // fp16/bf16 weights
 constexpr std::uint64_t kDeploymentGpus = 8;       // 000 §2.3, §9.3: 8 × A100 80GB
 constexpr double kDocKvBudgetBytes = 400e9;        // 000 §2.3: "可分给 KV cache 约 400 GB"
-constexpr double kDraft7bParams = 7e9;             // 000 §9.3: a 7B fp16 draft model
+constexpr double kDraft7bParams = premises::kDraftParams7b;  // 000 §9.3: a 7B fp16 draft model
 constexpr double kSpecCostRatio = 0.05;            // c: one draft forward = 5% of a target forward
 constexpr int kSpecMaxK = 8;                       // drafts per step searched for the α tables
 constexpr int kQuantGroup = 128;                   // G of the quantized formats (kv-quant's default)
@@ -320,7 +321,7 @@ CheatTable t_000_9_1(const CheatsheetParams& p) {
 /// 000 §9.2: expected speculative throughput, tokens/s_SD = tokens/s_baseline · E[τ] / (1 + K·c).
 CheatTable t_000_9_2(const CheatsheetParams& p) {
   const Resolved r = resolve(p, 1024, 1, CacheDtype::bf16);
-  const ModelSpec m = load_model("llama-2-7b");
+  const ModelSpec m = load_model(premises::kModel7b);
   const DecodeStep base = decode_step(m, r.gpu, DecodeQuery{kCourseParams7b, kBytesPerParam,
                                                            KvQuery{r.batch, r.ctx, r.dtype, {}}, {}});
   CheatTable c{"000-9.2", "000 §9.2",
@@ -431,7 +432,7 @@ CheatTable t_004_g4(const CheatsheetParams& p) {
 /// 004 §1.5 (group 5): the decode roofline of a 7B MHA model on an A100.
 CheatTable t_004_g5(const CheatsheetParams& p) {
   const Resolved r = resolve(p, 1024, 1, CacheDtype::bf16);
-  const ModelSpec m = load_model("llama-2-7b");
+  const ModelSpec m = load_model(premises::kModel7b);
   CheatTable c{"004-g5", "004 §1.5 (group 5)",
                fmt::format("{} as N = {} parameters, bf16 weights, {} cache, on {} (ridge {:.4g} FLOP/B); "
                            "the document's batch × ctx rows (`kvlab roofline`)", m.name, format_number(kCourseParams7b),
@@ -453,7 +454,7 @@ CheatTable t_004_g5(const CheatsheetParams& p) {
 /// 004 §2.3 (group 6): GQA from G = h (MHA) to G = 1 (MQA) on one model.
 CheatTable t_004_g6(const CheatsheetParams& p) {
   const Resolved r = resolve(p, kDocCtx, 1, CacheDtype::bf16);
-  const ModelSpec m = load_model("llama-2-7b");
+  const ModelSpec m = load_model(premises::kModel7b);
   CheatTable c{"004-g6", "004 §2.3 (group 6)",
                fmt::format("{} (h = {} query heads of {}), {} cache, ctx {}, batch {}", m.name, m.n_head, m.head_dim,
                            cache_dtype_name(r.dtype), r.ctx, r.batch), {}, {}};

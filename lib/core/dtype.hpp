@@ -2,8 +2,9 @@
 // or float32 (`--dtype f32`), and the unit roundoff each implies for tolerances.
 #pragma once
 
-#include <limits>
 #include <string>
+
+#include "core/numerics.hpp"
 
 namespace kvlab {
 
@@ -15,8 +16,7 @@ const char* dtype_name(Dtype d);
 
 /// Unit roundoff u = machine epsilon / 2 of the dtype (1.1e-16 for f64, 6.0e-8 for f32).
 inline double unit_roundoff(Dtype d) {
-  return d == Dtype::f64 ? std::numeric_limits<double>::epsilon() / 2
-                         : std::numeric_limits<float>::epsilon() / 2;
+  return d == Dtype::f64 ? unit_roundoff<double>() : unit_roundoff<float>();
 }
 
 }  // namespace kvlab

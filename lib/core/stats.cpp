@@ -8,6 +8,20 @@
 
 namespace kvlab {
 
+double mean(const std::vector<double>& v) {
+  if (v.empty()) return 0.0;
+  double s = 0.0;
+  for (double x : v) s += x;
+  return s / static_cast<double>(v.size());
+}
+
+double median(std::vector<double> v) {
+  if (v.empty()) throw std::invalid_argument("median: empty");
+  std::sort(v.begin(), v.end());
+  const std::size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
 double normal_two_sided_tail(double z) {
   if (!(z > 0.0)) return 1.0;
   return std::erfc(z / std::numbers::sqrt2);

@@ -1,4 +1,4 @@
-// Small statistics kvlab's Monte Carlo checks share: exact binomial tails and the acceptance region
+// Small statistics kvlab's checks share: the mean and median of a sample; exact binomial tails and the acceptance region
 // of an exact binomial test, the Bernstein bound on a mean of bounded variables, the normal tail and
 // the z a false-alarm probability implies.
 //
@@ -25,6 +25,14 @@
 #include <vector>
 
 namespace kvlab {
+
+/// The arithmetic mean of `v`, summed left to right then divided by v.size() (so a caller's own
+/// loop in the same order gives the same digits); 0 for an empty vector.
+double mean(const std::vector<double>& v);
+
+/// The median of `v`: the middle value of the sorted copy, or the average of the two middle values
+/// (0.5·(a + b)) for an even count. Throws std::invalid_argument for an empty vector.
+double median(std::vector<double> v);
 
 /// P(|Z| > z) for a standard normal Z, z >= 0 (erfc(z / sqrt 2)). Returns 1 for z <= 0.
 double normal_two_sided_tail(double z);

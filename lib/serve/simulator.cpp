@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "core/error.hpp"
+#include "core/stats.hpp"
 
 namespace kvlab::serve {
 
@@ -257,15 +258,6 @@ double quantile(std::vector<double> v, double q) {
   const std::size_t k = static_cast<std::size_t>(std::clamp(rank, 1.0, static_cast<double>(v.size())));
   return v[k - 1];
 }
-
-namespace {
-double mean(const std::vector<double>& v) {
-  if (v.empty()) return 0.0;
-  double s = 0.0;
-  for (double x : v) s += x;
-  return s / static_cast<double>(v.size());
-}
-}  // namespace
 
 static double q_or_0(const std::vector<double>& v, double q) { return v.empty() ? 0.0 : quantile(v, q); }
 

@@ -102,6 +102,14 @@ struct SpecStats {
   double tokens_per_step() const {
     return steps > 0 ? static_cast<double>(emitted) / static_cast<double>(steps) : 0.0;
   }
+  /// Adds `o` field by field (every count and both seconds): the total over several runs.
+  SpecStats& operator+=(const SpecStats& o) {
+    steps += o.steps, drafted += o.drafted, evaluated += o.evaluated, accepted += o.accepted;
+    bonus += o.bonus, emitted += o.emitted;
+    draft_forwards += o.draft_forwards, target_forwards += o.target_forwards;
+    seconds_draft += o.seconds_draft, seconds_target += o.seconds_target;
+    return *this;
+  }
 };
 
 struct SpecRun {
