@@ -15,7 +15,6 @@
 #include "spec/step_law.hpp"
 #include "spec/loop.hpp"
 #include "spec_exact.hpp"
-#include "spec_greedy.hpp"
 #include "core/stats.hpp"
 #include "spec_residual.hpp"
 #include "model/gpt.hpp"
@@ -126,32 +125,6 @@ TEST_CASE("speculative loop: different vocabularies are an InputError naming voc
           c.max_new_tokens = 60;
           spec::speculative_decode(t, t, prompt, c, rng);
         }).find("max_new_tokens") != std::string::npos);
-}
-
-TEST_CASE("spec-greedy passes, and bites when the loop's bookkeeping is broken") {
-  const RunContext ctx;
-  const auto good = kvlab::checks::run_spec_greedy({}, ctx);
-  CHECK(good.passed());
-  CHECK(good.metric_value("bonus_steps_self") > 0);
-  CHECK(good.metric_value("alpha_observed_small") < 1.0);
-  RunContext f32 = ctx;
-  f32.dtype = kvlab::Dtype::f32;
-  CHECK(kvlab::checks::run_spec_greedy({}, f32).passed());
-
-  spec::SpecFaults no_draft_truncate;
-  no_draft_truncate.skip_draft_truncate = true;
-  CHECK_FALSE(kvlab::checks::run_spec_greedy({}, ctx, no_draft_truncate).passed());
-  spec::SpecFaults no_target_truncate;
-  no_target_truncate.skip_target_truncate = true;
-  CHECK_FALSE(kvlab::checks::run_spec_greedy({}, ctx, no_target_truncate).passed());
-  spec::SpecFaults no_bonus_feed;
-  no_bonus_feed.skip_bonus_feed = true;
-  CHECK_FALSE(kvlab::checks::run_spec_greedy({}, ctx, no_bonus_feed).passed());
-  spec::SpecFaults wrong_bonus_row;
-  wrong_bonus_row.bonus_from_last_draft_row = true;
-  const auto wb = kvlab::checks::run_spec_greedy({}, ctx, wrong_bonus_row);
-  CHECK_FALSE(wb.passed());
-  CHECK(failed_row(wb, "differing"));
 }
 
 TEST_CASE("chi-square tail and quantile") {
