@@ -16,7 +16,6 @@
 #include "spec/loop.hpp"
 #include "spec_exact.hpp"
 #include "core/stats.hpp"
-#include "spec_residual.hpp"
 #include "model/gpt.hpp"
 
 namespace {
@@ -48,47 +47,6 @@ TEST_CASE("step law: the greedy-draft counterexample, one-hot vs soft q") {
   const std::string msg = kvlab::test::input_error(
       [&] { spec::step_output_law(p, hot, std::vector<double>{1.0, 0.0, 0.0}); });
   CHECK(msg.find("proposal") != std::string::npos);
-}
-
-TEST_CASE("spec-residual passes at defaults and bites with a broken residual") {
-  const RunContext ctx;
-  const auto good = kvlab::checks::run_spec_residual({}, ctx);
-  CHECK(good.passed());
-  CHECK(good.metric_value("mistaken_law_abs_error") == doctest::Approx(0.15));
-
-  kvlab::checks::SpecResidualParts broken;
-  broken.residual = [](spec::Dist p, spec::Dist q) {  // max(0, q − p): the names swapped
-    return spec::residual_distribution(q, p);
-  };
-  const auto bad = kvlab::checks::run_spec_residual({.pairs = 50}, ctx, broken);
-  CHECK_FALSE(bad.passed());
-  CHECK(failed_row(bad, "disjoint supports"));
-  CHECK(failed_row(bad, "random pairs"));
-
-  // Unnormalized residual (max(0, p − q) without dividing by 1 − α).
-  kvlab::checks::SpecResidualParts unnorm;
-  unnorm.residual = [](spec::Dist p, spec::Dist q) {
-    std::vector<double> m(p.size());
-    for (std::size_t i = 0; i < p.size(); ++i) m[i] = std::max(0.0, p[i] - q[i]);
-    return m;
-  };
-  CHECK_FALSE(kvlab::checks::run_spec_residual({.pairs = 50}, ctx, unnorm).passed());
-
-  // An acceptance rule that ignores q (always accept): the law becomes q.
-  kvlab::checks::SpecResidualParts greedy_accept;
-  greedy_accept.accept = [](spec::Dist, spec::Dist, std::size_t) { return 1.0; };
-  CHECK_FALSE(kvlab::checks::run_spec_residual({.pairs = 50}, ctx, greedy_accept).passed());
-}
-
-TEST_CASE("spec-residual: bad options name the option") {
-  const RunContext ctx;
-  CHECK(kvlab::test::input_error([&] { kvlab::checks::run_spec_residual({.pairs = 0}, ctx); })
-            .find("--pairs") != std::string::npos);
-  CHECK(kvlab::test::input_error([&] { kvlab::checks::run_spec_residual({.vocab = 1}, ctx); })
-            .find("--vocab") != std::string::npos);
-  CHECK(kvlab::test::input_error(
-            [&] { kvlab::checks::run_spec_residual({.pairs = 1'000'000, .vocab = 1024}, ctx); })
-            .find("budget") != std::string::npos);
 }
 
 TEST_CASE("sampler pipeline: temperature 0 is argmax, top-k and top-p cut and renormalize") {
