@@ -23,7 +23,6 @@
 #include "core/error.hpp"
 #include "report/writers.hpp"
 #include "support/model_setup.hpp"
-#include "framework/options.hpp"
 #include "core/stats.hpp"
 
 namespace kvlab::checks {
@@ -89,16 +88,13 @@ std::vector<int> bench_lengths(bool long_sweep) {
   return {32, 64};
 }
 
-Result run_bench_generate(const BenchGenerateOptions& o, const RunContext& ctx, const BenchGenerateParts& parts) {
-  require_range("--repeats", o.repeats, 1, kMaxRepeats);
-  const auto schedule = parts.schedule ? parts.schedule : [](GenerationMode m, std::int64_t p, std::int64_t n,
-                                                             std::optional<std::int64_t> b) {
-    return generation_schedule(m, p, n, b);
-  };
+namespace {
+
+// The bench model (or the --weights file's model as it is: the counts follow its config; the ×10
+// embedding that makes a random model's output follow its input is not applied).
+MiniGPT<double> bench_model(const BenchGenerateOptions& o, const RunContext& ctx) {
   const std::vector<int> lengths = bench_lengths(o.long_sweep);
   const int need = kPrompt + lengths.back();
-  // --weights: the file's model as it is (the counts follow its config; the ×10 embedding that
-  // makes a random model's output follow its input is not applied).
   MiniGPT<double> model = check_model<double>(
       bench_config(), ctx, kName,
       {{"causal", [](const ModelConfig& c) { return c.causal; }, "true (greedy generation)"},
@@ -110,53 +106,87 @@ Result run_bench_generate(const BenchGenerateOptions& o, const RunContext& ctx, 
     model.weights().wte *= 10.0;  // as in greedy-generate: make the random model's output follow its input
     model.weights().wpe *= 10.0;
   }
-  const ModelConfig cfg = model.config();
+  return model;
+}
+
+// |counted − closed form|, at least 1 when they differ (a gap smaller than a double's spacing
+// would otherwise read as 0).
+double gap(std::uint64_t counted, u128 expected) {
+  if (counted == expected) return 0.0;
+  return std::max(1.0, std::abs(static_cast<double>(counted) - static_cast<double>(expected)));
+}
+
+}  // namespace
+
+BenchGenerateMeasured measure_bench_generate(const BenchGenerateOptions& o, const RunContext& ctx,
+                                             const BenchGenerateParts& parts) {
+  const auto schedule = parts.schedule ? parts.schedule : [](GenerationMode m, std::int64_t p, std::int64_t n,
+                                                             std::optional<std::int64_t> b) {
+    return generation_schedule(m, p, n, b);
+  };
+  const MiniGPT<double> model = bench_model(o, ctx);
+  BenchGenerateMeasured m{.options = o, .context = ctx, .config = model.config()};
+  const ModelConfig& cfg = m.config;
   const auto prompt = random_tokens(ctx.seed + 1, kPrompt, cfg.vocab_size);
   const auto window = position_window(cfg);
-
-  Result r;
-  r.check = kName;
-  r.source = kSource;
-  r.claim = fmt::format("Generating n tokens naively processes n(n+1)/2 positions, with the KV cache n: per-token time "
-                        "grows with n for the naive generator and stays nearly flat for the cached one (lengths {}).",
-                        fmt::join(lengths, ", "));
-  Table work{"work per generation (counted over the generators' real schedules; formula: closed forms)",
-             {"length n", "naive positions", "cached positions", "naive FLOPs", "cached FLOPs", "FLOPs naive / cached",
-              "differing tokens"}, {}};
-  Table timing{fmt::format("timing (varies run to run; median of {} runs per cell; shown, not judged)", o.repeats),
-               {"length n", "naive ms/token", "cached ms/token", "naive / cached"}, {}};
-  Plot plot{"per-token time of greedy generation against its length (004 §B.5)", "generated tokens n", "ms per token (log scale)",
-            false, true, {}};
-  PlotSeries naive_series{"naive (recompute the window)", {}, {}, "linespoints"};
-  PlotSeries cached_series{"KV cache", {}, {}, "linespoints"};
-  double worst_positions = 0, worst_flops = 0, differing = 0;
-  for (int n : lengths) {
+  for (int n : bench_lengths(o.long_sweep)) {
     const auto naive_calls = schedule(GenerationMode::naive, kPrompt, n, window);
     const auto cached_calls = schedule(GenerationMode::cached, kPrompt, n, window);
-    const OpCount naive_count = count_schedule(cfg, naive_calls), cached_count = count_schedule(cfg, cached_calls);
+    BenchLength len{.n = n, .naive = count_schedule(cfg, naive_calls), .cached = count_schedule(cfg, cached_calls)};
     const Work fn = formula(cfg, kPrompt, static_cast<u128>(n), false), fc = formula(cfg, kPrompt, static_cast<u128>(n), true);
-    const auto gap = [](std::uint64_t counted, u128 expected) {
-      if (counted == expected) return 0.0;
-      return std::max(1.0, std::abs(static_cast<double>(counted) - static_cast<double>(expected)));
-    };
-    worst_positions = std::max({worst_positions, gap(naive_count.positions, fn.positions), gap(cached_count.positions, fc.positions)});
-    worst_flops = std::max({worst_flops, gap(naive_count.total(), fn.flops), gap(cached_count.total(), fc.flops)});
-
+    len.positions_gap = std::max(gap(len.naive.positions, fn.positions), gap(len.cached.positions, fc.positions));
+    len.flops_gap = std::max(gap(len.naive.total(), fn.flops), gap(len.cached.total(), fc.flops));
     std::vector<double> t_naive, t_cached;
     std::vector<int> out_naive, out_cached;
     for (int rep = 0; rep < o.repeats; ++rep) {
       t_naive.push_back(seconds([&] { out_naive = run_schedule<double>(model, prompt, naive_calls); }));
       t_cached.push_back(seconds([&] { out_cached = run_schedule<double>(model, prompt, cached_calls); }));
     }
-    double diff = 0;
     for (std::size_t i = 0; i < std::max(out_naive.size(), out_cached.size()); ++i)
-      diff += (i < out_naive.size() && i < out_cached.size() && out_naive[i] == out_cached[i]) ? 0 : 1;
-    differing += diff;
-    const double ms_naive = median(t_naive) * 1e3 / n, ms_cached = median(t_cached) * 1e3 / n;
-    work.rows.push_back({std::int64_t{n}, static_cast<std::int64_t>(naive_count.positions),
-                         static_cast<std::int64_t>(cached_count.positions), static_cast<double>(naive_count.total()),
-                         static_cast<double>(cached_count.total()),
-                         static_cast<double>(naive_count.total()) / static_cast<double>(cached_count.total()), diff});
+      len.differing += (i < out_naive.size() && i < out_cached.size() && out_naive[i] == out_cached[i]) ? 0 : 1;
+    len.seconds_per_token_naive = median(t_naive) / n;
+    len.seconds_per_token_cached = median(t_cached) / n;
+    m.lengths.push_back(len);
+  }
+  return m;
+}
+
+std::vector<Expectation> judge_bench_generate(const BenchGenerateMeasured& m) {
+  double worst_positions = 0, worst_flops = 0, differing = 0;
+  for (const BenchLength& len : m.lengths) {
+    worst_positions = std::max(worst_positions, len.positions_gap);
+    worst_flops = std::max(worst_flops, len.flops_gap);
+    differing += len.differing;
+  }
+  const char* exact = "integer counts against exact closed forms: 0 (measured: the worst |counted − formula| over the lengths)";
+  return {{"positions fed, naive n(n+1)/2 and cached n, counted vs formula", "004 §B.5, §1.1", "positions", 0, 0, exact,
+           worst_positions},
+          {"FLOPs of the forward calls, naive and cached, counted vs formula", "004 §1.1", "FLOP", 0, 0, exact, worst_flops},
+          {"generated tokens that differ, naive vs cached (all lengths)", "004 §3.5", "tokens", 0, 0,
+           "token ids are integers: the two generators must be compared on the same output", differing}};
+}
+
+namespace {
+
+void present(const BenchGenerateMeasured& m, Result& r) {
+  const ModelConfig& cfg = m.config;
+  const RunContext& ctx = m.context;
+  Table work{"work per generation (counted over the generators' real schedules; formula: closed forms)",
+             {"length n", "naive positions", "cached positions", "naive FLOPs", "cached FLOPs", "FLOPs naive / cached",
+              "differing tokens"}, {}};
+  Table timing{fmt::format("timing (varies run to run; median of {} runs per cell; shown, not judged)", m.options.repeats),
+               {"length n", "naive ms/token", "cached ms/token", "naive / cached"}, {}};
+  Plot plot{"per-token time of greedy generation against its length (004 §B.5)", "generated tokens n", "ms per token (log scale)",
+            false, true, {}};
+  PlotSeries naive_series{"naive (recompute the window)", {}, {}, "linespoints"};
+  PlotSeries cached_series{"KV cache", {}, {}, "linespoints"};
+  for (const BenchLength& len : m.lengths) {
+    const int n = len.n;
+    const double ms_naive = len.seconds_per_token_naive * 1e3, ms_cached = len.seconds_per_token_cached * 1e3;
+    work.rows.push_back({std::int64_t{n}, static_cast<std::int64_t>(len.naive.positions),
+                         static_cast<std::int64_t>(len.cached.positions), static_cast<double>(len.naive.total()),
+                         static_cast<double>(len.cached.total()),
+                         static_cast<double>(len.naive.total()) / static_cast<double>(len.cached.total()), len.differing});
     timing.rows.push_back({std::int64_t{n}, ms_naive, ms_cached, ms_naive / ms_cached});
     naive_series.x.push_back(n);
     naive_series.y.push_back(ms_naive);
@@ -164,15 +194,9 @@ Result run_bench_generate(const BenchGenerateOptions& o, const RunContext& ctx, 
     cached_series.y.push_back(ms_cached);
     r.metric(fmt::format("seconds_per_token_naive_{}", n), ms_naive / 1e3);
     r.metric(fmt::format("seconds_per_token_cached_{}", n), ms_cached / 1e3);
-    r.metric_exact(fmt::format("positions_naive_{}", n), naive_count.positions);
-    r.metric_exact(fmt::format("positions_cached_{}", n), cached_count.positions);
+    r.metric_exact(fmt::format("positions_naive_{}", n), len.naive.positions);
+    r.metric_exact(fmt::format("positions_cached_{}", n), len.cached.positions);
   }
-  const char* exact = "integer counts against exact closed forms: 0 (measured: the worst |counted − formula| over the lengths)";
-  r.expect({"positions fed, naive n(n+1)/2 and cached n, counted vs formula", "004 §B.5, §1.1", "positions", 0, 0, exact,
-            worst_positions});
-  r.expect({"FLOPs of the forward calls, naive and cached, counted vs formula", "004 §1.1", "FLOP", 0, 0, exact, worst_flops});
-  r.expect({"generated tokens that differ, naive vs cached (all lengths)", "004 §3.5", "tokens", 0, 0,
-            "token ids are integers: the two generators must be compared on the same output", differing});
   r.tables.push_back(std::move(work));
   r.tables.push_back(std::move(timing));
   plot.series.push_back(std::move(naive_series));
@@ -186,42 +210,51 @@ Result run_bench_generate(const BenchGenerateOptions& o, const RunContext& ctx, 
                     "per-token time grows linearly with n; the cached step only adds one query's attention over n keys. "
                     "Times here are CPU wall-clock on a shared machine: compare their shape, not their digits. "
                     "--long runs 004 §B.5's lengths 64, 128, 255 within a sweep.");
-  return r;
 }
 
-namespace {
-
-class BenchGenerate final : public Check {
- public:
-  std::string name() const override { return kName; }
-  std::string source() const override { return kSource; }
-  std::string summary() const override { return "naive vs cached generation: work counted (judged), per-token time and plot (shown)"; }
-  std::string description() const override {
-    return "Generates greedily with a small mini-GPT, naively and with the KV cache, for lengths 32 and\n"
-           "64 (--long: 16 .. 255, with 004 §B.5's 64, 128, 255). Judges the counted work against\n"
-           "n(n+1)/2 vs n positions and the FLOP closed forms; times each (median of --repeats) and\n"
-           "plots ms/token against n (--plot), without judging the times.";
-  }
-  std::string derivation() const override {
-    return "Naive step j recomputes the whole prefix of P + j tokens; over n steps after a 1-token prompt\n"
-           "that is Σ_{m=1}^{n} m = n(n+1)/2 positions. The cached generator feeds each token once: n.\n"
-           "FLOPs: per position 24d² per layer (+ the LM head), per (query, key) pair 4d: the naive\n"
-           "total is O(n²d² + n³d), the cached O(nd² + n²d) (004 §1.1), so the per-token time of the\n"
-           "naive generator grows with n and the cached one stays nearly flat. Source: 004 §B.5, §1.1.";
-  }
-  void bind(OptionSet& sub) override {
-    sub.add_flag("--long", opts_.long_sweep, "004 §B.5's lengths 64, 128, 255 in a sweep 16 .. 255");
-    sub.add_option("--repeats", opts_.repeats, "Timing runs per cell (median)")->check(IntRange(1, kMaxRepeats));
-  }
-  bool has_plot() const override { return true; }
-  bool uses_weights() const override { return true; }
-  Result run(const RunContext& ctx) override { return run_bench_generate(opts_, ctx); }
-
- private:
-  BenchGenerateOptions opts_;
-};
-
-KVLAB_REGISTER_CHECK(360, BenchGenerate);
-
 }  // namespace
+
+const CheckDef<BenchGenerateOptions, BenchGenerateMeasured>& bench_generate_check() {
+  using O = BenchGenerateOptions;
+  static const CheckDef<O, BenchGenerateMeasured> def{
+      .spec = {.name = kName,
+               .order = 360,
+               .source = kSource,
+               .summary = "naive vs cached generation: work counted (judged), per-token time and plot (shown)",
+               .description =
+                   "Generates greedily with a small mini-GPT, naively and with the KV cache, for lengths 32 and\n"
+                   "64 (--long: 16 .. 255, with 004 §B.5's 64, 128, 255). Judges the counted work against\n"
+                   "n(n+1)/2 vs n positions and the FLOP closed forms; times each (median of --repeats) and\n"
+                   "plots ms/token against n (--plot), without judging the times.",
+               .derivation =
+                   "Naive step j recomputes the whole prefix of P + j tokens; over n steps after a 1-token prompt\n"
+                   "that is Σ_{m=1}^{n} m = n(n+1)/2 positions. The cached generator feeds each token once: n.\n"
+                   "FLOPs: per position 24d² per layer (+ the LM head), per (query, key) pair 4d: the naive\n"
+                   "total is O(n²d² + n³d), the cached O(nd² + n²d) (004 §1.1), so the per-token time of the\n"
+                   "naive generator grows with n and the cached one stays nearly flat. Source: 004 §B.5, §1.1.",
+               .traits = {.weights = true, .plot = true}},
+      .options = {{"--long", &O::long_sweep, Allowed::any_value(), "004 §B.5's lengths 64, 128, 255 in a sweep 16 .. 255"},
+                  {"--repeats", &O::repeats, Allowed::integers(1, kMaxRepeats), "Timing runs per cell (median)"}},
+      .constraints = {},
+      .measure = [](const O& o, const RunContext& ctx) { return measure_bench_generate(o, ctx); },
+      .judge = judge_bench_generate,
+      .present = present,
+      .claim =
+          [](const BenchGenerateMeasured& m) {
+            return fmt::format("Generating n tokens naively processes n(n+1)/2 positions, with the KV cache n: per-token "
+                               "time grows with n for the naive generator and stays nearly flat for the cached one "
+                               "(lengths {}).",
+                               fmt::join(bench_lengths(m.options.long_sweep), ", "));
+          }};
+  return def;
+}
+
+Result run_bench_generate(const BenchGenerateOptions& o, const RunContext& ctx, const BenchGenerateParts& parts) {
+  return run_check(bench_generate_check(), o, ctx, [&parts](const BenchGenerateOptions& opts, const RunContext& c) {
+    return measure_bench_generate(opts, c, parts);
+  });
+}
+
+KVLAB_REGISTER_SPEC(bench_generate_check);
+
 }  // namespace kvlab::checks

@@ -1,7 +1,5 @@
-// The Day 4 generation check bench-generate (greedy-generate, complexity, intensity, ragged-batch
-// and max-batch have theirs in tests/checks/): it passes with the library's parts and fails with a
-// deliberately broken one; plus the library pieces the checks rest on (generation schedules, FLOP
-// counts).
+// The library pieces the Day 4 generation checks rest on: generation schedules and FLOP counts
+// (the checks themselves have their tests in tests/checks/).
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -9,7 +7,6 @@
 
 #include "cache/kv_cache.hpp"
 #include "cost/traffic.hpp"
-#include "checks/bench_generate.hpp"
 #include "model/ragged.hpp"
 #include "core/error.hpp"
 #include "model/generate.hpp"
@@ -55,39 +52,4 @@ TEST_CASE("count_forward: MHA per-layer terms 6nd², 2nd², 16nd², and causal/b
   c.causal = false;
   CHECK(count_forward(c, 3, 2).attn_scores == 2u * 8 * 3 * 5);
   CHECK_THROWS_AS(count_forward(c, 0, 0), InputError);
-}
-
-TEST_CASE("bench-generate: counted work n(n+1)/2 vs n passes; a 'cached' generator that recomputes fails; timing only in timing") {
-  checks::RunContext ctx;
-  checks::BenchGenerateOptions o;
-  o.repeats = 1;
-  const Result ok = checks::run_bench_generate(o, ctx);
-  CHECK(ok.passed());
-  CHECK(ok.metric_value("positions_naive_64") == 64.0 * 65 / 2);
-  CHECK(ok.metric_value("positions_cached_64") == 64.0);
-  REQUIRE(ok.plots.size() == 1);
-  CHECK(ok.plots[0].series.size() == 2);
-  for (const auto& t : ok.tables)
-    if (t.title.rfind("timing", 0) != 0)
-      for (const auto& c : t.columns) CHECK(c.find("ms") == std::string::npos);
-
-  checks::BenchGenerateParts recompute;
-  recompute.schedule = [](GenerationMode, std::int64_t p, std::int64_t n, std::optional<std::int64_t> b) {
-    return generation_schedule(GenerationMode::naive, p, n, b);
-  };
-  CHECK_FALSE(checks::run_bench_generate(o, ctx, recompute).passed());
-
-  checks::BenchGenerateParts stale;  // never refreshes the cache after the prefill: wrong positions
-  stale.schedule = [](GenerationMode m, std::int64_t p, std::int64_t n, std::optional<std::int64_t> b) {
-    auto calls = generation_schedule(m, p, n, b);
-    if (m == GenerationMode::cached)
-      for (auto& c : calls)
-        if (c.n_tokens == 1) c.begin = 0;  // feeds the first token again at the new position
-    return calls;
-  };
-  CHECK_FALSE(checks::run_bench_generate(o, ctx, stale).passed());
-  CHECK(checks::bench_lengths(true).back() == 255);
-
-  o.repeats = 0;
-  CHECK(input_error([&] { checks::run_bench_generate(o, ctx); }).find("--repeats") != std::string::npos);
 }
