@@ -1,5 +1,5 @@
-// continuous-batching: options, injectable parts and the pure run function (continuous_batching.cpp),
-// declared for tests/test_serve.cpp, which injects a static scheduler that secretly refills.
+// continuous-batching: options, injectable parts, what it measures and its testable steps
+// (continuous_batching.cpp); its test injects a static scheduler that secretly refills.
 #pragma once
 
 #include <cstdint>
@@ -7,9 +7,11 @@
 #include <string>
 #include <vector>
 
-#include "serve/simulator.hpp"
-#include "framework/check.hpp"
 #include "cost/premises.hpp"
+#include "framework/spec.hpp"
+#include "io/catalogue.hpp"
+#include "serve/simulator.hpp"
+#include "serve/trace.hpp"
 
 namespace kvlab::checks {
 
@@ -28,6 +30,29 @@ struct ContinuousBatchingParts {
       simulate = [](const std::vector<serve::Request>& t, const serve::SimConfig& c,
                     const serve::StepTimeModel& m, const serve::SimParts& p) { return serve::simulate(t, c, m, p); };
 };
+
+/// What continuous-batching measured: the trace, the engine it ran on and both schedulers' runs.
+struct ContinuousBatchingMeasured {
+  ContinuousBatchingOptions options;
+  RunContext context;
+  ModelSpec model;                       ///< the catalogue model whose cache is simulated
+  GpuSpec gpu;
+  std::vector<serve::Request> trace;
+  serve::TraceStats trace_stats;
+  std::uint64_t kv_tokens = 0;           ///< token slots of KV memory (paged)
+  serve::SimResult static_run, continuous_run;
+};
+
+/// Generates the trace and simulates both schedulers. Throws InputError naming the option for an
+/// unknown --model/--gpu or one that leaves no room for a sequence next to the weights.
+ContinuousBatchingMeasured measure_continuous_batching(const ContinuousBatchingOptions& o, const RunContext& ctx,
+                                                       const ContinuousBatchingParts& parts = {});
+/// The verdict rows: exact accounting of both runs, the schedulers' semantics read off the step
+/// series, zero padding and zero idle while a request waits, and the three comparisons on this trace.
+std::vector<Expectation> judge_continuous_batching(const ContinuousBatchingMeasured& m);
+
+/// The check as data (registered as `continuous-batching`).
+const CheckDef<ContinuousBatchingOptions, ContinuousBatchingMeasured>& continuous_batching_check();
 
 /// Runs the check. Throws InputError naming the option for invalid options.
 Result run_continuous_batching(const ContinuousBatchingOptions& o, const RunContext& ctx,

@@ -11,7 +11,6 @@
 #include <sstream>
 
 #include "chunked_prefill.hpp"
-#include "continuous_batching.hpp"
 #include "io/data_dir.hpp"
 #include "cost/roofline.hpp"
 #include "io/catalogue.hpp"
@@ -230,66 +229,6 @@ TEST_CASE("serve: simulator accounting under memory pressure (preemption) and st
 
 // ---- the checks bite ----
 
-
-TEST_CASE("continuous-batching: passes, and fails with a static scheduler that secretly refills") {
-  using namespace kvlab::checks;
-  const RunContext ctx;
-  ContinuousBatchingOptions o;
-  const Result ok = run_continuous_batching(o, ctx);
-  CHECK(ok.passed());
-  CHECK(ok.metric_value("ttft_mean_s_sim_continuous") < ok.metric_value("ttft_mean_s_sim_static"));
-
-  ContinuousBatchingParts refills;
-  refills.simulate = [](const std::vector<Request>& t, const SimConfig& c, const StepTimeModel& m, const SimParts& p) {
-    SimConfig secretly = c;
-    if (c.policy == Policy::static_batching) secretly.policy = Policy::continuous;
-    return simulate(t, secretly, m, p);
-  };
-  const Result refilled = run_continuous_batching(o, ctx, refills);
-  CHECK_FALSE(refilled.passed());
-  CHECK(row_fails(refilled, "static: steps where a request joins"));
-
-  ContinuousBatchingParts loses_tokens;  // a scheduler that drops each request's last token
-  loses_tokens.simulate = [](const std::vector<Request>& t, const SimConfig& c, const StepTimeModel& m, const SimParts& p) {
-    std::vector<Request> shorter = t;
-    for (auto& q : shorter) q.output_tokens = std::max<std::uint64_t>(1, q.output_tokens - 1);
-    return simulate(shorter, c, m, p);
-  };
-  const Result lost = run_continuous_batching(o, ctx, loses_tokens);
-  CHECK_FALSE(lost.passed());
-  CHECK(row_fails(lost, "continuous: tokens emitted"));
-
-  // 003 part 6's "zero idle": a continuous scheduler that keeps a finished request's slot stepping
-  // once, or pauses a millisecond while a request waits, fails.
-  ContinuousBatchingParts pads;
-  pads.simulate = [](const std::vector<Request>& t, const SimConfig& c, const StepTimeModel& m, const SimParts& p) {
-    SimResult r = simulate(t, c, m, p);
-    if (c.policy == Policy::continuous) r.steps.at(1).padding += 1;
-    return r;
-  };
-  CHECK(row_fails(run_continuous_batching(o, ctx, pads), "continuous: decodes spent on finished requests"));
-  ContinuousBatchingParts pauses;  // admits one request that arrived at an idle engine 1 ms late
-  pauses.simulate = [](const std::vector<Request>& t, const SimConfig& c, const StepTimeModel& m, const SimParts& p) {
-    SimResult r = simulate(t, c, m, p);
-    if (c.policy != Policy::continuous) return r;
-    for (auto& q : r.requests)
-      if (q.admitted_s == q.arrival_s) {  // it started a step on arrival (an idle engine)
-        for (auto& s : r.steps)
-          if (s.start_s >= q.admitted_s) s.start_s += 1e-3;
-        for (auto& other : r.requests)
-          if (other.admitted_s >= q.admitted_s) other.admitted_s += 1e-3;
-        break;
-      }
-    return r;
-  };
-  CHECK(row_fails(run_continuous_batching(o, ctx, pauses), "continuous: engine idle time while a request waits"));
-
-  o.rate = 0;
-  CHECK(input_error([&] { run_continuous_batching(o, ctx); }).find("--rate") != std::string::npos);
-  o = ContinuousBatchingOptions{};
-  o.gpu = "nosuch";
-  CHECK(input_error([&] { run_continuous_batching(o, ctx); }).find("--gpu") != std::string::npos);
-}
 
 TEST_CASE("chunked-prefill: passes, and fails with a chunker that drops a chunk") {
   using namespace kvlab::checks;
