@@ -403,7 +403,7 @@ Table paired_table(const CpuRooflineMeasured& m) {
   Table tpair{fmt::format("paired with the copy rate measured just before each step (ctx {}; copy, step, copy, step …)",
                           m.options.contexts.front()),
               {"step", "MB", "median ms", "copy GB/s (median)", "achieved / copy (median)", "range",
-               "GEMM rate needed at the copy rate"},
+               "share of the GEMM rate needed at the copy rate"},
               {}};
   for (const auto& pp : m.paired) {
     const auto [lo, hi] = std::minmax_element(pp.fractions.begin(), pp.fractions.end());

@@ -50,6 +50,10 @@ constexpr std::int64_t kMaxRequests = 2000;
 // Blocks up to 512 tokens: beyond, a page approaches the whole max_len and paging turns into
 // max-length preallocation (at 2048 it is exactly that).
 constexpr std::int64_t kMaxBlock = 512;
+// The smallest positive --rate, arrivals/s: below about 1e-300 the mean gap 1/rate overflows to inf
+// (1e-320 gave inf and NaN times in the tables under a HELD verdict); 1e-9 (one arrival in 30
+// years) leaves every plausible rate and a margin.
+constexpr double kMinRate = 1e-9;
 constexpr std::int64_t kLongRequests = 2000;
 // Utilization is a ratio of two sums of positive terms over the steps, on both paths: within
 // γ_(n+2) of exact each, n the steps; kvlab uses 4·n·u (u ≈ 1.1e-16, rounded up), at least 1e-12.
@@ -347,6 +351,12 @@ const CheckDef<FragmentationOptions, FragmentationMeasured>& fragmentation_check
                   {"--gpu", &FragmentationOptions::gpu, Allowed::any_value(), "Catalogue GPU"},
                   {"--long", &FragmentationOptions::long_run, Allowed::any_value(),
                    "2000 requests (unless --requests), every series row, progress bar"}},
+      .constraints =
+          [](const FragmentationOptions& o) {
+            if (o.rate > 0 && o.rate < kMinRate)
+              throw InputError(fmt::format("--rate: must be 0 (all queued at t = 0) or in [{:g}, 1000] (got {:g})",
+                                           kMinRate, o.rate));
+          },
       .measure = [](const FragmentationOptions& o, const RunContext& ctx) { return measure_fragmentation(o, ctx); },
       .judge = judge_fragmentation,
       .present = present};

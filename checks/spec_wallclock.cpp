@@ -37,7 +37,7 @@
 // logic is unit-tested on a synthetic machine, and on a broken one (tests/test_spec_wallclock.cpp).
 //
 //   kvlab spec-wallclock            about a minute
-//   kvlab spec-wallclock --quick    d 512, K 2 and 4; 24 tokens; 2 repeats (under a minute)
+//   kvlab spec-wallclock --quick    d 512, K 2 and 4 unless --k; 24 tokens; 2 repeats (under a minute)
 //   kvlab spec-wallclock --quick --long-context   also the long-context case (K 2 and 4; about 15 s
 //                                                 more; with the other defaults it needs KVLAB_WORK_BUDGET)
 #include "spec_wallclock.hpp"
@@ -104,7 +104,7 @@ constexpr bool kSanitized = false;
 SpecWallclockOptions effective(const SpecWallclockOptions& in) {
   SpecWallclockOptions o = in;
   if (o.quick) {
-    o.ks = {2, 4};
+    if (o.ks == SpecWallclockOptions{}.ks) o.ks = {2, 4};  // --quick's K unless --k was given
     o.new_tokens = 24;
     o.repeats = std::min(o.repeats, 2);
     o.d_model = 512;
@@ -457,9 +457,12 @@ Result run_spec_wallclock(const SpecWallclockOptions& in, const RunContext& ctx,
   if (in.long_context && (in.context < 256 || in.context > 32768))
     throw InputError(fmt::format("--context: must be in [256, 32768] (got {})", in.context));
   if (in.long_context && (in.sink < 0 || in.recent < 1 || in.sink + in.recent >= in.context))
-    throw InputError(fmt::format("--recent: --sink + --recent must be below --context = {}, sink >= 0, recent >= 1 "
-                                 "(got {} + {}); a window that covers the context is the target itself",
-                                 in.context, in.sink, in.recent));
+    throw InputError(fmt::format("--sink, --recent: --sink + --recent must be below --context = {}, --sink >= 0, "
+                                 "--recent >= 1 (got {} + {}{}); a window that covers the context is the target itself",
+                                 in.context, in.sink, in.recent,
+                                 in.sink == SpecWallclockOptions{}.sink && in.recent == SpecWallclockOptions{}.recent
+                                     ? ", the defaults: give a smaller --recent"
+                                     : ""));
   if (in.long_context && parts.build && !long_parts.build)
     throw std::invalid_argument("spec-wallclock: injected parts need injected long-context parts");
   const SpecWallclockOptions o = effective(in);
@@ -767,7 +770,7 @@ class SpecWallclock final : public Check {
         ->check(IntRange(128, 4096));
     sub.add_option("--layers", opts_.layers, "Target blocks, 2 to 48 (default 6)")->check(IntRange(2, 48));
     sub.add_option("--vocab", opts_.vocab, "Vocabulary, 64 to 65536 (default 8192)")->check(IntRange(64, 65536));
-    sub.add_flag("--quick", opts_.quick, "d 512, K 2 and 4; 24 tokens; 2 repeats (under a minute)");
+    sub.add_flag("--quick", opts_.quick, "d 512, K 2 and 4 (unless --k); 24 tokens; 2 repeats (under a minute on a quiet machine)");
     sub.add_flag("--long-context", opts_.long_context,
                             "Also the long-context case (000 §8.5): a d 256 x 4-layer target holding --context cached "
                             "positions, whose K/V outweigh its weights, and the window self-draft (off by default; "

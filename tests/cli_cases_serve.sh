@@ -10,6 +10,7 @@ serve_usage_error --block fragmentation --block 513
 serve_usage_error --kv-tokens fragmentation --kv-tokens 2047
 serve_usage_error --kv-tokens fragmentation --block 300 --kv-tokens 2048
 serve_usage_error --requests fragmentation --requests 0
+serve_usage_error --rate fragmentation --rate 1e-320
 serve_usage_error --requests fragmentation --requests 2001
 serve_usage_error --rate fragmentation --rate nan
 serve_usage_error --rate fragmentation --rate -1

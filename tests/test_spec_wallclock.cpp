@@ -137,6 +137,21 @@ TEST_CASE("spec-wallclock --long-context: the window draft's rows, bytes and met
   CHECK_THROWS(plain.metric_value("c_window"));
 }
 
+TEST_CASE("spec-wallclock --quick keeps a --k the user gave; its own K are 2 and 4") {
+  const checks::RunContext ctx;
+  const Synthetic sound;
+  checks::SpecWallclockOptions o;
+  o.quick = true;
+  o.ks = {1, 3};
+  const Result given = checks::run_spec_wallclock(o, ctx, sound.parts());
+  REQUIRE(given.tables.size() >= 1);
+  CHECK(given.tables[0].rows.size() == 3 * 2);  // K 1 and 3 for each draft kind
+  CHECK(std::get<std::int64_t>(given.tables[0].rows[0][1]) == 1);
+  o.ks = checks::SpecWallclockOptions{}.ks;
+  const Result own = checks::run_spec_wallclock(o, ctx, sound.parts());
+  CHECK(std::get<std::int64_t>(own.tables[0].rows[0][1]) == 2);
+}
+
 TEST_CASE("spec-wallclock: bad options are InputErrors naming the option") {
   const checks::RunContext ctx;
   const Synthetic sound;

@@ -123,3 +123,12 @@ TEST_CASE("fragmentation: judge fails a leaked slot, a sequence wasting a whole 
   off.fit_library[2] -= 1;  // paging fits one request fewer than the prefix sums say
   CHECK_FALSE(judge_fragmentation(off)[11].holds());
 }
+
+TEST_CASE("fragmentation: a positive rate below 1e-9 (1/rate overflows near 1e-320) is refused, naming --rate") {
+  checks::FragmentationOptions o;
+  o.rate = 1e-320;
+  CHECK_THROWS_WITH_AS(checks::run_fragmentation(o, {}), doctest::Contains("--rate"), InputError);
+  o.rate = 5e-10;
+  CHECK_THROWS_WITH_AS(checks::run_fragmentation(o, {}), doctest::Contains("--rate"), InputError);
+}
+
