@@ -21,6 +21,7 @@
 #include "core/error.hpp"
 #include "core/finite.hpp"
 #include "core/rng.hpp"
+#include "reference/rope.hpp"
 
 namespace kvlab::checks {
 namespace {
@@ -33,16 +34,6 @@ constexpr double u = 0x1.0p-53;
 /// Error of one rotation entry at position p (angle p·θ^(−2i/d) rounded, then sin/cos): see
 /// rope_relative.cpp.
 double entry_error(double p) { return u * std::abs(p) + 2 * u; }
-
-/// R_p [d, d] as `rope` applies it (column j = the rotated unit vector e_j).
-Mat<double> rotation(const RopeFn& rope, int d, int p, double theta) {
-  Mat<double> x = Mat<double>::Zero(1, static_cast<Eigen::Index>(d) * d);
-  for (int j = 0; j < d; ++j) x(0, static_cast<Eigen::Index>(j) * d + j) = 1.0;
-  rope(x, d, d, p, theta);
-  Mat<double> r(d, d);
-  for (int j = 0; j < d; ++j) r.col(j) = x.row(0).segment(static_cast<Eigen::Index>(j) * d, d).transpose();
-  return r;
-}
 
 // Both sums of the identity are at most d_q + d_h + d_c + 2 long (2·n·u), and each rotation entry
 // is off by e(p); Σ|terms| of either nesting ≤ mag (|R| has two entries ≤ 1 per row).
@@ -72,7 +63,7 @@ void measure_identity(RopeBreaksAbsorbMeasured& m, const MlaWeights<double>& w, 
     Mat<double> q = cq * w.w_uq, k = ckv * w.w_uk;  // [1, H·d_h]
     rope(q, H, dh, t, m.options.theta);
     rope(k, H, dh, s, m.options.theta);
-    const Mat<double> r_delta = rotation(rope, dh, s - t, m.options.theta);
+    const Mat<double> r_delta = reference::applied_rope_matrix(rope, dh, s - t, m.options.theta);
     for (int i = 0; i < H; ++i) {
       const Mat<double> a = w.w_uq.middleCols(i * dh, dh), b = w.w_uk.middleCols(i * dh, dh);
       const double lhs = q.row(0).segment(i * dh, dh).dot(k.row(0).segment(i * dh, dh));
@@ -93,7 +84,7 @@ void measure_offsets(RopeBreaksAbsorbMeasured& m, const MlaWeights<double>& w, c
     m.row_b = std::max(m.row_b, w.w_uk.middleCols(i * dh, dh).rowwise().norm().maxCoeff());
   }
   for (int delta = 1; delta <= m.options.max_delta; ++delta) {
-    const Mat<double> rd = rotation(rope, dh, delta, m.options.theta);
+    const Mat<double> rd = reference::applied_rope_matrix(rope, dh, delta, m.options.theta);
     AbsorbOffset off{.delta = delta};
     for (int i = 0; i < H; ++i) {
       const Mat<double> md = w.w_uq.middleCols(i * dh, dh) * rd * w.w_uk.middleCols(i * dh, dh).transpose();

@@ -22,6 +22,7 @@
 #include "core/error.hpp"
 #include "core/finite.hpp"
 #include "core/rng.hpp"
+#include "reference/rope.hpp"
 
 namespace kvlab::checks {
 namespace {
@@ -60,41 +61,6 @@ double score_bound(double t, double s, int d, double qk_norms) {
 // e(Δ) on terms of size ≤ ‖q_pair‖‖k_pair‖ (2e(Δ)‖q‖‖k‖), and a sum of d/2 terms each from ~4 roundings.
 double closed_form_bound(double delta, int d, double qk_norms) {
   return (2 * rotation_entry_error(delta) + (d + 8) * u) * qk_norms;
-}
-
-/// R_p [d, d] as `rope` applies it: the d unit vectors as the d "heads" of one row at position p;
-/// rotated head j is R_p e_j, column j of R_p.
-Mat<double> rotation_matrix(const RopeFn& rope, int d, int p, double theta) {
-  Mat<double> x = Mat<double>::Zero(1, static_cast<Eigen::Index>(d) * d);
-  for (int j = 0; j < d; ++j) x(0, static_cast<Eigen::Index>(j) * d + j) = 1.0;
-  rope(x, d, d, p, theta);
-  Mat<double> r(d, d);
-  for (int j = 0; j < d; ++j) r.col(j) = x.row(0).segment(static_cast<Eigen::Index>(j) * d, d).transpose();
-  return r;
-}
-
-/// R_Δ written out (rotate-half pairs (i, i + d/2), angle Δ·θ^(−2i/d)), independent of apply_rope.
-Mat<double> rotation_reference(int d, double delta, double theta) {
-  Mat<double> r = Mat<double>::Zero(d, d);
-  const int half = d / 2;
-  for (int i = 0; i < half; ++i) {
-    const double a = delta * std::pow(theta, -2.0 * i / d);
-    r(i, i) = r(i + half, i + half) = std::cos(a);
-    r(i, i + half) = -std::sin(a);
-    r(i + half, i) = std::sin(a);
-  }
-  return r;
-}
-
-double closed_form_score(const Vec<double>& q, const Vec<double>& k, double delta, double theta) {
-  const int d = static_cast<int>(q.size()), half = d / 2;
-  double sum = 0;
-  for (int i = 0; i < half; ++i) {
-    const double a = delta * std::pow(theta, -2.0 * i / d);
-    sum += std::cos(a) * (q(i) * k(i) + q(i + half) * k(i + half)) +
-           std::sin(a) * (q(i + half) * k(i) - q(i) * k(i + half));
-  }
-  return sum;
 }
 
 double rope_score(const RopeFn& rope_q, const RopeFn& rope_k, const Vec<double>& q, const Vec<double>& k,
@@ -191,14 +157,14 @@ RopeRelativeMeasured measure_rope_relative(const RopeRelativeOptions& o, const R
     const auto [t, s, norms] = p.pair;
     m.pairs.push_back(p.pair);
     // 1. R_tᵀR_s = R_{s−t}, entry by entry.
-    const Mat<double> rt = rotation_matrix(rope_q, d, static_cast<int>(t), o.theta);
-    const Mat<double> rs = rotation_matrix(rope_k, d, static_cast<int>(s), o.theta);
-    const Mat<double> ref = rotation_reference(d, static_cast<double>(s - t), o.theta);
+    const Mat<double> rt = reference::applied_rope_matrix(rope_q, d, static_cast<int>(t), o.theta);
+    const Mat<double> rs = reference::applied_rope_matrix(rope_k, d, static_cast<int>(s), o.theta);
+    const Mat<double> ref = reference::rope_matrix(d, static_cast<double>(s - t), o.theta);
     m.identity_error = nan_max(m.identity_error, max_abs(rt.transpose() * rs - ref));
   }
   for (const Draw& p : draws) {  // 2. the score through the RoPE against the closed form qᵀR_{s−t}k
     const double got = rope_score(rope_q, rope_k, p.q, p.k, p.pair.t, p.pair.s, o.theta);
-    const double want = closed_form_score(p.q, p.k, static_cast<double>(p.pair.s - p.pair.t), o.theta);
+    const double want = reference::rope_relative_score(p.q, p.k, static_cast<double>(p.pair.s - p.pair.t), o.theta);
     m.closed_form_error = nan_max(m.closed_form_error, std::abs(got - want));
   }
   for (const std::int64_t off : offsets_for(o.max_offset)) {  // 3. shift both positions
