@@ -208,7 +208,7 @@ struct Machine {
 // work with or without a draft, plus the draft's own, and is left out of both sides.
 class PrefillTimed final : public SequenceModel<float> {
  public:
-  explicit PrefillTimed(FastGpt& model) : seq_(model) {}
+  explicit PrefillTimed(SequenceModel<float>& seq) : seq_(seq) {}
   const ModelConfig& config() const override { return seq_.config(); }
   Mat<float> forward(std::span<const int> tokens) override {
     if (seq_.length() > 0) return seq_.forward(tokens);
@@ -222,8 +222,40 @@ class PrefillTimed final : public SequenceModel<float> {
   double prefill_seconds = 0.0;
 
  private:
-  FastSequence seq_;
+  SequenceModel<float>& seq_;
 };
+
+// The plain greedy decoding of `n` tokens after `prompt` by `target` (empty), into `greedy`: the
+// seconds of its decode phase per n tokens (the prefill gave the first token; n − 1 decode steps
+// gave the rest).
+double timed_plain_run(SequenceModel<float>& target, const std::vector<int>& prompt, int n, std::vector<int>& greedy) {
+  PrefillTimed seq(target);
+  Rng rng(1);
+  const double t0 = steady_seconds();
+  greedy = spec::autoregressive_decode<float>(seq, prompt, n, {0.0, 0, 1.0}, rng);
+  return (steady_seconds() - t0 - seq.prefill_seconds) * n / (n - 1);
+}
+
+// One greedy speculative run of `n` tokens with K = `k` (both sequences empty): its decode phase's
+// seconds, its statistics, and whether it emitted `greedy`.
+SpecTiming timed_spec_run(SequenceModel<float>& target, SequenceModel<float>& draft, const std::vector<int>& prompt,
+                          int k, int n, const std::vector<int>& greedy) {
+  PrefillTimed ts(target), ds(draft);
+  spec::SpecConfig sc;
+  sc.k = k;
+  sc.max_new_tokens = n;
+  sc.target_sampler.temperature = 0.0;
+  sc.draft_sampler.temperature = 0.0;
+  Rng rng(1);
+  const double t0 = steady_seconds();
+  const spec::SpecRun run = spec::speculative_decode<float>(ts, ds, prompt, sc, rng);
+  SpecTiming t;
+  t.seconds = steady_seconds() - t0 - ts.prefill_seconds - ds.prefill_seconds;
+  t.steps = run.stats.steps, t.emitted = run.stats.emitted, t.accepted = run.stats.accepted;
+  t.evaluated = run.stats.evaluated, t.draft_forwards = run.stats.draft_forwards;
+  t.same_tokens = run.tokens == greedy;
+  return t;
+}
 
 SpecWallclockParts real_parts(const std::shared_ptr<Machine>& m, std::uint64_t seed) {
   SpecWallclockParts p;
@@ -242,32 +274,15 @@ SpecWallclockParts real_parts(const std::shared_ptr<Machine>& m, std::uint64_t s
   };
   p.time_baseline = [m](int n) {
     m->target->truncate(0);
-    PrefillTimed seq(*m->target);
-    Rng rng(1);
-    const double t0 = steady_seconds();
-    m->greedy = spec::autoregressive_decode<float>(seq, m->prompt, n, {0.0, 0, 1.0}, rng);
-    // The prefill gave the first token; n − 1 decode steps gave the rest.
-    return (steady_seconds() - t0 - seq.prefill_seconds) * n / (n - 1);
+    FastSequence target(*m->target);
+    return timed_plain_run(target, m->prompt, n, m->greedy);
   };
   p.time_spec = [m](DraftKind kind, int k, int n) {
     FastGpt& d = *m->drafts.at(kind);
     m->target->truncate(0);
     d.truncate(0);
-    PrefillTimed ts(*m->target), ds(d);
-    spec::SpecConfig sc;
-    sc.k = k;
-    sc.max_new_tokens = n;
-    sc.target_sampler.temperature = 0.0;
-    sc.draft_sampler.temperature = 0.0;
-    Rng rng(1);
-    const double t0 = steady_seconds();
-    const spec::SpecRun run = spec::speculative_decode<float>(ts, ds, m->prompt, sc, rng);
-    SpecTiming t;
-    t.seconds = steady_seconds() - t0 - ts.prefill_seconds - ds.prefill_seconds;
-    t.steps = run.stats.steps, t.emitted = run.stats.emitted, t.accepted = run.stats.accepted;
-    t.evaluated = run.stats.evaluated, t.draft_forwards = run.stats.draft_forwards;
-    t.same_tokens = run.tokens == m->greedy;
-    return t;
+    FastSequence target(*m->target), draft(d);
+    return timed_spec_run(target, draft, m->prompt, k, n, m->greedy);
   };
   // One forward of `rows` tokens at the mid context.
   auto time_forward = [m](FastGpt& f, int rows) {
@@ -316,30 +331,14 @@ SpecWallclockParts real_long_parts(const std::shared_ptr<LongMachine>& m, std::u
   };
   p.time_baseline = [m](int n) {
     m->target->truncate(m->context);
-    FastSequence seq(*m->target, m->context);
-    Rng rng(1);
-    const double t0 = steady_seconds();
-    m->greedy = spec::autoregressive_decode<float>(seq, m->prompt, n, {0.0, 0, 1.0}, rng);
-    return steady_seconds() - t0;
+    FastSequence target(*m->target, m->context);
+    return timed_plain_run(target, m->prompt, n, m->greedy);
   };
   p.time_spec = [m, window](DraftKind, int k, int n) {
     m->target->truncate(m->context);
-    FastSequence ts(*m->target, m->context);
-    WindowDraftSequence ds(*m->target, window, m->context);
-    spec::SpecConfig sc;
-    sc.k = k;
-    sc.max_new_tokens = n;
-    sc.target_sampler.temperature = 0.0;
-    sc.draft_sampler.temperature = 0.0;
-    Rng rng(1);
-    const double t0 = steady_seconds();
-    const spec::SpecRun run = spec::speculative_decode<float>(ts, ds, m->prompt, sc, rng);
-    SpecTiming t;
-    t.seconds = steady_seconds() - t0;
-    t.steps = run.stats.steps, t.emitted = run.stats.emitted, t.accepted = run.stats.accepted;
-    t.evaluated = run.stats.evaluated, t.draft_forwards = run.stats.draft_forwards;
-    t.same_tokens = run.tokens == m->greedy;
-    return t;
+    FastSequence target(*m->target, m->context);
+    WindowDraftSequence draft(*m->target, window, m->context);
+    return timed_spec_run(target, draft, m->prompt, k, n, m->greedy);
   };
   // One forward at the runs' mid context (the cache's contents past the prefix do not change the time).
   p.time_target = [m](int rows) {
