@@ -29,6 +29,23 @@ void append_transposed(StreamedFloats& dst, const Mat<float>& w) {
 
 StreamedFloats copy(const Vec<float>& v) { return StreamedFloats(v.data(), v.data() + v.size()); }
 
+// x[r, :] = wte[tokens[r], :] (+ wpe[pos0 + r·step, :] with learned positions) for every row r
+// (step 1: consecutive positions; step 0: a decode batch, every row at pos0). x: [tokens, d].
+// Throws InputError for an id outside [0, vocab).
+void embed_rows(std::span<const int> tokens, int pos0, int step, const StreamedFloats& wte, const StreamedFloats& wpe,
+                int d, int vocab, float* x) {
+  for (std::size_t r = 0; r < tokens.size(); ++r) {
+    if (tokens[r] < 0 || tokens[r] >= vocab)
+      throw InputError(fmt::format("token: id {} outside [0, {})", tokens[r], vocab));
+    float* xr = x + r * static_cast<std::size_t>(d);
+    std::copy_n(wte.data() + static_cast<std::size_t>(tokens[r]) * d, d, xr);
+    if (!wpe.empty()) {
+      const std::size_t pos = static_cast<std::size_t>(pos0) + r * static_cast<std::size_t>(step);
+      for (int i = 0; i < d; ++i) xr[i] += wpe[pos * d + i];
+    }
+  }
+}
+
 // LayerNorm of `rows` rows of width C (biased variance, eps 1e-5, as model/ops.cpp), x -> y.
 void layer_norm_rows(const float* x, int rows, int C, const float* g, const float* b, float* y) {
 #pragma omp parallel for schedule(static) if (static_cast<long long>(rows) * C >= (1 << 16))
@@ -251,13 +268,7 @@ void FastGpt::extend(std::span<const int> tokens, std::span<float> logits) {
   if (static_cast<std::int64_t>(len_) + T > ctx_cap_)
     throw InputError(fmt::format("extend: the cache holds {} of {} positions; {} more do not fit", len_, ctx_cap_, T));
   if (logits.size() < static_cast<std::size_t>(T) * V) throw std::invalid_argument("extend: logits too small");
-  for (int t = 0; t < T; ++t) {
-    if (tokens[t] < 0 || tokens[t] >= V) throw InputError(fmt::format("token: id {} outside [0, {})", tokens[t], V));
-    float* xt = x_.data() + static_cast<std::size_t>(t) * d;
-    std::copy_n(wte_.data() + static_cast<std::size_t>(tokens[t]) * d, d, xt);
-    if (!wpe_.empty())
-      for (int i = 0; i < d; ++i) xt[i] += wpe_[static_cast<std::size_t>(len_ + t) * d + i];
-  }
+  embed_rows(tokens, len_, 1, wte_, wpe_, d, V, x_.data());
   for (int l = 0; l < c_.n_layer; ++l) layer_forward(T, l, Pass::prefill, len_);
   len_ += T;
   layer_norm_rows(x_.data(), T, d, lnf_g_.data(), lnf_b_.data(), h_.data());
@@ -274,13 +285,7 @@ void FastGpt::extend_window(std::span<const int> tokens, int pos, AttentionWindo
   if (window.sink < 0 || window.recent < 1)
     throw InputError(fmt::format("window: sink must be >= 0 and recent >= 1 (got {} and {})", window.sink, window.recent));
   if (logits.size() < static_cast<std::size_t>(T) * V) throw std::invalid_argument("extend_window: logits too small");
-  for (int t = 0; t < T; ++t) {
-    if (tokens[t] < 0 || tokens[t] >= V) throw InputError(fmt::format("token: id {} outside [0, {})", tokens[t], V));
-    float* xt = x_.data() + static_cast<std::size_t>(t) * d;
-    std::copy_n(wte_.data() + static_cast<std::size_t>(tokens[t]) * d, d, xt);
-    if (!wpe_.empty())
-      for (int i = 0; i < d; ++i) xt[i] += wpe_[static_cast<std::size_t>(pos + t) * d + i];
-  }
+  embed_rows(tokens, pos, 1, wte_, wpe_, d, V, x_.data());
   for (int l = 0; l < c_.n_layer; ++l) layer_forward(T, l, Pass::window, pos, window);
   layer_norm_rows(x_.data(), T, d, lnf_g_.data(), lnf_b_.data(), h_.data());
   linear(wlm_t_, h_.data(), T, nullptr, logits.data(), V);
@@ -486,14 +491,7 @@ void FastGpt::decode(std::span<const int> tokens, std::span<float> logits) {
   if (B < 1 || B > batch_cap_) throw InputError(fmt::format("batch: must be in [1, {}] (got {})", batch_cap_, B));
   if (len_ >= ctx_cap_) throw InputError(fmt::format("decode: the cache is full ({} positions)", ctx_cap_));
   if (logits.size() < static_cast<std::size_t>(B) * c_.vocab_size) throw std::invalid_argument("decode: logits too small");
-  for (int b = 0; b < B; ++b) {
-    if (tokens[b] < 0 || tokens[b] >= c_.vocab_size)
-      throw InputError(fmt::format("token: id {} outside [0, {})", tokens[b], c_.vocab_size));
-    float* xb = x_.data() + static_cast<std::size_t>(b) * d;
-    std::copy_n(wte_.data() + static_cast<std::size_t>(tokens[b]) * d, d, xb);
-    if (!wpe_.empty())
-      for (int i = 0; i < d; ++i) xb[i] += wpe_[static_cast<std::size_t>(len_) * d + i];
-  }
+  embed_rows(tokens, len_, 0, wte_, wpe_, d, c_.vocab_size, x_.data());
   for (int l = 0; l < c_.n_layer; ++l) layer_forward(B, l, Pass::decode, len_);
   layer_norm_rows(x_.data(), B, d, lnf_g_.data(), lnf_b_.data(), h_.data());
   linear(wlm_t_, h_.data(), B, nullptr, logits.data(), c_.vocab_size);
@@ -507,13 +505,7 @@ void FastGpt::prefill(std::span<const int> prompt, std::span<float> last_logits,
   if (last_logits.size() < static_cast<std::size_t>(V) ||
       (!all_logits.empty() && all_logits.size() < static_cast<std::size_t>(T) * V))
     throw std::invalid_argument("prefill: logits too small");
-  for (int t = 0; t < T; ++t) {
-    if (prompt[t] < 0 || prompt[t] >= V) throw InputError(fmt::format("token: id {} outside [0, {})", prompt[t], V));
-    float* xt = x_.data() + static_cast<std::size_t>(t) * d;
-    std::copy_n(wte_.data() + static_cast<std::size_t>(prompt[t]) * d, d, xt);
-    if (!wpe_.empty())
-      for (int i = 0; i < d; ++i) xt[i] += wpe_[static_cast<std::size_t>(t) * d + i];
-  }
+  embed_rows(prompt, 0, 1, wte_, wpe_, d, V, x_.data());
   len_ = 0;
   for (int l = 0; l < c_.n_layer; ++l) layer_forward(T, l, Pass::prefill, 0);
   len_ = T;
