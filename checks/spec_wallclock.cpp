@@ -103,12 +103,13 @@ constexpr bool kSanitized = false;
 // nothing there; the run checks the code path, as the sweep wants, in seconds).
 SpecWallclockOptions effective(const SpecWallclockOptions& in) {
   SpecWallclockOptions o = in;
+  const bool k_given = o.ks != SpecWallclockOptions{}.ks;  // --quick keeps a --k the user gave
   if (o.quick) {
-    if (o.ks == SpecWallclockOptions{}.ks) o.ks = {2, 4};  // --quick's K unless --k was given
+    if (!k_given) o.ks = kSanitized ? std::vector<int>{2} : std::vector<int>{2, 4};
     o.new_tokens = 24;
     o.repeats = std::min(o.repeats, 2);
     o.d_model = 512;
-    if (kSanitized) o.d_model = 128, o.layers = 2, o.vocab = 512, o.skip_layers = 1, o.ks = {2}, o.new_tokens = 8, o.repeats = 1;
+    if (kSanitized) o.d_model = 128, o.layers = 2, o.vocab = 512, o.skip_layers = 1, o.new_tokens = 8, o.repeats = 1;
     if (kSanitized) o.context = 300, o.sink = 4, o.recent = 60;
   }
   std::sort(o.ks.begin(), o.ks.end());
