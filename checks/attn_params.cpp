@@ -14,6 +14,7 @@
 #include <fmt/format.h>
 
 #include "checks/attn_params.hpp"
+#include "support/head_layout.hpp"
 #include "core/error.hpp"
 
 namespace kvlab::checks {
@@ -159,15 +160,7 @@ const CheckDef<AttnParamsOptions, AttnParamsMeasured>& attn_params_check() {
                   {"--groups", &AttnParamsOptions::groups, Allowed::integers(1, kMaxHeads),
                    "G, K/V heads of the GQA variant (divides H)"},
                   {"--layers", &AttnParamsOptions::layers, Allowed::integers(1, kMaxLayers), "blocks per mini-GPT"}},
-      .constraints =
-          [](const AttnParamsOptions& o) {
-            require_range("--groups", o.groups, 1, o.heads);
-            if (o.heads % o.groups != 0)
-              throw InputError(fmt::format("--groups: must divide --heads ({}), got {}", o.heads, o.groups));
-            if (o.heads * o.head_dim > kMaxWidth)
-              throw InputError(fmt::format("--heads × --head-dim: D = H·d_head must be at most {}, got {}", kMaxWidth,
-                                           o.heads * o.head_dim));
-          },
+      .constraints = [](const AttnParamsOptions& o) { require_head_layout(o.heads, o.head_dim, o.groups, kMaxWidth); },
       .measure = [](const AttnParamsOptions& o, const RunContext& ctx) { return measure_attn_params(o, ctx); },
       .judge = judge_attn_params,
       .present = present};

@@ -19,6 +19,7 @@
 #include <fmt/format.h>
 
 #include "checks/cache_shape.hpp"
+#include "support/head_layout.hpp"
 #include "core/error.hpp"
 #include "core/rng.hpp"
 #include "model/gpt.hpp"
@@ -237,15 +238,7 @@ const CheckDef<CacheShapeOptions, CacheShapeMeasured>& cache_shape_check() {
                   {"--layers", &CacheShapeOptions::layers, Allowed::integers(1, kMaxLayers), "blocks per mini-GPT"},
                   {"--batch", &CacheShapeOptions::batch, Allowed::integers(1, kMaxBatch), "sequences, one cache each"},
                   {"--ctx", &CacheShapeOptions::ctx, Allowed::integers(1, kMaxCtx), "tokens per sequence"}},
-      .constraints =
-          [](const CacheShapeOptions& o) {
-            require_range("--groups", o.groups, 1, o.heads);
-            if (o.heads % o.groups != 0)
-              throw InputError(fmt::format("--groups: must divide --heads ({}), got {}", o.heads, o.groups));
-            if (o.heads * o.head_dim > kMaxWidth)
-              throw InputError(fmt::format("--heads × --head-dim: D = H·d_head must be at most {}, got {}", kMaxWidth,
-                                           o.heads * o.head_dim));
-          },
+      .constraints = [](const CacheShapeOptions& o) { require_head_layout(o.heads, o.head_dim, o.groups, kMaxWidth); },
       .measure = [](const CacheShapeOptions& o, const RunContext& ctx) { return measure_cache_shape(o, ctx); },
       .judge = judge_cache_shape,
       .present = present};
