@@ -34,7 +34,7 @@
 // phase: the prefill of the 8-token prompt (TTFT, by the target and by the draft) is timed and
 // left out of both, as the cost model leaves it out.
 // A benchmark: not in `kvlab all` (only `kvlab all --bench`) nor in ctest's verdict; its verdict
-// logic is unit-tested on a synthetic machine, and on a broken one (tests/test_spec_wallclock.cpp).
+// logic is unit-tested on a synthetic machine, and on a broken one (tests/checks/spec_wallclock_test.cpp).
 //
 //   kvlab spec-wallclock            about a minute
 //   kvlab spec-wallclock --quick    d 512, K 2 and 4 unless --k; 24 tokens; 2 repeats (under a minute)
@@ -61,7 +61,6 @@
 #include "model/fast_gpt.hpp"
 #include "spec/expected_tokens.hpp"
 #include "spec/loop.hpp"
-#include "framework/options.hpp"
 
 namespace kvlab::checks {
 namespace {
@@ -103,6 +102,7 @@ constexpr bool kSanitized = false;
 // nothing there; the run checks the code path, as the sweep wants, in seconds).
 SpecWallclockOptions effective(const SpecWallclockOptions& in) {
   SpecWallclockOptions o = in;
+  o.context = o.context.value_or(4096), o.sink = o.sink.value_or(4), o.recent = o.recent.value_or(252);
   const bool k_given = o.ks != SpecWallclockOptions{}.ks;  // --quick keeps a --k the user gave
   if (o.quick) {
     if (!k_given) o.ks = kSanitized ? std::vector<int>{2} : std::vector<int>{2, 4};
@@ -154,7 +154,7 @@ ModelConfig long_config(const SpecWallclockOptions& o) {
   c.n_head = c.d_model / 64;
   c.n_kv_head = c.n_head;
   c.vocab_size = tiny ? 512 : 4096;
-  c.block_size = o.context + kPrompt + o.new_tokens + kMaxK + 1;
+  c.block_size = *o.context + kPrompt + o.new_tokens + kMaxK + 1;
   return c;
 }
 
@@ -165,7 +165,7 @@ double kv_bytes(const ModelConfig& c, double positions) { return 4.0 * c.n_layer
 // attention FLOPs), and every step's bytes (weights and K/V), the draft's costed at c = 0.5.
 double long_work_seconds(const SpecWallclockOptions& o) {
   const ModelConfig c = long_config(o);
-  const double N = o.context, params = static_cast<double>(streamed_parameters(c));
+  const double N = *o.context, params = static_cast<double>(streamed_parameters(c));
   const double step = 4.0 * params + kv_bytes(c, N);
   const double prefill = 2.0 * params * N + 4.0 * c.n_layer * c.n_head * c.head_dim * N * N / 2.0;
   double bytes = static_cast<double>(o.repeats * o.ks.size()) * (o.new_tokens + 1) * step;
@@ -363,75 +363,107 @@ SpecWallclockParts real_long_parts(const std::shared_ptr<LongMachine>& m, std::u
   return p;
 }
 
-struct Row {
-  DraftKind kind{};
-  int k = 0;
-  std::vector<double> speedups;         // per repeat: its plain decoding / its speculative run
-  std::vector<double> base_s, spec_s;   // per repeat, seconds
-  std::int64_t steps = 0, emitted = 0, accepted = 0, evaluated = 0, draft_forwards = 0, same = 0, runs = 0;
-  double alpha = 0, tau = 0, etau = 0, f = 0, c = 0, verify = 0, predicted = 0, measured = 0, lo = 0, hi = 0;
+using Row = SpecWallclockRow;
+
+// Adds one repeat's plain decoding (`base` seconds) and speculative run to `row`.
+void add_run(Row& row, double base, const SpecTiming& t) {
+  if (!(base > 0)) throw std::runtime_error("spec-wallclock: the plain decoding gave no time");
+  if (!(t.seconds > 0) || t.steps < 1) throw std::runtime_error("spec-wallclock: a run gave no time or no step");
+  row.speedups.push_back(base / t.seconds);
+  row.base_s.push_back(base);
+  row.spec_s.push_back(t.seconds);
+  row.steps += t.steps, row.emitted += t.emitted, row.accepted += t.accepted, row.evaluated += t.evaluated;
+  row.draft_forwards += t.draft_forwards, row.same += t.same_tokens ? 1 : 0, ++row.runs;
+}
+
+// α, τ̄, E[τ], f and the measured speedup from the runs; c and the verify cost from the pairs;
+// the prediction τ̄/(verify + f·c) from both.
+void finish(Row& r, double c, double verify) {
+  r.alpha = r.evaluated > 0 ? static_cast<double>(r.accepted) / static_cast<double>(r.evaluated) : 0.0;
+  r.tau = static_cast<double>(r.emitted) / static_cast<double>(r.steps);
+  r.etau = spec::expected_tokens(std::min(r.alpha, 1.0 - 1e-12), r.k);
+  r.f = static_cast<double>(r.draft_forwards) / static_cast<double>(r.steps);
+  r.c = c;
+  r.verify = verify;
+  r.predicted = r.tau / (r.verify + r.f * r.c);
+  r.measured = cost_ratio(r.base_s, r.spec_s);
+  const auto [lo, hi] = std::minmax_element(r.speedups.begin(), r.speedups.end());
+  r.lo = *lo, r.hi = *hi;
+}
+
+// Back-to-back timings of one repeat: per draft, a target step then a draft step (for c); per K, a
+// target step then a verify of K + 1 tokens (for the verify cost). Keyed by draft kind, then by K.
+struct Pairs {
+  std::map<DraftKind, std::vector<double>> c_target, c_draft;
+  std::map<int, std::vector<double>> v_target, v_verify;
 };
 
-// The long-context case, measured as the main one (interleaved repeats, c and the verify cost from
-// back-to-back pairs at the runs' mid context, every time the best of its repeats) on its own
-// target: one row per K for the window draft.
-struct LongCase {
-  ModelConfig config;
-  std::vector<Row> rows;
-  std::vector<double> c_pairs, plain;  // per pair: draft step / target step; every plain decoding's seconds
-  double weight_bytes = 0, kv_target = 0, kv_draft = 0, c = 0;
-  int mid_ctx = 0;
-};
+void time_pairs(Pairs& pairs, const SpecWallclockParts& p, const std::vector<DraftKind>& kinds, const std::vector<int>& ks) {
+  for (int i = 0; i < kPairs; ++i) {
+    for (DraftKind kind : kinds) {
+      pairs.c_target[kind].push_back(p.time_target(1));
+      pairs.c_draft[kind].push_back(p.time_draft(kind));
+    }
+    for (int k : ks) {
+      pairs.v_target[k].push_back(p.time_target(1));
+      pairs.v_verify[k].push_back(p.time_target(k + 1));
+    }
+  }
+}
 
-LongCase measure_long_context(const SpecWallclockOptions& o, const SpecWallclockParts& p) {
-  LongCase lc;
+// One repeat of the runs: per K, one plain decoding next to every draft's run, in alternating order
+// (plain first on even repeats, last on odd ones): a slow drift of the machine's load biases neither
+// side, and each speedup divides two runs a few seconds apart.
+void time_runs(std::vector<Row>& rows, std::vector<double>& plain, const SpecWallclockParts& p, int rep, int k, int n) {
+  std::vector<Row*> group;
+  for (Row& r : rows)
+    if (r.k == k) group.push_back(&r);
+  if (rep % 2 == 1) std::reverse(group.begin(), group.end());
+  double base = rep % 2 == 0 ? p.time_baseline(n) : 0.0;
+  std::vector<SpecTiming> runs;
+  for (Row* r : group) runs.push_back(p.time_spec(r->kind, k, n));
+  if (rep % 2 == 1) base = p.time_baseline(n);
+  plain.push_back(base);
+  for (std::size_t i = 0; i < group.size(); ++i) add_run(*group[i], base, runs[i]);
+}
+
+// The long-context case, measured as the main one on its own target: one row per K for the window draft.
+SpecWallclockLong measure_long_context(const SpecWallclockOptions& o, const SpecWallclockParts& p) {
+  SpecWallclockLong lc;
   lc.config = long_config(o);
   p.build(lc.config, 0);
   for (int k : o.ks) lc.rows.push_back(Row{DraftKind::window, k});
-  std::vector<double> c_target, c_draft;
-  std::map<int, std::vector<double>> v_target, v_verify;
+  Pairs pairs;
   for (int rep = 0; rep < o.repeats; ++rep) {
-    for (int i = 0; i < kPairs; ++i) {
-      c_target.push_back(p.time_target(1));
-      c_draft.push_back(p.time_draft(DraftKind::window));
-      for (int k : o.ks) {
-        v_target[k].push_back(p.time_target(1));
-        v_verify[k].push_back(p.time_target(k + 1));
-      }
-    }
-    for (Row& r : lc.rows) {  // plain first on even repeats, last on odd ones, as the main case
-      double base = rep % 2 == 0 ? p.time_baseline(o.new_tokens) : 0.0;
-      const SpecTiming t = p.time_spec(DraftKind::window, r.k, o.new_tokens);
-      if (rep % 2 == 1) base = p.time_baseline(o.new_tokens);
-      if (!(base > 0) || !(t.seconds > 0) || t.steps < 1)
-        throw std::runtime_error("spec-wallclock: a long-context run gave no time or no step");
-      lc.plain.push_back(base);
-      r.speedups.push_back(base / t.seconds);
-      r.base_s.push_back(base);
-      r.spec_s.push_back(t.seconds);
-      r.steps += t.steps, r.emitted += t.emitted, r.accepted += t.accepted, r.evaluated += t.evaluated;
-      r.draft_forwards += t.draft_forwards, r.same += t.same_tokens ? 1 : 0, ++r.runs;
-    }
+    time_pairs(pairs, p, {DraftKind::window}, o.ks);
+    for (int k : o.ks) time_runs(lc.rows, lc.plain, p, rep, k, o.new_tokens);
   }
-  lc.c = cost_ratio(c_draft, c_target);
-  for (std::size_t i = 0; i < c_draft.size(); ++i) lc.c_pairs.push_back(c_draft[i] / c_target[i]);
-  for (Row& r : lc.rows) {
-    r.alpha = r.evaluated > 0 ? static_cast<double>(r.accepted) / static_cast<double>(r.evaluated) : 0.0;
-    r.tau = static_cast<double>(r.emitted) / static_cast<double>(r.steps);
-    r.etau = spec::expected_tokens(std::min(r.alpha, 1.0 - 1e-12), r.k);
-    r.f = static_cast<double>(r.draft_forwards) / static_cast<double>(r.steps);
-    r.c = lc.c;
-    r.verify = cost_ratio(v_verify[r.k], v_target[r.k]);
-    r.predicted = r.tau / (r.verify + r.f * r.c);
-    r.measured = cost_ratio(r.base_s, r.spec_s);
-    const auto [lo, hi] = std::minmax_element(r.speedups.begin(), r.speedups.end());
-    r.lo = *lo, r.hi = *hi;
-  }
+  const auto& ct = pairs.c_target[DraftKind::window];
+  const auto& cd = pairs.c_draft[DraftKind::window];
+  lc.c = cost_ratio(cd, ct);
+  for (std::size_t i = 0; i < cd.size(); ++i) lc.c_pairs.push_back(cd[i] / ct[i]);
+  for (Row& r : lc.rows) finish(r, lc.c, cost_ratio(pairs.v_verify[r.k], pairs.v_target[r.k]));
   lc.weight_bytes = p.target_bytes();
-  lc.mid_ctx = o.context + (kPrompt + o.new_tokens) / 2;
+  lc.mid_ctx = *o.context + (kPrompt + o.new_tokens) / 2;
   lc.kv_target = kv_bytes(lc.config, lc.mid_ctx + 1.0);
-  lc.kv_draft = kv_bytes(lc.config, std::min(o.sink + o.recent, lc.mid_ctx + 1));
+  lc.kv_draft = kv_bytes(lc.config, std::min(*o.sink + *o.recent, lc.mid_ctx + 1));
   return lc;
+}
+
+// The refusals that relate options to each other (the table has the ranges).
+void constraints(const SpecWallclockOptions& in) {
+  if (!in.long_context)
+    for (const auto& [flag, value] : {std::pair{"--context", in.context}, {"--sink", in.sink}, {"--recent", in.recent}})
+      if (value) throw InputError(fmt::format("{}: sets the long-context case; give --long-context too", flag));
+  if (in.ks.empty()) throw InputError("--k: give at least one value in [1, 8]");
+  if (in.skip_layers >= in.layers)
+    throw InputError(fmt::format("--skip-layers: must be below --layers = {} (got {})", in.layers, in.skip_layers));
+  if (in.d_model % 64 != 0) throw InputError(fmt::format("--d-model: must be a multiple of 64 (got {})", in.d_model));
+  const int context = in.context.value_or(4096), sink = in.sink.value_or(4), recent = in.recent.value_or(252);
+  if (in.long_context && (recent < 1 || sink + recent >= context))
+    throw InputError(fmt::format("--sink, --recent: --sink + --recent must be below --context = {}, --sink >= 0, "
+                                 "--recent >= 1 (got {} + {}{}); a window that covers the context is the target itself",
+                                 context, sink, recent, sink == 4 && recent == 252 ? ", the defaults: give a smaller --recent" : ""));
 }
 
 }  // namespace
@@ -446,181 +478,157 @@ std::string draft_name(DraftKind k) {
   return "?";
 }
 
-Result run_spec_wallclock(const SpecWallclockOptions& in, const RunContext& ctx, const SpecWallclockParts& parts,
-                          const SpecWallclockParts& long_parts) {
-  if (in.ks.empty()) throw InputError("--k: give at least one value in [1, 8]");
-  for (int k : in.ks)
-    if (k < 1 || k > kMaxK) throw InputError(fmt::format("--k: every value must be in [1, {}] (got {})", kMaxK, k));
-  if (in.skip_layers >= in.layers)
-    throw InputError(fmt::format("--skip-layers: must be below --layers = {} (got {})", in.layers, in.skip_layers));
-  if (in.d_model % 64 != 0) throw InputError(fmt::format("--d-model: must be a multiple of 64 (got {})", in.d_model));
-  if (in.long_context && (in.context < 256 || in.context > 32768))
-    throw InputError(fmt::format("--context: must be in [256, 32768] (got {})", in.context));
-  if (in.long_context && (in.sink < 0 || in.recent < 1 || in.sink + in.recent >= in.context))
-    throw InputError(fmt::format("--sink, --recent: --sink + --recent must be below --context = {}, --sink >= 0, "
-                                 "--recent >= 1 (got {} + {}{}); a window that covers the context is the target itself",
-                                 in.context, in.sink, in.recent,
-                                 in.sink == SpecWallclockOptions{}.sink && in.recent == SpecWallclockOptions{}.recent
-                                     ? ", the defaults: give a smaller --recent"
-                                     : ""));
+SpecWallclockMeasured measure_spec_wallclock(const SpecWallclockOptions& in, const RunContext& ctx,
+                                             const SpecWallclockParts& parts, const SpecWallclockParts& long_parts) {
   if (in.long_context && parts.build && !long_parts.build)
     throw std::invalid_argument("spec-wallclock: injected parts need injected long-context parts");
-  const SpecWallclockOptions o = effective(in);
-  const ModelConfig config = target_config(o);
-  config.validate();
-  const bool real = !parts.build;
-  if (real)
+  SpecWallclockMeasured m;
+  const SpecWallclockOptions& o = m.options = effective(in);
+  m.config = target_config(o);
+  m.config.validate();
+  m.real = !parts.build;
+  if (m.real)
     require_work_budget(work_seconds(o) + (o.long_context ? long_work_seconds(o) : 0.0),
                         fmt::format("--d-model {} x --layers {} x --vocab {} x --new-tokens {} x --repeats {} x {} values of --k",
                                     o.d_model, o.layers, o.vocab, o.new_tokens, o.repeats, o.ks.size()) +
-                            (o.long_context ? fmt::format(" and --long-context --context {}", o.context) : ""),
+                            (o.long_context ? fmt::format(" and --long-context --context {}", *o.context) : ""),
                         "a smaller model, fewer --k values, --new-tokens or --repeats");
   auto machine = std::make_shared<Machine>();
-  const SpecWallclockParts p = real ? real_parts(machine, ctx.seed) : parts;
-  const double load_start = load_average();
-  p.build(config, o.skip_layers);
+  const SpecWallclockParts p = m.real ? real_parts(machine, ctx.seed) : parts;
+  m.load_start = load_average();
+  p.build(m.config, o.skip_layers);
 
-  // ---- measure, repeat by repeat --------------------------------------------------------------
-  std::vector<Row> rows;
-  for (DraftKind kind : kKinds)
-    for (int k : o.ks) rows.push_back(Row{kind, k});
-  // Seconds of the target's decode step and of each draft's (for c), and of the target's decode
-  // step and verify of K + 1 rows (for the verify cost), from back-to-back timings.
-  std::map<DraftKind, std::vector<double>> c_target, c_draft;
-  std::map<int, std::vector<double>> v_target, v_verify;
-  std::vector<double> plain;  // every plain decoding's seconds
+  const std::vector<DraftKind> kinds(std::begin(kKinds), std::end(kKinds));
+  for (DraftKind kind : kinds)
+    for (int k : o.ks) m.rows.push_back(Row{kind, k});
+  Pairs pairs;
   for (int rep = 0; rep < o.repeats; ++rep) {
-    for (int i = 0; i < kPairs; ++i) {
-      for (DraftKind kind : kKinds) {
-        c_target[kind].push_back(p.time_target(1));
-        c_draft[kind].push_back(p.time_draft(kind));
-      }
-      for (int k : o.ks) {
-        v_target[k].push_back(p.time_target(1));
-        v_verify[k].push_back(p.time_target(k + 1));
-      }
-    }
-    // Per K, one plain decoding next to the three drafts' runs, in alternating order (plain
-    // first on even repeats, last on odd ones): a slow drift of the machine's load biases neither
-    // side, and each speedup divides two runs a few seconds apart.
-    for (int k : o.ks) {
-      std::vector<Row*> group;
-      for (Row& r : rows)
-        if (r.k == k) group.push_back(&r);
-      if (rep % 2 == 1) std::reverse(group.begin(), group.end());
-      double base = rep % 2 == 0 ? p.time_baseline(o.new_tokens) : 0.0;
-      std::vector<std::pair<Row*, SpecTiming>> runs;
-      for (Row* r : group) runs.emplace_back(r, p.time_spec(r->kind, k, o.new_tokens));
-      if (rep % 2 == 1) base = p.time_baseline(o.new_tokens);
-      if (!(base > 0)) throw std::runtime_error("spec-wallclock: the plain decoding gave no time");
-      plain.push_back(base);
-      for (auto& [r, t] : runs) {
-        if (!(t.seconds > 0) || t.steps < 1) throw std::runtime_error("spec-wallclock: a run gave no time or no step");
-        r->speedups.push_back(base / t.seconds);
-        r->base_s.push_back(base);
-        r->spec_s.push_back(t.seconds);
-        r->steps += t.steps, r->emitted += t.emitted, r->accepted += t.accepted, r->evaluated += t.evaluated;
-        r->draft_forwards += t.draft_forwards, r->same += t.same_tokens ? 1 : 0, ++r->runs;
-      }
-    }
+    time_pairs(pairs, p, kinds, o.ks);
+    for (int k : o.ks) time_runs(m.rows, m.plain, p, rep, k, o.new_tokens);
   }
-  std::optional<LongCase> long_case;
   if (o.long_context) {
     auto lm = std::make_shared<LongMachine>();
-    long_case = measure_long_context(
-        o, long_parts.build ? long_parts : real_long_parts(lm, ctx.seed, o.context, {o.sink, o.recent}, o.new_tokens));
+    m.long_case = measure_long_context(
+        o, long_parts.build ? long_parts : real_long_parts(lm, ctx.seed, *o.context, {*o.sink, *o.recent}, o.new_tokens));
   }
-  const double load_end = load_average();
+  m.load_end = load_average();
 
-  // ---- the cost model against the clock -------------------------------------------------------
-  for (Row& r : rows) {
-    r.alpha = r.evaluated > 0 ? static_cast<double>(r.accepted) / static_cast<double>(r.evaluated) : 0.0;
-    r.tau = static_cast<double>(r.emitted) / static_cast<double>(r.steps);
-    r.etau = spec::expected_tokens(std::min(r.alpha, 1.0 - 1e-12), r.k);
-    r.f = static_cast<double>(r.draft_forwards) / static_cast<double>(r.steps);
-    r.c = cost_ratio(c_draft[r.kind], c_target[r.kind]);
-    r.verify = cost_ratio(v_verify[r.k], v_target[r.k]);
-    r.predicted = r.tau / (r.verify + r.f * r.c);
-    r.measured = cost_ratio(r.base_s, r.spec_s);
-    const auto [lo, hi] = std::minmax_element(r.speedups.begin(), r.speedups.end());
-    r.lo = *lo, r.hi = *hi;
+  for (DraftKind kind : kinds) {
+    const auto& ct = pairs.c_target[kind];
+    const auto& cd = pairs.c_draft[kind];
+    DraftCost dc{kind, p.draft_bytes(kind), cost_ratio(cd, ct), {}};
+    for (std::size_t i = 0; i < cd.size(); ++i) dc.pairs.push_back(cd[i] / ct[i]);
+    m.drafts.push_back(std::move(dc));
   }
-  const Row& best = *std::max_element(rows.begin(), rows.end(), [](const Row& a, const Row& b) { return a.measured < b.measured; });
+  for (Row& r : m.rows) {
+    const auto draft = std::find_if(m.drafts.begin(), m.drafts.end(), [&r](const DraftCost& d) { return d.kind == r.kind; });
+    finish(r, draft->c, cost_ratio(pairs.v_verify[r.k], pairs.v_target[r.k]));
+  }
+  m.target_bytes = p.target_bytes();
+  m.cpu = cpu_model();
+  return m;
+}
+
+namespace {
+
+// The row with the largest measured speedup; a NaN one never (all NaN: the first).
+const Row& best_row(const std::vector<Row>& rows) {
+  const Row* best = &rows.front();
+  for (const Row& r : rows)
+    if (r.measured > best->measured || std::isnan(best->measured)) best = &r;
+  return *best;
+}
+
+std::string best_at(const Row& best) { return fmt::format("{} draft, K = {}", draft_name(best.kind), best.k); }
+
+}  // namespace
+
+std::vector<Expectation> judge_spec_wallclock(const SpecWallclockMeasured& m) {
+  const Row& best = best_row(m.rows);
   const double spread = best.hi - best.lo, tolerance = std::max(kWithin * best.predicted, spread);
-
-  Result r;
-  r.check = kName;
-  r.source = kSource;
-  r.claim =
-      "Speculative decoding is faster on this machine: with a memory-bound target and a self-draft made of the "
-      "target's own weights (int8, int4, or its first blocks), the best K's measured wall-clock speedup is ≥ 1× and "
-      "equals the cost model's E[τ]/(verify_cost + K·c) from the same run's measured α, c and verify cost.";
-  const std::string at = fmt::format("{} draft, K = {}", draft_name(best.kind), best.k);
-  r.expect({fmt::format("best measured speedup ({}; best of {} repeats on each side), capped at 1", at, best.speedups.size()),
-            "000 §7.4, §9.2", "×", 1.0, 0.0,
-            "the claim: speculative decoding is not slower than the target alone at the best K", nan_min(1.0, best.measured)});
+  const std::string at = best_at(best);
+  std::vector<Expectation> rows;
+  rows.push_back({fmt::format("best measured speedup ({}; best of {} repeats on each side), capped at 1", at, best.speedups.size()),
+                  "000 §7.4, §9.2", "×", 1.0, 0.0,
+                  "the claim: speculative decoding is not slower than the target alone at the best K",
+                  nan_min(1.0, best.measured)});
   Expectation against_model{fmt::format("measured speedup at the best K ({}) against the prediction τ̄/(verify_cost + f·c)", at),
                             "000 §7.4", "×", best.predicted, tolerance,
                             fmt::format("max({:.0f}% of the prediction, the range of the {} repeats {:.3f}–{:.3f})",
                                         kWithin * 100, best.speedups.size(), best.lo, best.hi),
                             best.measured};
   against_model.headline = true;
-  r.expect(std::move(against_model));
-  r.answer = fmt::format("{:.2f}× faster ({}; the cost model predicts {:.2f}×)", best.measured, at, best.predicted);
-  r.expect({fmt::format("spread of the repeats' speedups at the best K ({}), relative to the measured one", at),
-            "benchmark hygiene", "ratio", 0.0, kMaxSpread,
-            fmt::format("at most {:.0f}%: a larger spread means other processes took the machine during the runs, and "
-                        "the two claims above are not measured", kMaxSpread * 100),
-            best.measured > 0 ? spread / best.measured : 1.0});
-  const auto [plain_lo, plain_hi] = std::minmax_element(plain.begin(), plain.end());
-  r.expect({fmt::format("the {} plain decodings (the same work each): slowest / fastest − 1", plain.size()),
-            "benchmark hygiene", "ratio", 0.0, kMaxPlainSpread,
-            fmt::format("at most {:.0f}%: the same decoding timed further apart means other processes took the "
-                        "machine during the run, and no ratio above is measured", kMaxPlainSpread * 100),
-            *plain_hi / *plain_lo - 1.0});
+  rows.push_back(std::move(against_model));
+  rows.push_back({fmt::format("spread of the repeats' speedups at the best K ({}), relative to the measured one", at),
+                  "benchmark hygiene", "ratio", 0.0, kMaxSpread,
+                  fmt::format("at most {:.0f}%: a larger spread means other processes took the machine during the runs, and "
+                              "the two claims above are not measured", kMaxSpread * 100),
+                  best.measured > 0 ? spread / best.measured : 1.0});
+  const auto [plain_lo, plain_hi] = std::minmax_element(m.plain.begin(), m.plain.end());
+  const bool plain_nan = m.plain.empty() || std::any_of(m.plain.begin(), m.plain.end(), [](double s) { return std::isnan(s); });
+  rows.push_back({fmt::format("the {} plain decodings (the same work each): slowest / fastest − 1", m.plain.size()),
+                  "benchmark hygiene", "ratio", 0.0, kMaxPlainSpread,
+                  fmt::format("at most {:.0f}%: the same decoding timed further apart means other processes took the "
+                              "machine during the run, and no ratio above is measured", kMaxPlainSpread * 100),
+                  plain_nan ? std::nan("") : *plain_hi / *plain_lo - 1.0});
+  return rows;
+}
 
+namespace {
+
+std::string range(double lo, double hi) { return fmt::format("{:.3f}–{:.3f}", lo, hi); }
+
+Table sweep_table(const SpecWallclockMeasured& m) {
+  const SpecWallclockOptions& o = m.options;
   Table t{"per draft and K (greedy; c and verify cost from back-to-back timings; speedup = plain decoding's wall-clock / the "
           "speculative run's; every time the best of its repeats, the range over the repeats' own ratios)",
           {"draft", "K", "α", "tokens/step τ̄", "E[τ] (α)", "draft fwd/step f", "c", "verify cost", "predicted",
            "measured", "range", "same tokens"},
           {}};
-  for (const Row& row : rows)
-    t.rows.push_back({draft_name(row.kind), static_cast<std::int64_t>(row.k), row.alpha, row.tau, row.etau, row.f, row.c,
-                      row.verify, row.predicted, row.measured, fmt::format("{:.3f}–{:.3f}", row.lo, row.hi),
-                      fmt::format("{}/{}", row.same, row.runs)});
-  if (long_case)  // the long-context case's window draft, on its own target (shown, not judged)
-    for (const Row& row : long_case->rows)
-      t.rows.push_back({fmt::format("window (sink {} + recent {}), context {}", o.sink, o.recent, o.context),
-                        static_cast<std::int64_t>(row.k), row.alpha, row.tau, row.etau, row.f, row.c, row.verify,
-                        row.predicted, row.measured, fmt::format("{:.3f}–{:.3f}", row.lo, row.hi),
-                        fmt::format("{}/{}", row.same, row.runs)});
-  r.tables.push_back(std::move(t));
-  const double tbytes = p.target_bytes();
-  Table tb{"the drafts' bytes and measured cost", {"draft", "weight MB", "bytes / target's", "c measured", "c range (pairs)"}, {}};
-  for (DraftKind kind : kKinds) {
-    std::vector<double> s;
-    for (std::size_t i = 0; i < c_draft[kind].size(); ++i) s.push_back(c_draft[kind][i] / c_target[kind][i]);
-    const auto [lo, hi] = std::minmax_element(s.begin(), s.end());
-    tb.rows.push_back({draft_name(kind), p.draft_bytes(kind) / 1e6, p.draft_bytes(kind) / tbytes,
-                       cost_ratio(c_draft[kind], c_target[kind]), fmt::format("{:.3f}–{:.3f}", *lo, *hi)});
-  }
-  r.tables.push_back(std::move(tb));
-  if (long_case) {
-    const LongCase& lc = *long_case;
-    const auto [lo, hi] = std::minmax_element(lc.c_pairs.begin(), lc.c_pairs.end());
-    Table tl{fmt::format("the long-context case: bytes of one decode step at position {} ({} cached positions + the "
-                         "prompt and half the new tokens), weights float32", lc.mid_ctx, o.context),
-             {"step", "weight MB", "K/V MB read", "total MB", "bytes / target's", "c measured", "c range (pairs)"},
-             {}};
-    const double target_total = lc.weight_bytes + lc.kv_target, draft_total = lc.weight_bytes + lc.kv_draft;
-    tl.rows.push_back({std::string("target (all positions)"), lc.weight_bytes / 1e6, lc.kv_target / 1e6,
-                       target_total / 1e6, 1.0, 1.0, std::string("—")});
-    tl.rows.push_back({fmt::format("window draft (sink {} + recent {})", o.sink, o.recent), lc.weight_bytes / 1e6,
-                       lc.kv_draft / 1e6, draft_total / 1e6, draft_total / target_total, lc.c,
-                       fmt::format("{:.3f}–{:.3f}", *lo, *hi)});
-    r.tables.push_back(std::move(tl));
-  }
+  auto add = [&t](const std::string& draft, const Row& row) {
+    t.rows.push_back({draft, static_cast<std::int64_t>(row.k), row.alpha, row.tau, row.etau, row.f, row.c, row.verify,
+                      row.predicted, row.measured, range(row.lo, row.hi), fmt::format("{}/{}", row.same, row.runs)});
+  };
+  for (const Row& row : m.rows) add(draft_name(row.kind), row);
+  if (m.long_case)  // the long-context case's window draft, on its own target (shown, not judged)
+    for (const Row& row : m.long_case->rows)
+      add(fmt::format("window (sink {} + recent {}), context {}", *o.sink, *o.recent, *o.context), row);
+  return t;
+}
 
+Table drafts_table(const SpecWallclockMeasured& m) {
+  Table tb{"the drafts' bytes and measured cost", {"draft", "weight MB", "bytes / target's", "c measured", "c range (pairs)"}, {}};
+  for (const DraftCost& d : m.drafts) {
+    const auto [lo, hi] = std::minmax_element(d.pairs.begin(), d.pairs.end());
+    tb.rows.push_back({draft_name(d.kind), d.bytes / 1e6, d.bytes / m.target_bytes, d.c, range(*lo, *hi)});
+  }
+  return tb;
+}
+
+Table long_table(const SpecWallclockMeasured& m) {
+  const SpecWallclockLong& lc = *m.long_case;
+  const SpecWallclockOptions& o = m.options;
+  const auto [lo, hi] = std::minmax_element(lc.c_pairs.begin(), lc.c_pairs.end());
+  Table tl{fmt::format("the long-context case: bytes of one decode step at position {} ({} cached positions + the "
+                       "prompt and half the new tokens), weights float32", lc.mid_ctx, *o.context),
+           {"step", "weight MB", "K/V MB read", "total MB", "bytes / target's", "c measured", "c range (pairs)"},
+           {}};
+  const double target_total = lc.weight_bytes + lc.kv_target, draft_total = lc.weight_bytes + lc.kv_draft;
+  tl.rows.push_back({std::string("target (all positions)"), lc.weight_bytes / 1e6, lc.kv_target / 1e6,
+                     target_total / 1e6, 1.0, 1.0, std::string("—")});
+  tl.rows.push_back({fmt::format("window draft (sink {} + recent {})", *o.sink, *o.recent), lc.weight_bytes / 1e6,
+                     lc.kv_draft / 1e6, draft_total / 1e6, draft_total / target_total, lc.c, range(*lo, *hi)});
+  return tl;
+}
+
+std::string metric_key(DraftKind kind) {
+  std::string key = draft_name(kind);
+  std::replace(key.begin(), key.end(), '-', '_');
+  return key;
+}
+
+void add_metrics(const SpecWallclockMeasured& m, Result& r) {
+  const Row& best = best_row(m.rows);
   r.metric("speedup_measured_best", best.measured);
   r.metric("speedup_predicted_at_best", best.predicted);
   r.metric("best_k", best.k);
@@ -628,185 +636,193 @@ Result run_spec_wallclock(const SpecWallclockOptions& in, const RunContext& ctx,
   r.metric("verify_cost", best.verify);
   r.metric("c", best.c);
   r.metric("tokens_per_step", best.tau);
-  r.metric("target_weight_bytes", tbytes);
-  for (DraftKind kind : kKinds) {
-    std::string key = draft_name(kind);
-    std::replace(key.begin(), key.end(), '-', '_');
-    r.metric("c_" + key, cost_ratio(c_draft[kind], c_target[kind]));
+  r.metric("target_weight_bytes", m.target_bytes);
+  for (const DraftCost& d : m.drafts) {
+    r.metric("c_" + metric_key(d.kind), d.c);
     double best_k = 0;
-    for (const Row& row : rows)
-      if (row.kind == kind) best_k = std::max(best_k, row.measured);
-    r.metric("speedup_measured_best_" + key, best_k);
+    for (const Row& row : m.rows)
+      if (row.kind == d.kind) best_k = std::max(best_k, row.measured);
+    r.metric("speedup_measured_best_" + metric_key(d.kind), best_k);
   }
-  if (long_case) {
-    const LongCase& lc = *long_case;
-    const Row& lb = *std::max_element(lc.rows.begin(), lc.rows.end(),
-                                      [](const Row& a, const Row& b) { return a.measured < b.measured; });
+  if (m.long_case) {
+    const SpecWallclockLong& lc = *m.long_case;
+    const Row& lb = best_row(lc.rows);
     r.metric("speedup_measured_best_window", lb.measured);
     r.metric("speedup_predicted_at_best_window", lb.predicted);
     r.metric("best_k_window", lb.k);
     r.metric("alpha_window", lb.alpha);
     r.metric("verify_cost_window", lb.verify);
     r.metric("c_window", lc.c);
-    r.metric("long_context_positions", o.context);
+    r.metric("long_context_positions", *m.options.context);
     r.metric("long_context_weight_bytes", lc.weight_bytes);
     r.metric("long_context_kv_bytes_per_step", lc.kv_target);
     r.metric("long_context_kv_bytes_per_draft_step", lc.kv_draft);
   }
   std::int64_t same = 0, runs = 0;
-  for (const Row& row : rows) same += row.same, runs += row.runs;
-  if (long_case)
-    for (const Row& row : long_case->rows) same += row.same, runs += row.runs;
+  for (const Row& row : m.rows) same += row.same, runs += row.runs;
+  if (m.long_case)
+    for (const Row& row : m.long_case->rows) same += row.same, runs += row.runs;
   r.metric_exact("runs_with_same_tokens", static_cast<std::uint64_t>(same));
   r.metric_exact("runs", static_cast<std::uint64_t>(runs));
+}
 
+void add_notes(const SpecWallclockMeasured& m, Result& r) {
+  const SpecWallclockOptions& o = m.options;
+  const ModelConfig& config = m.config;
   const double llc = 32.0 * 1024 * 1024;
   r.notes.push_back(fmt::format(
       "target: random mini-GPT d {}, {} layers, {} heads / {} K/V heads of {}, vocab {}: {:.0f} MB of float32 weights per "
       "step{}; fast path ({} threads, {} kernels). Drafts: int8 and int4 per-row absmax copies of every matrix, and the "
       "first {} of {} blocks + the head (layer-skip). Prompt {} tokens, {} new tokens per run, {} repeats; greedy on both "
       "sides; the wall-clocks are of the decode phase (the prompt's prefill timed and left out, on both sides).",
-      config.d_model, config.n_layer, config.n_head, config.n_kv_head, config.head_dim, config.vocab_size, tbytes / 1e6,
-      tbytes >= 4 * llc ? "" : " (NOT 4× a 32 MB last-level cache: partly cache-resident, the speedup means less)",
+      config.d_model, config.n_layer, config.n_head, config.n_kv_head, config.head_dim, config.vocab_size,
+      m.target_bytes / 1e6,
+      m.target_bytes >= 4 * llc ? "" : " (NOT 4× a 32 MB last-level cache: partly cache-resident, the speedup means less)",
       fast_threads(), fast_isa(), o.skip_layers, config.n_layer, kPrompt, o.new_tokens, o.repeats));
-  const std::string cpu = cpu_model();
   r.notes.push_back(fmt::format("machine: {}{}; load average {:.2f} at the start, {:.2f} at the end (the repeats are "
                                 "interleaved, so every ratio is measured under the same load).",
-                                cpu.empty() ? "CPU model unknown" : cpu, "", load_start, load_end));
+                                m.cpu.empty() ? "CPU model unknown" : m.cpu, "", m.load_start, m.load_end));
+  std::int64_t same = 0, runs = 0;
+  for (const Row& row : m.rows) same += row.same, runs += row.runs;
+  if (m.long_case)
+    for (const Row& row : m.long_case->rows) same += row.same, runs += row.runs;
   r.notes.push_back(fmt::format("{} of {} speculative runs emitted exactly the plain greedy decoding's tokens (shown, "
                                 "not judged: both run the same rows through the same kernels; tests/test_spec_fast.cpp "
                                 "proves the equality).", same, runs));
-  if (long_case) {
-    const LongCase& lc = *long_case;
-    const ModelConfig& lcfg = lc.config;
-    const Row& lb = *std::max_element(lc.rows.begin(), lc.rows.end(),
-                                      [](const Row& a, const Row& b) { return a.measured < b.measured; });
-    const auto [plo, phi] = std::minmax_element(lc.plain.begin(), lc.plain.end());
-    r.notes.push_back(fmt::format(
-        "long context (000 §8.5; shown, not judged): a second random mini-GPT, d {}, {} layers, {} heads with their own "
-        "K/V (MHA), vocab {}: {:.1f} MB of weights per step; it holds {} cached positions (a seeded document prefilled "
-        "once), so a decode step at position {} reads {:.1f} MB of K/V, {:.1f}× its weights. The window draft is the "
-        "same model reading the first {} and the last {} positions of the cache it shares with the target "
-        "(StreamingLLM's attention sinks + recent window as MagicDec's draft, Sadhukhan et al. 2024; TriForce's second "
-        "level): {:.1f} MB of K/V, {:.2f} of the target's bytes per step, c measured {:.3f}. Best K = {}: α {:.3f}, "
-        "measured {:.3f}× against the predicted {:.3f}×; the {} plain decodings within {:.0f}%.",
-        lcfg.d_model, lcfg.n_layer, lcfg.n_head, lcfg.vocab_size, lc.weight_bytes / 1e6, o.context, lc.mid_ctx,
-        lc.kv_target / 1e6, lc.kv_target / lc.weight_bytes, o.sink, o.recent, lc.kv_draft / 1e6,
-        (lc.weight_bytes + lc.kv_draft) / (lc.weight_bytes + lc.kv_target), lc.c, lb.k, lb.alpha, lb.measured,
-        lb.predicted, lc.plain.size(), (*phi / *plo - 1.0) * 100));
-    r.notes.push_back(
-        "long context, why α is what it is: on random weights attention is nearly uniform over the cached positions, "
-        "so dropping all but the window changes each layer's attention output by the difference between two means of "
-        "random V rows; whether that moves the argmax is what α measures. A trained model concentrates attention on "
-        "its sinks and recent tokens (Xiao et al. 2023), which is why MagicDec's and TriForce's drafts agree often; "
-        "random weights say nothing about that, only about the cost side (c and the verify cost).");
-  }
-  if (real && o.quick && kSanitized)
-    r.notes.push_back("sanitized build: --quick runs a tiny model (d 128, 2 layers) once; its timings mean nothing, the "
-                      "run exercises the code path.");
-  Plot plot{"spec-wallclock: predicted and measured speedup over K per self-draft", "K (draft tokens per step)",
-            "speedup over the target alone (×)", false, false, {}, "outside right top"};
-  for (DraftKind kind : kKinds) {
-    PlotSeries pred{draft_name(kind) + " predicted τ̄/(verify + f·c)", {}, {}, "linespoints"};
-    PlotSeries meas{draft_name(kind) + " measured", {}, {}, "points"};
-    for (const Row& row : rows)
-      if (row.kind == kind) {
-        pred.x.push_back(row.k), pred.y.push_back(row.predicted);
-        meas.x.push_back(row.k), meas.y.push_back(row.measured);
-      }
-    plot.series.push_back(std::move(pred));
-    plot.series.push_back(std::move(meas));
-  }
-  if (long_case) {
-    PlotSeries pred{"window (long context) predicted τ̄/(verify + f·c)", {}, {}, "linespoints"};
-    PlotSeries meas{"window (long context) measured", {}, {}, "points"};
-    for (const Row& row : long_case->rows) {
+}
+
+void add_long_notes(const SpecWallclockMeasured& m, Result& r) {
+  const SpecWallclockOptions& o = m.options;
+  const SpecWallclockLong& lc = *m.long_case;
+  const ModelConfig& lcfg = lc.config;
+  const Row& lb = best_row(lc.rows);
+  const auto [plo, phi] = std::minmax_element(lc.plain.begin(), lc.plain.end());
+  r.notes.push_back(fmt::format(
+      "long context (000 §8.5; shown, not judged): a second random mini-GPT, d {}, {} layers, {} heads with their own "
+      "K/V (MHA), vocab {}: {:.1f} MB of weights per step; it holds {} cached positions (a seeded document prefilled "
+      "once), so a decode step at position {} reads {:.1f} MB of K/V, {:.1f}× its weights. The window draft is the "
+      "same model reading the first {} and the last {} positions of the cache it shares with the target "
+      "(StreamingLLM's attention sinks + recent window as MagicDec's draft, Sadhukhan et al. 2024; TriForce's second "
+      "level): {:.1f} MB of K/V, {:.2f} of the target's bytes per step, c measured {:.3f}. Best K = {}: α {:.3f}, "
+      "measured {:.3f}× against the predicted {:.3f}×; the {} plain decodings within {:.0f}%.",
+      lcfg.d_model, lcfg.n_layer, lcfg.n_head, lcfg.vocab_size, lc.weight_bytes / 1e6, *o.context, lc.mid_ctx,
+      lc.kv_target / 1e6, lc.kv_target / lc.weight_bytes, *o.sink, *o.recent, lc.kv_draft / 1e6,
+      (lc.weight_bytes + lc.kv_draft) / (lc.weight_bytes + lc.kv_target), lc.c, lb.k, lb.alpha, lb.measured,
+      lb.predicted, lc.plain.size(), (*phi / *plo - 1.0) * 100));
+  r.notes.push_back(
+      "long context, why α is what it is: on random weights attention is nearly uniform over the cached positions, "
+      "so dropping all but the window changes each layer's attention output by the difference between two means of "
+      "random V rows; whether that moves the argmax is what α measures. A trained model concentrates attention on "
+      "its sinks and recent tokens (Xiao et al. 2023), which is why MagicDec's and TriForce's drafts agree often; "
+      "random weights say nothing about that, only about the cost side (c and the verify cost).");
+}
+
+// Predicted (line) and measured (points) speedup over K, per draft.
+void add_series(Plot& plot, const std::string& label, const std::vector<Row>& rows, DraftKind kind) {
+  PlotSeries pred{label + " predicted τ̄/(verify + f·c)", {}, {}, "linespoints"};
+  PlotSeries meas{label + " measured", {}, {}, "points"};
+  for (const Row& row : rows)
+    if (row.kind == kind) {
       pred.x.push_back(row.k), pred.y.push_back(row.predicted);
       meas.x.push_back(row.k), meas.y.push_back(row.measured);
     }
-    plot.series.push_back(std::move(pred));
-    plot.series.push_back(std::move(meas));
-  }
-  PlotSeries one{"1× (the target alone)", {0.5, kMaxK + 0.5}, {1.0, 1.0}, "lines"};
-  plot.series.push_back(std::move(one));
-  r.plots.push_back(std::move(plot));
-  return r;
+  plot.series.push_back(std::move(pred));
+  plot.series.push_back(std::move(meas));
 }
 
-namespace {
+Plot speedup_plot(const SpecWallclockMeasured& m) {
+  Plot plot{"spec-wallclock: predicted and measured speedup over K per self-draft", "K (draft tokens per step)",
+            "speedup over the target alone (×)", false, false, {}, "outside right top"};
+  for (DraftKind kind : kKinds) add_series(plot, draft_name(kind), m.rows, kind);
+  if (m.long_case) add_series(plot, "window (long context)", m.long_case->rows, DraftKind::window);
+  plot.series.push_back(PlotSeries{"1× (the target alone)", {0.5, kMaxK + 0.5}, {1.0, 1.0}, "lines"});
+  return plot;
+}
 
-class SpecWallclock final : public Check {
- public:
-  std::string name() const override { return kName; }
-  std::string source() const override { return kSource; }
-  std::string summary() const override {
-    return "benchmark: speculative decoding's wall-clock speedup with int8/int4/layer-skip self-drafts on this CPU";
-  }
-  std::string description() const override {
-    return "Times a memory-bound random mini-GPT on the fast float32 path decoding greedily alone, and with\n"
-           "speculative decoding from three self-drafts built from its own weights (int8, int4, its first\n"
-           "blocks), K = 1..8, interleaved; compares the measured speedup with τ̄/(verify_cost + f·c) from\n"
-           "the same run. A benchmark (about a minute): `kvlab all` skips it, `kvlab all --bench` runs it.\n"
-           "--long-context adds a small target holding --context cached positions (its K/V outweigh its\n"
-           "weights) and the window self-draft: the target reading only --sink + --recent positions of its\n"
-           "own cache (000 §8.5, MagicDec / TriForce), measured the same way, shown and not judged.";
-  }
-  std::string derivation() const override {
-    return "A step of speculative decoding costs one verify forward of K + 1 tokens (one pass over the\n"
-           "weights: about one decode step when decode is bandwidth-bound) plus f draft steps of cost c\n"
-           "each (f = K, plus one after a step that accepted all K), and emits τ̄ tokens; plain decoding\n"
-           "costs one step per token. Speedup = τ̄ / (verify_cost + f·c); with verify_cost = 1 and f = K\n"
-           "it is the document's E[τ]/(1 + K·c), E[τ] = (1 − α^{K+1})/(1 − α). A self-draft reading int8\n"
-           "weights streams a quarter of the bytes (c ≈ 1/4), int4 an eighth, k of L blocks about k/L.\n"
-           "Source: 000 §7.4, §8.6, §9.2.";
-  }
-  void bind(OptionSet& sub) override {
-    sub.add_option("--k", opts_.ks, "Draft lengths K, 1 to 8 (default 1 2 4 8)")->check(IntRange(1, kMaxK));
-    sub.add_option("--new-tokens", opts_.new_tokens, "Tokens per run, 8 to 256 (default 32)")->check(IntRange(8, 256));
-    sub.add_option("--repeats", opts_.repeats, "Interleaved repeats, 1 to 10 (default 2)")->check(IntRange(1, 10));
-    sub.add_option("--skip-layers", opts_.skip_layers, "Blocks the layer-skip draft keeps, 1 to --layers - 1 (default 2)")
-        ->check(IntRange(1, 47));
-    sub.add_option("--d-model", opts_.d_model, "Target width, a multiple of 64 in 128 to 4096 (default 640)")
-        ->check(IntRange(128, 4096));
-    sub.add_option("--layers", opts_.layers, "Target blocks, 2 to 48 (default 6)")->check(IntRange(2, 48));
-    sub.add_option("--vocab", opts_.vocab, "Vocabulary, 64 to 65536 (default 8192)")->check(IntRange(64, 65536));
-    sub.add_flag("--quick", opts_.quick, "d 512, K 2 and 4 (unless --k); 24 tokens; 2 repeats (under a minute on a quiet machine)");
-    sub.add_flag("--long-context", opts_.long_context,
-                            "Also the long-context case (000 §8.5): a d 256 x 4-layer target holding --context cached "
-                            "positions, whose K/V outweigh its weights, and the window self-draft (off by default; "
-                            "about 15 s of work more: past the 60 s budget with the other defaults, so give --quick, "
-                            "fewer --k or KVLAB_WORK_BUDGET)");
-    long_only_ = {
-        {"--context", sub.add_option("--context", opts_.context,
-                                     "With --long-context: cached positions, 256 to 32768 (default 4096)")
-                          ->check(IntRange(256, 32768))},
-        {"--sink", sub.add_option("--sink", opts_.sink,
-                                  "With --long-context: the window draft's attention sinks, 0 to 1024 (default 4)")
-                       ->check(IntRange(0, 1024))},
-        {"--recent", sub.add_option("--recent", opts_.recent,
-                                    "With --long-context: the window draft's recent positions, 1 to --context - --sink "
-                                    "- 1 (default 252)")
-                         ->check(IntRange(1, 32767))}};
-  }
-  bool has_plot() const override { return true; }
-  bool is_bench() const override { return true; }
-  std::string weights_refusal() const override {
-    return "its drafts are built from a target of the shape its own options set, and what it times depends on "
-           "the shape and on how well the drafts agree, measured and printed";
-  }
-  Result run(const RunContext& ctx) override {
-    for (const auto& [name, option] : long_only_)
-      if (option->given() && !opts_.long_context)
-        throw InputError(fmt::format("{}: sets the long-context case; give --long-context too", name));
-    return run_spec_wallclock(opts_, ctx);
-  }
-
- private:
-  SpecWallclockOptions opts_;
-  std::vector<std::pair<std::string, Option*>> long_only_;  // the options of the long-context case
-};
-
-KVLAB_REGISTER_CHECK(236, SpecWallclock);
+void present(const SpecWallclockMeasured& m, Result& r) {
+  const Row& best = best_row(m.rows);
+  r.answer = fmt::format("{:.2f}× faster ({}; the cost model predicts {:.2f}×)", best.measured, best_at(best), best.predicted);
+  r.tables.push_back(sweep_table(m));
+  r.tables.push_back(drafts_table(m));
+  if (m.long_case) r.tables.push_back(long_table(m));
+  add_metrics(m, r);
+  add_notes(m, r);
+  if (m.long_case) add_long_notes(m, r);
+  if (m.real && m.options.quick && kSanitized)
+    r.notes.push_back("sanitized build: --quick runs a tiny model (d 128, 2 layers) once; its timings mean nothing, the "
+                      "run exercises the code path.");
+  r.plots.push_back(speedup_plot(m));
+}
 
 }  // namespace
+
+const CheckDef<SpecWallclockOptions, SpecWallclockMeasured>& spec_wallclock_check() {
+  using O = SpecWallclockOptions;
+  static const CheckDef<O, SpecWallclockMeasured> def{
+      .spec = {.name = kName,
+               .order = 236,
+               .source = kSource,
+               .summary = "benchmark: speculative decoding's wall-clock speedup with int8/int4/layer-skip self-drafts on this CPU",
+               .description =
+                   "Times a memory-bound random mini-GPT on the fast float32 path decoding greedily alone, and with\n"
+                   "speculative decoding from three self-drafts built from its own weights (int8, int4, its first\n"
+                   "blocks), K = 1..8, interleaved; compares the measured speedup with τ̄/(verify_cost + f·c) from\n"
+                   "the same run. A benchmark (about a minute): `kvlab all` skips it, `kvlab all --bench` runs it.\n"
+                   "--long-context adds a small target holding --context cached positions (its K/V outweigh its\n"
+                   "weights) and the window self-draft: the target reading only --sink + --recent positions of its\n"
+                   "own cache (000 §8.5, MagicDec / TriForce), measured the same way, shown and not judged.",
+               .derivation =
+                   "A step of speculative decoding costs one verify forward of K + 1 tokens (one pass over the\n"
+                   "weights: about one decode step when decode is bandwidth-bound) plus f draft steps of cost c\n"
+                   "each (f = K, plus one after a step that accepted all K), and emits τ̄ tokens; plain decoding\n"
+                   "costs one step per token. Speedup = τ̄ / (verify_cost + f·c); with verify_cost = 1 and f = K\n"
+                   "it is the document's E[τ]/(1 + K·c), E[τ] = (1 − α^{K+1})/(1 − α). A self-draft reading int8\n"
+                   "weights streams a quarter of the bytes (c ≈ 1/4), int4 an eighth, k of L blocks about k/L.\n"
+                   "Source: 000 §7.4, §8.6, §9.2.",
+               .claim = "Speculative decoding is faster on this machine: with a memory-bound target and a self-draft made "
+                        "of the target's own weights (int8, int4, or its first blocks), the best K's measured wall-clock "
+                        "speedup is ≥ 1× and equals the cost model's E[τ]/(verify_cost + K·c) from the same run's "
+                        "measured α, c and verify cost.",
+               .traits = {.weights_refusal = "its drafts are built from a target of the shape its own options set, and "
+                                             "what it times depends on the shape and on how well the drafts agree, "
+                                             "measured and printed",
+                          .plot = true,
+                          .bench = true}},
+      .options = {{"--k", &O::ks, Allowed::integers(1, kMaxK), "Draft lengths K"},
+                  {"--new-tokens", &O::new_tokens, Allowed::integers(8, 256), "Tokens per run"},
+                  {"--repeats", &O::repeats, Allowed::integers(1, 10), "Interleaved repeats"},
+                  {"--skip-layers", &O::skip_layers, Allowed::integers(1, 47), "Blocks the layer-skip draft keeps, below --layers"},
+                  {"--d-model", &O::d_model, Allowed::integers(128, 4096), "Target width, a multiple of 64"},
+                  {"--layers", &O::layers, Allowed::integers(2, 48), "Target blocks"},
+                  {"--vocab", &O::vocab, Allowed::integers(64, 65536), "Vocabulary"},
+                  {"--quick", &O::quick, Allowed::any_value(),
+                   "d 512, K 2 and 4 (unless --k); 24 tokens; 2 repeats (under a minute on a quiet machine)"},
+                  {"--long-context", &O::long_context, Allowed::any_value(),
+                   "Also the long-context case (000 §8.5): a d 256 x 4-layer target holding --context cached "
+                   "positions, whose K/V outweigh its weights, and the window self-draft (off by default; about 15 s of "
+                   "work more: past the 60 s budget with the other defaults, so give --quick, fewer --k or "
+                   "KVLAB_WORK_BUDGET)"},
+                  {"--context", &O::context, Allowed::integers(256, 32768),
+                   "With --long-context: cached positions (4096 when not given)"},
+                  {"--sink", &O::sink, Allowed::integers(0, 1024),
+                   "With --long-context: the window draft's attention sinks (4 when not given)"},
+                  {"--recent", &O::recent, Allowed::integers(1, 32767),
+                   "With --long-context: the window draft's recent positions, below --context - --sink (252 when not "
+                   "given)"}},
+      .constraints = constraints,
+      .measure = [](const O& o, const RunContext& ctx) { return measure_spec_wallclock(o, ctx); },
+      .judge = judge_spec_wallclock,
+      .present = present};
+  return def;
+}
+
+Result run_spec_wallclock(const SpecWallclockOptions& o, const RunContext& ctx, const SpecWallclockParts& parts,
+                          const SpecWallclockParts& long_parts) {
+  return run_check(spec_wallclock_check(), o, ctx, [&](const SpecWallclockOptions& opts, const RunContext& c) {
+    return measure_spec_wallclock(opts, c, parts, long_parts);
+  });
+}
+
+KVLAB_REGISTER_SPEC(spec_wallclock_check);
+
 }  // namespace kvlab::checks

@@ -1,12 +1,15 @@
-// spec-wallclock: options, injectable parts and the pure run function (see spec_wallclock.cpp).
+// spec-wallclock (000 §7.4, §8.6, §9.2): options, injectable parts, what it measures and the
+// testable entry points. See spec_wallclock.cpp.
 #pragma once
 
+#include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "framework/spec.hpp"
 #include "model/config.hpp"
-#include "framework/check.hpp"
 
 namespace kvlab::checks {
 
@@ -30,11 +33,12 @@ struct SpecWallclockOptions {
   bool quick = false;                     ///< d 512, K 2 and 4; 24 tokens; 2 repeats (a tiny model under sanitizers)
   /// The long-context case (000 §8.5): a small target (d 256 × 4 layers, 4 MHA heads, vocab 4096)
   /// that holds `context` cached positions, whose KV cache then outweighs its weights, with the
-  /// window self-draft (attention sinks `sink` + the `recent` latest positions). Off by default.
+  /// window self-draft (attention sinks `sink` + the `recent` latest positions). Off by default;
+  /// the three sizes are refused without it, and take the values below when not given.
   bool long_context = false;
-  int context = 4096;                     ///< cached positions before the prompt, 256 to 32768
-  int sink = 4;                           ///< the window draft's attention sinks, 0 to 1024
-  int recent = 252;                       ///< the window draft's recent positions, 1 to context − sink − 1
+  std::optional<int> context;             ///< cached positions before the prompt, 256 to 32768; 4096
+  std::optional<int> sink;                ///< the window draft's attention sinks, 0 to 1024; 4
+  std::optional<int> recent;              ///< the window draft's recent positions, 1 to context − sink − 1; 252
 };
 
 /// One speculative run's outcome (spec/loop.hpp's statistics) and its wall-clock.
@@ -65,12 +69,75 @@ struct SpecWallclockParts {
   std::function<double(DraftKind kind)> draft_bytes;
 };
 
+/// One (draft, K) of the sweep: every repeat's times and the speculative runs' summed statistics,
+/// and what follows from them. Seconds; speedups and costs are ratios to the target alone.
+struct SpecWallclockRow {
+  DraftKind kind{};
+  int k = 0;
+  std::vector<double> speedups;         ///< per repeat: its plain decoding / its speculative run
+  std::vector<double> base_s, spec_s;   ///< per repeat, seconds
+  std::int64_t steps = 0, emitted = 0, accepted = 0, evaluated = 0, draft_forwards = 0, same = 0, runs = 0;
+  double alpha = 0;      ///< accepted / evaluated draft tokens
+  double tau = 0;        ///< tokens per step τ̄ (emitted / steps)
+  double etau = 0;       ///< E[τ] = (1 − α^{K+1})/(1 − α)
+  double f = 0;          ///< draft forwards per step
+  double c = 0;          ///< draft step / target step, best of the pairs on each side
+  double verify = 0;     ///< verify forward of K + 1 tokens / target step
+  double predicted = 0;  ///< τ̄ / (verify + f·c)
+  double measured = 0;   ///< best plain decoding / best speculative run
+  double lo = 0, hi = 0; ///< range of the repeats' own speedups
+};
+
+/// One draft's bytes and measured cost ratio c (every back-to-back pair's ratio behind it).
+struct DraftCost {
+  DraftKind kind{};
+  double bytes = 0, c = 0;
+  std::vector<double> pairs;  ///< per pair: draft step / target step
+};
+
+/// The long-context case (shown, not judged): its target, the window draft's rows per K, and the
+/// bytes of one step at the runs' mid context.
+struct SpecWallclockLong {
+  ModelConfig config;
+  std::vector<SpecWallclockRow> rows;
+  std::vector<double> c_pairs, plain;  ///< per pair: draft step / target step; every plain decoding's seconds
+  double weight_bytes = 0, kv_target = 0, kv_draft = 0, c = 0;
+  int mid_ctx = 0;
+};
+
+/// What spec-wallclock measured: the options as run (--quick applied, the long-context sizes
+/// resolved, K sorted), the target's config, one row per draft kind and K, the drafts' costs, every
+/// plain decoding's seconds, and the machine it ran on (`cpu`: /proc/cpuinfo's model name, or "").
+struct SpecWallclockMeasured {
+  SpecWallclockOptions options;
+  ModelConfig config;
+  bool real = true;  ///< timed this machine (false: injected parts)
+  std::vector<SpecWallclockRow> rows;
+  std::vector<DraftCost> drafts;
+  std::vector<double> plain;
+  double target_bytes = 0;
+  std::optional<SpecWallclockLong> long_case;
+  double load_start = 0, load_end = 0;  ///< the 1-minute load average at the start and the end
+  std::string cpu;
+};
+
+/// Times every draft and K with `parts` (empty members: this machine's fast path, after the work
+/// budget: InputError when over it). `long_parts`: the same for the long-context case's target
+/// and its window draft (build gets that target's config with skip_layers 0); a test that injects
+/// `parts` and sets long_context injects `long_parts` too (std::invalid_argument otherwise).
+SpecWallclockMeasured measure_spec_wallclock(const SpecWallclockOptions& o, const RunContext& ctx,
+                                             const SpecWallclockParts& parts = {},
+                                             const SpecWallclockParts& long_parts = {});
+/// The verdict rows at the best (draft, K) by measured speedup (a NaN speedup is never the best;
+/// all NaN: the first row, which fails): measured ≥ 1× (capped at 1), measured equal to the
+/// prediction within max(15%, the repeats' range), the repeats' spread at most 50% of the
+/// measured speedup, and the plain decodings within 25% of each other.
+std::vector<Expectation> judge_spec_wallclock(const SpecWallclockMeasured& m);
+
+/// The check as data (registered as `spec-wallclock`, a benchmark).
+const CheckDef<SpecWallclockOptions, SpecWallclockMeasured>& spec_wallclock_check();
+
 /// Runs the check. Throws InputError for options out of range or over the work budget.
-/// `long_parts`: what the long-context case times (opts.long_context), the same members for the
-/// long-context target and its window draft (DraftKind::window; build gets that target's config
-/// with skip_layers 0; time_target and time_draft at the runs' mid context after the cached
-/// prefix); empty members: the fast path on this machine. A test that injects `parts` and sets
-/// long_context injects `long_parts` too (std::invalid_argument otherwise).
 Result run_spec_wallclock(const SpecWallclockOptions& opts, const RunContext& ctx,
                           const SpecWallclockParts& parts = {}, const SpecWallclockParts& long_parts = {});
 

@@ -179,3 +179,38 @@ TEST_CASE("spec-wallclock: bad options are InputErrors naming the option") {
   o.long_context = true;
   CHECK_THROWS_AS(checks::run_spec_wallclock(o, ctx, sound.parts()), std::invalid_argument);  // no long-context parts
 }
+
+TEST_CASE("spec-wallclock judge: each row fails on its wrong number, and on a NaN") {
+  // A hand-made measurement: int8 at K = 4, 1.6x measured against 1.55x predicted, repeats 1.58-1.62;
+  // layer-skip slower than the target alone; two plain decodings 5% apart.
+  checks::SpecWallclockMeasured m;
+  checks::SpecWallclockRow int8{DraftKind::int8, 4};
+  int8.speedups = {1.58, 1.62}, int8.predicted = 1.55, int8.measured = 1.6, int8.lo = 1.58, int8.hi = 1.62;
+  checks::SpecWallclockRow skip{DraftKind::layer_skip, 4};
+  skip.speedups = {0.4, 0.41}, skip.predicted = 0.4, skip.measured = 0.41, skip.lo = 0.4, skip.hi = 0.41;
+  m.rows = {skip, int8};
+  m.plain = {1.0, 1.05};
+  auto holds = [](const checks::SpecWallclockMeasured& x) {
+    std::vector<bool> h;
+    for (const Expectation& e : checks::judge_spec_wallclock(x)) h.push_back(e.holds());
+    return h;
+  };
+  CHECK(holds(m) == std::vector<bool>{true, true, true, true});
+  auto with = [&m](auto change) { checks::SpecWallclockMeasured x = m; change(x); return x; };
+  // Slower than the target alone at every K: the claim fails.
+  CHECK_FALSE(holds(with([](auto& x) { x.rows[1].measured = 0.9, x.rows[1].predicted = 0.9; }))[0]);
+  // Measured far from the prediction: the second row fails.
+  CHECK_FALSE(holds(with([](auto& x) { x.rows[1].predicted = 2.5; }))[1]);
+  // Repeats that disagree, plain decodings that disagree: the hygiene rows fail.
+  CHECK_FALSE(holds(with([](auto& x) { x.rows[1].lo = 0.5, x.rows[1].hi = 1.6; }))[2]);
+  CHECK_FALSE(holds(with([](auto& x) { x.plain = {1.0, 1.4}; }))[3]);
+  // NaN anywhere a row reads it fails that row; a NaN speedup is never the best.
+  CHECK_FALSE(holds(with([](auto& x) { x.rows[1].predicted = std::nan(""); }))[1]);
+  CHECK_FALSE(holds(with([](auto& x) { x.plain = {1.0, std::nan("")}; }))[3]);
+  CHECK_FALSE(holds(with([](auto& x) { x.plain = {std::nan(""), 1.0}; }))[3]);
+  const auto nan_best = holds(with([](auto& x) { x.rows[1].measured = std::nan(""); }));
+  CHECK_FALSE(nan_best[0]);  // the best is then layer-skip at 0.41x
+  const auto all_nan = holds(with([](auto& x) { x.rows[0].measured = x.rows[1].measured = std::nan(""); }));
+  CHECK_FALSE(all_nan[0]);
+  CHECK_FALSE(all_nan[1]);
+}
