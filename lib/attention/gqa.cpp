@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include "attention/softmax_head.hpp"
 #include "core/op_count.hpp"
 
 namespace kvlab {
@@ -36,26 +37,9 @@ Mat<T> grouped_query_attention(const Mat<T>& q, const ConstMatView<T>& k, const 
       count->attention += 2ull * n_visible * head_dim * n_head;
     for (int h = 0; h < n_head; ++h) {
       const int g = h / group;  // the K/V head this query head reads (repeat_interleave)
-      const T* qh = q.data() + static_cast<std::ptrdiff_t>(i) * q.cols() + h * head_dim;
-      T max_score = -std::numeric_limits<T>::infinity();
-      for (int j = 0; j < n_visible; ++j) {
-        const T* kj = k.data() + static_cast<std::ptrdiff_t>(j) * k.cols() + g * head_dim;
-        T dot = 0;
-        for (int c = 0; c < head_dim; ++c) dot += qh[c] * kj[c];
-        score[j] = dot * scale;
-        max_score = std::max(max_score, score[j]);
-      }
-      T denom = 0;
-      for (int j = 0; j < n_visible; ++j) {
-        score[j] = std::exp(score[j] - max_score);
-        denom += score[j];
-      }
-      T* oh = out.data() + static_cast<std::ptrdiff_t>(i) * out.cols() + h * head_dim;
-      for (int j = 0; j < n_visible; ++j) {
-        const T w = score[j] / denom;
-        const T* vj = v.data() + static_cast<std::ptrdiff_t>(j) * v.cols() + g * head_dim;
-        for (int c = 0; c < head_dim; ++c) oh[c] += w * vj[c];
-      }
+      detail::attend_head(q.data() + static_cast<std::ptrdiff_t>(i) * q.cols() + h * head_dim, n_visible,
+                          [](int s) { return s; }, k, v, g, head_dim, scale, score.data(),
+                          out.data() + static_cast<std::ptrdiff_t>(i) * out.cols() + h * head_dim);
     }
   }
   return out;

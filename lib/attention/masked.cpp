@@ -7,6 +7,8 @@
 
 #include <fmt/format.h>
 
+#include "attention/softmax_head.hpp"
+
 namespace kvlab {
 
 AttentionMask::AttentionMask(int r, int c, bool value) : rows(r), cols(c) {
@@ -40,29 +42,11 @@ Mat<T> masked_attention(const Mat<T>& q, const ConstMatView<T>& k, const ConstMa
     if (keys.empty())
       throw std::invalid_argument(fmt::format("masked_attention: query {} is allowed no key", i));
     score.resize(keys.size());
-    for (int h = 0; h < n_head; ++h) {
-      const int g = h / group;
-      const T* qh = q.data() + static_cast<std::ptrdiff_t>(i) * q.cols() + h * head_dim;
-      T max_score = -std::numeric_limits<T>::infinity();
-      for (std::size_t s = 0; s < keys.size(); ++s) {
-        const T* kj = k.data() + static_cast<std::ptrdiff_t>(keys[s]) * k.cols() + g * head_dim;
-        T dot = 0;
-        for (int c = 0; c < head_dim; ++c) dot += qh[c] * kj[c];
-        score[s] = dot * scale;
-        max_score = std::max(max_score, score[s]);
-      }
-      T denom = 0;
-      for (auto& s : score) {
-        s = std::exp(s - max_score);
-        denom += s;
-      }
-      T* oh = out.data() + static_cast<std::ptrdiff_t>(i) * out.cols() + h * head_dim;
-      for (std::size_t s = 0; s < keys.size(); ++s) {
-        const T w = score[s] / denom;
-        const T* vj = v.data() + static_cast<std::ptrdiff_t>(keys[s]) * v.cols() + g * head_dim;
-        for (int c = 0; c < head_dim; ++c) oh[c] += w * vj[c];
-      }
-    }
+    for (int h = 0; h < n_head; ++h)
+      detail::attend_head(q.data() + static_cast<std::ptrdiff_t>(i) * q.cols() + h * head_dim,
+                          static_cast<int>(keys.size()), [&keys](int s) { return keys[static_cast<std::size_t>(s)]; }, k,
+                          v, h / group, head_dim, scale, score.data(),
+                          out.data() + static_cast<std::ptrdiff_t>(i) * out.cols() + h * head_dim);
   }
   return out;
 }

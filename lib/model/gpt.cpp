@@ -173,9 +173,7 @@ Mat<T> MiniGPT<T>::forward(std::span<const int> tokens, int start_pos, KVCache<T
                    : grouped_query_attention(q, cache.keys(kl), cache.values(kl), c.n_head, c.n_kv_head, c.head_dim,
                                              start_pos, c.causal);
     x += linear(att, b.w_o, b.b_o);
-    Mat<T> m = linear(layer_norm(x, b.ln2_gain, b.ln2_bias), b.w_fc, b.b_fc);
-    gelu_inplace(m);
-    x += linear(m, b.w_proj, b.b_proj);
+    x = mlp_sublayer(b, x);
     require_finite_forward(*this, x, "output", l);
   }
   const Mat<T> hf = layer_norm(x, weights_.lnf_gain, weights_.lnf_bias);
@@ -203,6 +201,15 @@ void require_finite_forward(const MiniGPT<T>& model, const Mat<T>& x, const char
                                model.source(), layer < 0 ? std::string(what) : fmt::format("layer {} {}", layer, what), std::is_same_v<T, double> ? "float64" : "float32", largest));
 }
 
+template <class T>
+Mat<T> mlp_sublayer(const BlockWeights<T>& b, const Mat<T>& x) {
+  Mat<T> m = linear(layer_norm(x, b.ln2_gain, b.ln2_bias), b.w_fc, b.b_fc);
+  gelu_inplace(m);
+  return x + linear(m, b.w_proj, b.b_proj);
+}
+
+template Mat<double> mlp_sublayer(const BlockWeights<double>&, const Mat<double>&);
+template Mat<float> mlp_sublayer(const BlockWeights<float>&, const Mat<float>&);
 template void require_finite_forward<double>(const MiniGPT<double>&, const Mat<double>&, const char*, int);
 template void require_finite_forward<float>(const MiniGPT<float>&, const Mat<float>&, const char*, int);
 

@@ -42,6 +42,12 @@ struct BlockWeights {
   Vec<T> b_proj;                // [d]
 };
 
+/// The MLP sublayer of block `b`: x + GELU(LN2(x) W_fc + b_fc) W_proj + b_proj, row by row (every
+/// forward of the reference block: MiniGPT::forward, forward_masked, the ragged batch).
+/// x: [n, d_model] -> [n, d_model].
+template <class T>
+Mat<T> mlp_sublayer(const BlockWeights<T>& b, const Mat<T>& x);
+
 /// All parameters of a mini-GPT.
 template <class T>
 struct GptWeights {

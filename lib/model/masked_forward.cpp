@@ -62,9 +62,7 @@ Mat<T> forward_masked(const MiniGPT<T>& model, std::span<const int> tokens,
     const Mat<T> att = masked_attention(q, cache.keys(l), cache.values(l), c.n_head, c.n_kv_head,
                                         c.head_dim, mask);
     x += linear(att, b.w_o, b.b_o);
-    Mat<T> m = linear(layer_norm(x, b.ln2_gain, b.ln2_bias), b.w_fc, b.b_fc);
-    gelu_inplace(m);
-    x += linear(m, b.w_proj, b.b_proj);
+    x = mlp_sublayer(b, x);
   }
   const Mat<T> hf = layer_norm(x, w.lnf_gain, w.lnf_bias);
   Mat<T> logits = linear(hf, w.w_lm, Vec<T>::Zero(c.vocab_size).eval());

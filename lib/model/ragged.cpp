@@ -10,13 +10,6 @@
 namespace kvlab {
 
 template <class T>
-Mat<T> mlp_sublayer(const BlockWeights<T>& b, const Mat<T>& x) {
-  Mat<T> m = linear(layer_norm(x, b.ln2_gain, b.ln2_bias), b.w_fc, b.b_fc);
-  gelu_inplace(m);
-  return x + linear(m, b.w_proj, b.b_proj);
-}
-
-template <class T>
 Mat<T> attention_sublayer(const BlockWeights<T>& b, const ModelConfig& c, const Mat<T>& x) {
   const Mat<T> h = layer_norm(x, b.ln1_gain, b.ln1_bias);
   Mat<T> q = linear(h, b.w_q, b.b_q);
@@ -50,8 +43,6 @@ Mat<T> ragged_attention_sublayer(const BlockWeights<T>& b, const ModelConfig& c,
   return out;
 }
 
-template Mat<double> mlp_sublayer(const BlockWeights<double>&, const Mat<double>&);
-template Mat<float> mlp_sublayer(const BlockWeights<float>&, const Mat<float>&);
 template Mat<double> attention_sublayer(const BlockWeights<double>&, const ModelConfig&, const Mat<double>&);
 template Mat<float> attention_sublayer(const BlockWeights<float>&, const ModelConfig&, const Mat<float>&);
 template Mat<double> ragged_attention_sublayer(const BlockWeights<double>&, const ModelConfig&, const Mat<double>&,

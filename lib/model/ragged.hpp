@@ -5,7 +5,8 @@
 // MLP sublayer) treat every row alone, so they run once over the flattened rows; attention mixes
 // rows, so it runs per request, each over its own rows only (the cu_seqlens / varlen attention of
 // FlashAttention and vLLM). Running the sublayers on the flattened rows as if they were one
-// sequence lets every token attend to the requests stacked before it.
+// sequence lets every token attend to the requests stacked before it. (The MLP sublayer,
+// mlp_sublayer, is MiniGPT's own: model/gpt.hpp.)
 #pragma once
 
 #include <vector>
@@ -15,11 +16,6 @@
 #include "model/gpt.hpp"
 
 namespace kvlab {
-
-/// The MLP sublayer of block `b`: x + GELU(LN2(x) W_fc + b_fc) W_proj + b_proj, row by row.
-/// x: [n, d_model] -> [n, d_model].
-template <class T>
-Mat<T> mlp_sublayer(const BlockWeights<T>& b, const Mat<T>& x);
 
 /// The attention sublayer of block `b` over ONE sequence at positions 0 .. n − 1 (a prefill):
 /// x + GQA(LN1(x) W_q, LN1(x) W_k, LN1(x) W_v) W_o + b_o, causal as c.causal says, RoPE when
