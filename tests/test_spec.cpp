@@ -1,5 +1,5 @@
 // Unit tests of lib/spec (acceptance rate, residual, E[tau], rejection sampler, Monte Carlo),
-// lib/core/stats, and the checks spec-alpha and spec-etau, including that each check fails when
+// lib/core/stats, and the check spec-etau, including that each check fails when
 // a part of it is deliberately broken.
 #include <doctest/doctest.h>
 
@@ -20,7 +20,6 @@
 #include "spec/expected_tokens.hpp"
 #include "spec/monte_carlo.hpp"
 #include "spec/rejection.hpp"
-#include "spec_alpha.hpp"
 #include "spec_etau.hpp"
 #include "core/numerics.hpp"
 
@@ -360,118 +359,6 @@ bool rows_hold(const kvlab::Result& r, const std::string& prefix) {
 }
 
 }  // namespace
-
-TEST_CASE("spec-alpha passes and is replayable") {
-  using namespace kvlab::checks;
-  const auto ctx = ctx_with_seed(1234);
-  const auto r = run_spec_alpha({}, ctx);
-  CHECK(r.passed());
-  CHECK(metric(r, "alpha_theory") == doctest::Approx(0.7).epsilon(1e-14));
-  CHECK(std::abs(metric(r, "alpha_mc") - 0.7) < 0.01);
-  CHECK(kvlab::to_json(run_spec_alpha({}, ctx)).dump() == kvlab::to_json(r).dump());
-  CHECK(metric(run_spec_alpha({}, ctx_with_seed(99)), "alpha_mc") != metric(r, "alpha_mc"));
-  // The document's "within 1%" is in the verdict at the default alpha 0.7, n = 100k (4.8 SE) ...
-  CHECK(rows_hold(r, "|α_MC − α| / α on the headline pair"));
-  // ... but not at alpha 0.05, where 1% is 0.7 SE and would fail a correct sampler half the time.
-  SpecAlphaOptions small;
-  small.alpha_target = 0.05;
-  const auto rs = run_spec_alpha(small, ctx);
-  CHECK(rs.passed());
-  for (const auto& e : rs.expectations)
-    CHECK(e.quantity.find("|α_MC − α| / α") == std::string::npos);
-  bool noted = false;
-  for (const auto& n : rs.notes)
-    noted = noted || n.find("not part of the verdict") != std::string::npos;
-  CHECK(noted);
-}
-
-TEST_CASE("spec-alpha: exact bound near alpha = 1 and at small n, refusals, the real draw count") {
-  using namespace kvlab::checks;
-  // The review's sweep: --alpha-target 0.999 --samples 30. The normal bound z·SE failed a correct
-  // sampler for 8 of these 300 seeds (seed 31: 29 of 30 accepted, "5.8 SE"); the exact binomial
-  // test holds all of them (its family false-alarm rate is at most 1e-4, for every n and alpha).
-  SpecAlphaOptions o;
-  o.alpha_target = 0.999;
-  o.samples = 30;
-  int failed = 0;
-  for (std::uint64_t seed = 1; seed <= 300; ++seed) failed += !run_spec_alpha(o, ctx_with_seed(seed)).passed();
-  CHECK(failed == 0);
-  const auto r31 = run_spec_alpha(o, ctx_with_seed(31));
-  CHECK(metric(r31, "alpha_mc") == doctest::Approx(29.0 / 30.0));
-  CHECK(metric(r31, "alpha_mc_low") == doctest::Approx(28.0 / 30.0));  // P(X <= 27) = 4e-6
-  CHECK(r31.claim.find("over 30 draws per pair") != std::string::npos);
-  // The smallest n at which a pair with alpha near 1/2 can fail: 0.5^18 <= 1e-4 / 16 < 0.5^17.
-  o = {};
-  o.alpha_target = 0.5;
-  o.samples = 18;
-  failed = 0;
-  for (std::uint64_t seed = 1; seed <= 300; ++seed) failed += !run_spec_alpha(o, ctx_with_seed(seed)).passed();
-  CHECK(failed == 0);
-  o.samples = 17;
-  check_input_error([&] { run_spec_alpha(o, ctx_with_seed(1)); }, "--samples: must be at least 18");
-  o.samples = 1;  // the old bound's tolerance here was ~2, on a rate in [0, 1]
-  check_input_error([&] { run_spec_alpha(o, ctx_with_seed(1)); }, "could not fail");
-  // The work budget: --samples x (--vocab + 32) <= 1e8.
-  o = {};
-  o.samples = 10'000'000;
-  o.vocab = 1024;
-  const std::string msg =
-      kvlab::test::input_error([&] { run_spec_alpha(o, ctx_with_seed(1)); });
-  CHECK(msg.find("--samples") != std::string::npos);
-  CHECK(msg.find("--vocab") != std::string::npos);
-  CHECK(msg.find("budget") != std::string::npos);
-  o.samples = 1'000'000'000;
-  o.vocab = 2;
-  check_input_error([&] { run_spec_alpha(o, ctx_with_seed(1)); }, "budget");
-}
-
-// Each SUBCASE re-runs its TEST_CASE's body from the top, so the broken-part runs live in their own
-// test case, without the passing runs above.
-TEST_CASE("spec-alpha fails with a broken part") {
-  using namespace kvlab::checks;
-  const auto ctx = ctx_with_seed(1234);
-  SUBCASE("acceptance min(1, q/p) instead of min(1, p/q)") {
-    SpecAlphaParts broken;
-    broken.accept = [](spec::Dist p, spec::Dist q, std::size_t x) {
-      return spec::exact_accept_probability(q, p, x);
-    };
-    const auto r = run_spec_alpha({}, ctx, broken);
-    CHECK_FALSE(r.passed());
-    CHECK_FALSE(rows_hold(r, "α_MC vs"));  // caught by the sampler rows
-    CHECK(rows_hold(r, "Σ min(p, q) − (1 − TV"));
-  }
-  SUBCASE("alpha = 1 - sum |p - q| (the 1/2 of TV forgotten)") {
-    SpecAlphaParts broken;
-    broken.alpha = [](spec::Dist p, spec::Dist q) { return 1.0 - 2.0 * spec::tv_distance(p, q); };
-    const auto r = run_spec_alpha({}, ctx, broken);
-    CHECK_FALSE(r.passed());
-    CHECK_FALSE(rows_hold(r, "Σ min(p, q) − (1 − TV"));
-    CHECK_FALSE(rows_hold(r, "α_MC vs"));
-  }
-  SUBCASE(
-      "a subtly biased sampler: acceptance probability 5% too high (caught for 40 of 40 seeds "
-      "tried; 2% for 35)") {
-    SpecAlphaParts broken;
-    broken.accept = [](spec::Dist p, spec::Dist q, std::size_t x) {
-      return std::min(1.0, 1.05 * spec::exact_accept_probability(p, q, x));
-    };
-    const auto r = run_spec_alpha({}, ctx, broken);
-    CHECK_FALSE(r.passed());
-    CHECK_FALSE(rows_hold(r, "α_MC vs"));
-    CHECK(rows_hold(r, "Σ min(p, q) − (1 − TV"));
-  }
-  SUBCASE("invalid options name the option") {
-    SpecAlphaOptions o;
-    o.samples = 0;
-    check_input_error([&] { run_spec_alpha(o, ctx); }, "--samples");
-    o = {};
-    o.vocab = 1;
-    check_input_error([&] { run_spec_alpha(o, ctx); }, "--vocab");
-    o = {};
-    o.alpha_target = kNaN;
-    check_input_error([&] { run_spec_alpha(o, ctx); }, "--alpha-target");
-  }
-}
 
 namespace {
 
