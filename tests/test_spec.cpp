@@ -1,26 +1,22 @@
-// Unit tests of lib/spec (acceptance rate, residual, E[tau], rejection sampler, Monte Carlo),
-// lib/core/stats, and the check spec-etau, including that each check fails when
-// a part of it is deliberately broken.
+// Unit tests of lib/spec (acceptance rate, residual, E[tau], rejection sampler, Monte Carlo) and
+// lib/core/stats. The checks built on them: tests/checks/spec_alpha_test.cpp, spec_etau_test.cpp.
 #include <doctest/doctest.h>
 
 #include "test_util.hpp"
 
 #include <cmath>
 #include <limits>
-#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
 #include "core/error.hpp"
 #include "core/rng.hpp"
 #include "core/stats.hpp"
-#include "report/writers.hpp"
 #include "spec/acceptance.hpp"
 #include "spec/distribution.hpp"
 #include "spec/expected_tokens.hpp"
 #include "spec/monte_carlo.hpp"
 #include "spec/rejection.hpp"
-#include "spec_etau.hpp"
 #include "core/numerics.hpp"
 
 namespace {
@@ -327,203 +323,4 @@ TEST_CASE("Monte Carlo: acceptance rate and tokens per step agree with the formu
         spec::estimate_acceptance_rate(p, q, 1000, s2).accepted);
   CHECK(spec::derive_seed(1, 0) != spec::derive_seed(1, 1));
   CHECK(spec::derive_seed(1, 0) != spec::derive_seed(2, 0));
-}
-
-// ---- the checks -------------------------------------------------------------------------------
-
-namespace {
-
-kvlab::checks::RunContext ctx_with_seed(std::uint64_t seed) {
-  kvlab::checks::RunContext ctx;
-  ctx.seed = seed;
-  return ctx;
-}
-
-double metric(const kvlab::Result& r, const std::string& key) {
-  for (const auto& [k, v] : r.metrics)
-    if (k == key) return r.metric_value(key);
-  FAIL("no metric " << key);
-  return kNaN;
-}
-
-// Whether every expectation whose quantity starts with `prefix` holds (and there is one).
-bool rows_hold(const kvlab::Result& r, const std::string& prefix) {
-  int n = 0;
-  for (const auto& e : r.expectations) {
-    if (e.quantity.rfind(prefix, 0) != 0) continue;
-    ++n;
-    if (!e.holds()) return false;
-  }
-  REQUIRE_MESSAGE(n > 0, "no expectation starts with '" << prefix << "'");
-  return true;
-}
-
-}  // namespace
-
-namespace {
-
-const kvlab::Expectation& row(const kvlab::Result& r, const std::string& prefix) {
-  for (const auto& e : r.expectations)
-    if (e.quantity.rfind(prefix, 0) == 0) return e;
-  FAIL("no expectation starts with '" << prefix << "'");
-  return r.expectations.front();
-}
-
-}  // namespace
-
-TEST_CASE("spec-etau passes, is replayable, and reports the course's 2.7 as one erratum") {
-  using namespace kvlab::checks;
-  const auto ctx = ctx_with_seed(1234);
-  const auto r = run_spec_etau({}, ctx);
-  CHECK(r.passed());
-  // "α ≈ 0.6–0.7, K = 4 → E[τ] ≈ 2.7": off at the alpha = 0.6 end (2.31), one erratum; fair at
-  // 0.7 (2.77), where the row shows the document's words rather than a figure to hold it to.
-  REQUIRE(r.errata().size() == 1);
-  CHECK(r.errata()[0].find("α = 0.6, K = 4") != std::string::npos);
-  CHECK(r.errata()[0].find("2.3056") != std::string::npos);
-  const auto& high = row(r, "E[τ] at α = 0.7, K = 4");
-  CHECK_FALSE(high.stated.has_value());
-  CHECK(high.document.find("≈ 2.7") != std::string::npos);
-  CHECK(high.measured == doctest::Approx(2.7731).epsilon(1e-12));
-  const auto& star = row(r, "α at which E[τ] = 2.7");
-  CHECK(star.measured == doctest::Approx(0.6858).epsilon(1e-4));
-  CHECK(star.why.find("α ≈ 0.686, in the top part") != std::string::npos);
-  CHECK_FALSE(star.is_erratum());
-  CHECK(metric(r, "expected_tokens_theory") == doctest::Approx(2.3056).epsilon(1e-13));
-  CHECK(std::abs(metric(r, "expected_tokens_mc") - 2.3056) < 0.03);
-  CHECK(metric(r, "alpha_at_document_tokens") ==
-        doctest::Approx(spec::alpha_for_expected_tokens(2.7, 4)));
-  CHECK(kvlab::to_json(run_spec_etau({}, ctx)).dump() == kvlab::to_json(r).dump());
-
-  SpecEtauOptions one;
-  one.alpha = 0.8;
-  one.k = 4;
-  const auto single = run_spec_etau(one, ctx);
-  CHECK(single.passed());
-  CHECK(metric(single, "expected_tokens_theory") == doctest::Approx(3.3616).epsilon(1e-13));
-}
-
-TEST_CASE("spec-etau: bounds valid near alpha = 1 and at small n, refusals, the work budget") {
-  using namespace kvlab::checks;
-  // The review's sweeps. --alpha 0.999 --k 1 --samples 30: z·SE failed a correct simulation for 8
-  // of these 300 seeds (one rejection in 30 steps is 5.8 SE); the Bernstein bound holds them all.
-  SpecEtauOptions o;
-  o.alpha = 0.999;
-  o.k = 1;
-  o.samples = 30;
-  int failed = 0;
-  for (std::uint64_t seed = 1; seed <= 300; ++seed) failed += !run_spec_etau(o, ctx_with_seed(seed)).passed();
-  CHECK(failed == 0);
-  // --alpha 0.99999 --k 1 at 100000 steps: z·SE failed 4 of seeds 1..1000 (these four: 5
-  // rejections where 1 is expected, P ~ 3.7e-3); Bernstein needs 10.
-  o.alpha = 0.99999;
-  o.samples = 100'000;
-  for (std::uint64_t seed : {206, 377, 648, 990}) {
-    const auto r = run_spec_etau(o, ctx_with_seed(seed));
-    CHECK(r.passed());
-    CHECK(metric(r, "expected_tokens_mc") == doctest::Approx(1.99995).epsilon(1e-12));
-  }
-  // Nearer alpha = 1 the union bound applies (n P(tau != K + 1) <= P_FA): the bound is tiny, so a
-  // single step that is not K + 1 fails the check.
-  o.alpha = 1.0 - 1e-10;
-  o.k = 4;
-  o.samples = 1000;
-  const auto near_one = run_spec_etau(o, ctx_with_seed(1));
-  CHECK(near_one.passed());
-  CHECK(metric(near_one, "expected_tokens_bound") < 1e-8);
-  CHECK(row(near_one, "E[τ]: simulation vs formula").why.find("union bound") != std::string::npos);
-  // Too few steps: the bound would cover the whole range [1, K + 1].
-  o.alpha = 0.7;
-  o.samples = 16;
-  check_input_error([&] { run_spec_etau(o, ctx_with_seed(1)); }, "--samples: must be at least 17");
-  o.samples = 17;
-  CHECK(run_spec_etau(o, ctx_with_seed(1)).passed());
-  SpecEtauOptions g;
-  g.grid_samples = 36;
-  check_input_error([&] { run_spec_etau(g, ctx_with_seed(1)); }, "--grid-samples: must be at least 37");
-  // Deterministic cases need no minimum.
-  o.alpha = 1.0;
-  o.samples = 1;
-  CHECK(run_spec_etau(o, ctx_with_seed(1)).passed());
-  o.k = 0;
-  o.alpha = 0.5;
-  CHECK(run_spec_etau(o, ctx_with_seed(1)).passed());
-  // The work budget: steps x (K + 1) x (V + 32) <= 1.5e9 (--k 256 --samples 1e6 took 10 s).
-  o = {};
-  o.alpha = 0.999;
-  o.k = 256;
-  o.samples = 1'000'000;
-  const std::string msg = kvlab::test::input_error([&] { run_spec_etau(o, ctx_with_seed(1)); });
-  for (const char* word : {"--samples", "--k", "--vocab", "budget"})
-    CHECK_MESSAGE(msg.find(word) != std::string::npos, msg);
-  g = {};
-  g.grid_samples = 1'000'000;
-  check_input_error([&] { run_spec_etau(g, ctx_with_seed(1)); }, "--grid-samples");
-}
-
-TEST_CASE("spec-etau fails with a broken part") {
-  using namespace kvlab::checks;
-  const auto ctx = ctx_with_seed(1234);
-  SpecEtauOptions one;
-  one.alpha = 0.8;
-  one.k = 4;
-  SUBCASE("E[tau] with alpha^K instead of alpha^(K+1)") {
-    SpecEtauParts broken;
-    broken.expected_tokens = [](double a, int k) {
-      return a == 1.0 ? k : (1.0 - std::pow(a, k)) / (1.0 - a);
-    };
-    const auto r = run_spec_etau({}, ctx, broken);
-    CHECK_FALSE(r.passed());
-    CHECK_FALSE(rows_hold(r, "E[τ]: simulation vs formula"));
-    CHECK_FALSE(rows_hold(r, "|formula − Σ_j"));
-    CHECK_FALSE(rows_hold(r, "simulation vs formula over α × K"));
-    CHECK_FALSE(run_spec_etau(one, ctx, broken).passed());
-  }
-  SUBCASE("E[tau] without the bonus token") {
-    SpecEtauParts broken;
-    broken.expected_tokens = [](double a, int k) {
-      return spec::expected_tokens(a, k) - std::pow(a, k);
-    };
-    const auto r = run_spec_etau(one, ctx, broken);
-    CHECK_FALSE(r.passed());
-    CHECK_FALSE(rows_hold(r, "E[τ]: simulation vs formula"));
-  }
-  SUBCASE("the closed form as written (NaN at alpha = 1, digits lost near 1)") {
-    SpecEtauParts broken;
-    broken.expected_tokens = [](double a, int k) {
-      return spec::expected_tokens_closed_form(a, k);
-    };
-    CHECK_FALSE(run_spec_etau({}, ctx, broken).passed());
-    SpecEtauOptions near_one;  // where the closed form loses half its digits
-    near_one.alpha = 1.0 - 0x1p-28;
-    near_one.k = 4;
-    CHECK(rows_hold(run_spec_etau(near_one, ctx), "|formula − Σ_j"));
-    CHECK_FALSE(rows_hold(run_spec_etau(near_one, ctx, broken), "|formula − Σ_j"));
-  }
-  SUBCASE("the sampler accepts with min(1, q/p)") {
-    SpecEtauParts broken;
-    broken.accept = [](spec::Dist p, spec::Dist q, std::size_t x) {
-      return spec::exact_accept_probability(q, p, x);
-    };
-    const auto r = run_spec_etau(one, ctx, broken);
-    CHECK_FALSE(r.passed());
-    CHECK_FALSE(rows_hold(r, "E[τ]: simulation vs formula"));
-    CHECK(rows_hold(r, "|formula − Σ_j"));
-  }
-  SUBCASE("invalid options name the option") {
-    for (double a : {1.5, -0.1, kNaN, kInf}) {
-      SpecEtauOptions o;
-      o.alpha = a;
-      check_input_error([&] { run_spec_etau(o, ctx); }, "--alpha");
-    }
-    SpecEtauOptions o;
-    o.k = -1;
-    check_input_error([&] { run_spec_etau(o, ctx); }, "--k");
-    o = {};
-    o.samples = -5;
-    check_input_error([&] { run_spec_etau(o, ctx); }, "--samples");
-    o = {};
-    o.cost_ratio = -1;
-    check_input_error([&] { run_spec_etau(o, ctx); }, "--cost-ratio");
-  }
 }

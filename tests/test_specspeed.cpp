@@ -1,4 +1,4 @@
-// Unit tests of spec-sampler and spec-speedup (and spec-etau's plot): each check passes
+// Unit tests of spec-sampler and spec-speedup: each check passes
 // with correct parts and fails when a part is deliberately broken; the library pieces they add
 // (spec/positional, core/martingale, the loop's on_step and drop_bonus) on their own.
 #include <doctest/doctest.h>
@@ -17,7 +17,6 @@
 #include "spec/expected_tokens.hpp"
 #include "spec/loop.hpp"
 #include "spec/positional.hpp"
-#include "spec_etau.hpp"
 #include "spec_sampler.hpp"
 #include "spec_speedup.hpp"
 
@@ -177,14 +176,4 @@ TEST_CASE("spec-sampler passes at defaults and bites when the verifier uses the 
   soft.faults.soft_q_for_greedy_draft = true;
   const auto s = kvlab::checks::run_spec_sampler({}, RunContext{}, soft);
   CHECK_FALSE(s.passed());
-}
-
-TEST_CASE("spec-etau offers a plot of E[τ] against K, formula vs simulated") {
-  const auto r = kvlab::checks::run_spec_etau({}, RunContext{});
-  CHECK(r.passed());
-  REQUIRE(r.plots.size() == 1);
-  CHECK(r.plots[0].series.size() == 11);  // 10 α lines + the simulated points
-  kvlab::checks::SpecEtauOptions one;
-  one.alpha = 0.8;
-  CHECK(kvlab::checks::run_spec_etau(one, RunContext{}).plots.size() == 1);
 }
