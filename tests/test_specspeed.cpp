@@ -1,6 +1,6 @@
-// Unit tests of spec-sampler and spec-speedup (and spec-etau's plot): each check passes
-// with correct parts and fails when a part is deliberately broken; the library pieces they add
-// (spec/positional, core/martingale, the loop's on_step and drop_bonus) on their own.
+// Unit tests of spec-sampler: passes with correct parts and fails when a part is deliberately
+// broken; the library pieces spec-sampler and spec-speedup (tests/checks/spec_speedup_test.cpp)
+// add (spec/positional, core/martingale, the loop's on_step and drop_bonus) on their own.
 #include <doctest/doctest.h>
 
 #include "test_util.hpp"
@@ -17,9 +17,7 @@
 #include "spec/expected_tokens.hpp"
 #include "spec/loop.hpp"
 #include "spec/positional.hpp"
-#include "spec_etau.hpp"
 #include "spec_sampler.hpp"
-#include "spec_speedup.hpp"
 
 namespace {
 
@@ -125,42 +123,6 @@ TEST_CASE("loop: on_step sees every step; drop_bonus emits K on an all-accepted 
   CHECK(bad.stats.emitted == 3 * bad.stats.steps);
 }
 
-TEST_CASE("spec-speedup passes at defaults and offers its plot") {
-  const auto r = kvlab::checks::run_spec_speedup({}, RunContext{});
-  CHECK(r.passed());
-  REQUIRE(r.plots.size() == 1);
-  CHECK(r.plots[0].series.size() == 4);
-  CHECK(r.plots[0].series[0].x.size() == 8);
-}
-
-TEST_CASE("spec-speedup bites: α^K instead of α^(K+1), and a loop that drops the bonus token") {
-  kvlab::checks::SpecSpeedupParts formula;
-  // Σ_{i<K} Π a = (1 − α^K)/(1 − α) at one α: the bonus term left out.
-  formula.expected_tokens = [](std::span<const double> a) {
-    return spec::expected_tokens_positional(a.first(a.size() - 1));
-  };
-  const auto f = kvlab::checks::run_spec_speedup({}, RunContext{}, formula);
-  CHECK_FALSE(f.passed());
-  CHECK(failed_row(f, "tokens per step vs E[τ | drafts]"));
-  CHECK(failed_row(f, "(1 − α^(K+1))/(1 − α)"));
-  CHECK(failed_row(f, "predicted speedup E[τ](α exact)/(1 + K·c) at the best K"));  // 003 part 5's "about 2×"
-
-  kvlab::checks::SpecSpeedupParts loop;
-  loop.faults.drop_bonus = true;
-  const auto l = kvlab::checks::run_spec_speedup({}, RunContext{}, loop);
-  CHECK_FALSE(l.passed());
-  CHECK(failed_row(l, "tokens per step vs E[τ | drafts] (per-position acceptance), K = 1"));
-}
-
-TEST_CASE("spec-speedup refuses a run too small for its bounds to fail") {
-  kvlab::checks::SpecSpeedupOptions o;
-  o.prompts = 1;
-  o.new_tokens = 1;
-  const std::string msg =
-      kvlab::test::input_error([&] { kvlab::checks::run_spec_speedup(o, RunContext{}); });
-  CHECK(msg.find("--prompts") != std::string::npos);
-}
-
 TEST_CASE("spec-sampler passes at defaults and bites when the verifier uses the raw p") {
   const auto good = kvlab::checks::run_spec_sampler({}, RunContext{});
   CHECK(good.passed());
@@ -177,14 +139,4 @@ TEST_CASE("spec-sampler passes at defaults and bites when the verifier uses the 
   soft.faults.soft_q_for_greedy_draft = true;
   const auto s = kvlab::checks::run_spec_sampler({}, RunContext{}, soft);
   CHECK_FALSE(s.passed());
-}
-
-TEST_CASE("spec-etau offers a plot of E[τ] against K, formula vs simulated") {
-  const auto r = kvlab::checks::run_spec_etau({}, RunContext{});
-  CHECK(r.passed());
-  REQUIRE(r.plots.size() == 1);
-  CHECK(r.plots[0].series.size() == 11);  // 10 α lines + the simulated points
-  kvlab::checks::SpecEtauOptions one;
-  one.alpha = 0.8;
-  CHECK(kvlab::checks::run_spec_etau(one, RunContext{}).plots.size() == 1);
 }

@@ -1,7 +1,7 @@
 // Unit tests of the speculative-decoding variants: typical acceptance
 // (lib/spec/typical), Jacobi decoding (lib/spec/jacobi), tree attention (lib/attention/masked,
 // lib/model/masked_forward, lib/spec/token_tree) and multi-candidate tree sampling
-// (lib/spec/tree_sampling), and the checks typical-acceptance, jacobi and tree-verify, each shown
+// (lib/spec/tree_sampling), and the checks typical-acceptance and jacobi, each shown
 // to pass with correct parts and to fail with a deliberately broken one.
 #include <doctest/doctest.h>
 
@@ -28,7 +28,6 @@
 #include "spec/token_tree.hpp"
 #include "spec/tree_sampling.hpp"
 #include "spec/typical.hpp"
-#include "tree_verify.hpp"
 #include "typical_acceptance.hpp"
 
 namespace {
@@ -288,55 +287,4 @@ TEST_CASE("tree sampling: SpecInfer's law equals the target's; without the resid
   for (int x = 0; x < v; ++x) CHECK(std::abs(first[x] / double(n) - pt[0][static_cast<std::size_t>(x)]) < 0.01);
   kvlab::test::input_error([&] { spec::tree_step_law(p, q, std::vector<int>{0}, v, 2); });
   kvlab::test::input_error([&] { spec::sequence_law(p, v, 0); });
-}
-
-TEST_CASE("tree-verify: passes; a sibling-visible mask, flat positions or no residual update fail") {
-  const RunContext ctx;
-  kvlab::checks::TreeVerifyOptions fast;
-  fast.samples = 5000;
-  CHECK(kvlab::checks::run_tree_verify(fast, ctx).passed());
-  RunContext f32 = ctx;
-  f32.dtype = kvlab::Dtype::f32;
-  CHECK(kvlab::checks::run_tree_verify(fast, f32).passed());
-
-  kvlab::checks::TreeVerifyParts sibling;
-  sibling.mask = [](const spec::TokenTree& t, int prefix) {
-    auto m = spec::tree_attention_mask(t, prefix);
-    for (int i = 0; i < t.size(); ++i)  // also read the previous sibling (same parent)
-      if (i > 0 && t.parent[static_cast<std::size_t>(i - 1)] == t.parent[static_cast<std::size_t>(i)])
-        m.set(i, prefix + i - 1, true);
-    return m;
-  };
-  const auto bad_mask = kvlab::checks::run_tree_verify(fast, ctx, sibling);
-  CHECK_FALSE(bad_mask.passed());
-  CHECK(fails(bad_mask, "tree forward vs per-path forwards"));
-
-  kvlab::checks::TreeVerifyParts flat;  // positions = flat index, not depth
-  flat.positions = [](const spec::TokenTree& t, int prefix) {
-    std::vector<int> p(static_cast<std::size_t>(t.size()));
-    for (int i = 0; i < t.size(); ++i) p[static_cast<std::size_t>(i)] = std::min(prefix + i, 15);
-    return p;
-  };
-  CHECK_FALSE(kvlab::checks::run_tree_verify(fast, ctx, flat).passed());
-
-  kvlab::checks::TreeVerifyParts naive;
-  naive.rule.carry_residual = false;
-  const auto bad_rule = kvlab::checks::run_tree_verify(fast, ctx, naive);
-  CHECK_FALSE(bad_rule.passed());
-  CHECK(fails(bad_rule, "TV(closed-form law, target law)"));
-  CHECK(fails(bad_rule, "TV(empirical"));
-}
-
-TEST_CASE("tree-verify: bad options are InputErrors naming the option") {
-  const RunContext ctx;
-  auto named = [&](kvlab::checks::TreeVerifyOptions o, const std::string& word) {
-    const auto msg = kvlab::test::input_error([&] { kvlab::checks::run_tree_verify(o, ctx); });
-    CHECK_MESSAGE(msg.find(word) != std::string::npos, msg);
-  };
-  named({.keep = 781}, "--keep");
-  named({.heads = 5}, "--heads");
-  named({.top_k = 9}, "--top-k");
-  named({.samples = 100}, "--samples");
-  named({.width = 4, .samples = 2'000'000}, "budget");
-  named({.temperature = 0.0}, "--temperature");
 }

@@ -9,7 +9,6 @@
 
 #include "checks/spec_exact.hpp"
 #include "checks/spec_real.hpp"
-#include "checks/spec_speedup.hpp"
 #include "io/data_dir.hpp"
 #include "model/weights_io.hpp"
 #include "support/model_setup.hpp"
@@ -107,34 +106,4 @@ TEST_CASE("spec-real's exactness rows on the trained pair: the biased sampler fa
     return;
   }
   CHECK(failed_row(bad, "TV(empirical, exact target law): speculative, greedy draft"));
-}
-
-TEST_CASE("spec-speedup on a file pair: every note describes the files' pair, none the random one") {
-  // The random pair's shapes (target 2 × 64, draft 1 × 16, vocab 96, block 64), other seeds.
-  const auto write = [](const std::string& name, int layers, int d_model, int heads, std::uint64_t seed) {
-    ModelConfig c;
-    c.n_layer = layers;
-    c.d_model = d_model;
-    c.n_head = c.n_kv_head = heads;
-    c.head_dim = 8;
-    const std::string path = (std::filesystem::temp_directory_path() / ("kvlab_pair_" + name + ".safetensors")).string();
-    save_gpt(MiniGPT<double>(c, seed), path, {});
-    return path;
-  };
-  checks::RunContext ctx;
-  ctx.weights = write("speed_t", 2, 64, 8, 11);
-  ctx.draft_weights = write("speed_d", 1, 16, 2, 12);
-  const Result r = checks::run_spec_speedup({}, ctx);
-  CHECK(r.passed());
-  std::string notes;
-  for (const auto& n : r.notes) notes += n + "\n";
-  CHECK_MESSAGE(notes.find(ctx.weights) != std::string::npos, notes);
-  for (const char* random_pair : {"MiniGPT(seed)", "SplitMix64(seed, 1)", "random pair", "Random-weight",
-                                  "These mini-GPTs"})
-    CHECK_MESSAGE(notes.find(random_pair) == std::string::npos, random_pair);
-  // Without --weights the notes describe the seeded random pair.
-  const Result seeded = checks::run_spec_speedup({}, checks::RunContext{});
-  std::string seeded_notes;
-  for (const auto& n : seeded.notes) seeded_notes += n;
-  CHECK(seeded_notes.find("MiniGPT(seed)") != std::string::npos);
 }
