@@ -1,4 +1,4 @@
-// Unit tests of spec-sampler and spec-speedup (and spec-etau's plot): each check passes
+// Unit tests of spec-speedup (and spec-etau's plot): each check passes
 // with correct parts and fails when a part is deliberately broken; the library pieces they add
 // (spec/positional, core/martingale, the loop's on_step and drop_bonus) on their own.
 #include <doctest/doctest.h>
@@ -18,7 +18,6 @@
 #include "spec/loop.hpp"
 #include "spec/positional.hpp"
 #include "spec_etau.hpp"
-#include "spec_sampler.hpp"
 #include "spec_speedup.hpp"
 
 namespace {
@@ -159,24 +158,6 @@ TEST_CASE("spec-speedup refuses a run too small for its bounds to fail") {
   const std::string msg =
       kvlab::test::input_error([&] { kvlab::checks::run_spec_speedup(o, RunContext{}); });
   CHECK(msg.find("--prompts") != std::string::npos);
-}
-
-TEST_CASE("spec-sampler passes at defaults and bites when the verifier uses the raw p") {
-  const auto good = kvlab::checks::run_spec_sampler({}, RunContext{});
-  CHECK(good.passed());
-  CHECK(good.metric_value("alpha_first_greedy") < good.metric_value("alpha_first_same"));
-  kvlab::checks::SpecSamplerParts raw;
-  raw.verifier_target = [](std::span<const double> logits, const spec::SamplerConfig&) {
-    return spec::process_logits(logits, spec::SamplerConfig{});  // temperature 1, no cuts
-  };
-  const auto bad = kvlab::checks::run_spec_sampler({}, RunContext{}, raw);
-  CHECK_FALSE(bad.passed());
-  CHECK(failed_row(bad, "one-step law − p̃"));
-  // The biased sampler (soft q for a greedy draft) fails the greedy rows too.
-  kvlab::checks::SpecSamplerParts soft;
-  soft.faults.soft_q_for_greedy_draft = true;
-  const auto s = kvlab::checks::run_spec_sampler({}, RunContext{}, soft);
-  CHECK_FALSE(s.passed());
 }
 
 TEST_CASE("spec-etau offers a plot of E[τ] against K, formula vs simulated") {
