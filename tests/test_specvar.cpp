@@ -29,7 +29,6 @@
 #include "spec/tree_sampling.hpp"
 #include "spec/typical.hpp"
 #include "tree_verify.hpp"
-#include "typical_acceptance.hpp"
 
 namespace {
 
@@ -99,45 +98,6 @@ TEST_CASE("typical: verify_one with the exact rule and residual is rejection sam
   for (int i = 0; i < n; ++i)
     ++counts[spec::verify_one(p, q, rng, spec::exact_accept_probability, spec::residual_distribution).token];
   for (int x = 0; x < 3; ++x) CHECK(std::abs(counts[x] / double(n) - p[x]) < 0.01);
-}
-
-TEST_CASE("typical-acceptance: passes; a 'typical' verifier that is really rejection sampling fails") {
-  const RunContext ctx;
-  const auto good = kvlab::checks::run_typical_acceptance({}, ctx);
-  CHECK(good.passed());
-  RunContext f32 = ctx;
-  f32.dtype = kvlab::Dtype::f32;
-  CHECK(kvlab::checks::run_typical_acceptance({}, f32).passed());
-  kvlab::checks::TypicalAcceptanceParts secretly_exact{spec::exact_accept_probability,
-                                                       spec::residual_distribution};
-  const auto bad = kvlab::checks::run_typical_acceptance({}, ctx, secretly_exact);
-  CHECK_FALSE(bad.passed());
-  CHECK(fails(bad, "typical acceptance, TV(closed-form law, p)"));
-  CHECK(fails(bad, "typical acceptance, TV(empirical, p)"));
-  // A replacement drawn from p itself (not Medusa's argmax) is not exact either: still passes.
-  kvlab::checks::TypicalAcceptanceParts from_p{spec::typical_accept_rule({}),
-                                               [](spec::Dist p, spec::Dist) {
-                                                 return std::vector<double>(p.begin(), p.end());
-                                               }};
-  CHECK(kvlab::checks::run_typical_acceptance({}, ctx, from_p).passed());
-}
-
-TEST_CASE("typical-acceptance: bad options are InputErrors naming the option") {
-  const RunContext ctx;
-  auto named = [&](kvlab::checks::TypicalAcceptanceOptions o, const std::string& word) {
-    const auto msg = kvlab::test::input_error([&] { kvlab::checks::run_typical_acceptance(o, ctx); });
-    CHECK_MESSAGE(msg.find(word) != std::string::npos, msg);
-  };
-  named({.samples = 10}, "--samples");
-  named({.samples = 10'000'000, .contexts = 16}, "budget");
-  named({.contexts = 0}, "--contexts");
-  named({.temperature = 0.0}, "--temperature");
-  named({.epsilon = 0.0}, "--epsilon");
-  named({.delta = 2.0}, "--delta");
-  // Where Medusa's law is within 2β of p the claim cannot be judged: refused, naming the flag and
-  // the temperatures that can judge it, never a FAIL for want of power.
-  named({.temperature = 0.01}, "--temperature");
-  named({.temperature = 0.01}, "it can at --temperature [");
 }
 
 // ---------------------------------------------------------------- Jacobi
