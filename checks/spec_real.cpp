@@ -14,7 +14,7 @@
 //     at temperature 0 both are exact (acceptances are 0 or 1) and the bound is rounding only;
 //   - exactness at temperature 0: the speculative output equals the target's greedy decoding,
 //     token for token, for every prompt and K (a count of differing tokens, exact 0).
-//   - exactness at temperature 1: spec-exact's distribution test (spec_exactness_rows) on the
+//   - exactness at temperature 1: spec-exact's distribution test (support/spec_exactness.hpp) on the
 //     law of 2 tokens after 4 validation bytes, --exact-samples sequences per sampler (200;
 //     --long 2000): TV below the Bretagnolle–Huber–Carol bound and χ² below its critical value.
 // Shown, not judged: α teacher-forced on --alpha-windows validation windows (mean Σ min(p̃, q̃) at
@@ -29,7 +29,6 @@
 //
 //   kvlab spec-real [--prompts 2] [--new-tokens 24] [--alpha-windows 4] [--long]
 #include "spec_real.hpp"
-#include "spec_exact.hpp"
 
 #include <fmt/format.h>
 
@@ -50,6 +49,7 @@
 #include "spec/monte_carlo.hpp"
 #include "support/model_setup.hpp"
 #include "framework/options.hpp"
+#include "support/spec_exactness.hpp"
 #include "support/trained_pair.hpp"
 #include "train/backprop.hpp"
 #include "framework/path_option.hpp"
@@ -425,7 +425,7 @@ Result run_spec_real(const SpecRealOptions& o_in, const RunContext& ctx, const S
   // Exactness at temperature 1 (spec-exact's distribution test on the pair): the law of
   // 2 tokens after the last kExactPromptLen bytes of the first prompt, enumerated, against the
   // loop's samples (a short prompt: each sample prefills it afresh, and the time budget is ~1 s).
-  SpecExactOptions eo;
+  ExactnessOptions eo;
   eo.samples = o.exact_samples;
   eo.new_tokens = 2;
   eo.k = 2;
@@ -433,12 +433,13 @@ Result run_spec_real(const SpecRealOptions& o_in, const RunContext& ctx, const S
   const auto t_exact = Clock::now();
   const std::vector<int> exact_prompt(prompts[0].end() - kExactPromptLen, prompts[0].end());
   const double before_exact = work_done;
-  spec_exactness_rows(r, target, draft, exact_prompt, eo, spec::derive_seed(ctx.seed, 77),
-                      kFalseAlarm * kExactRows / kStatRows, false, "000 §7.6, §A.2 [e]", parts.faults,
-                      [&](std::int64_t n) {
-                        progress.update(before_exact + work.exactness * static_cast<double>(n) / (3.0 * eo.samples),
-                                        "exactness");
-                      });
+  const ExactnessMeasured exactness = measure_exactness(
+      target, draft, exact_prompt, eo, spec::derive_seed(ctx.seed, 77), kFalseAlarm * kExactRows / kStatRows, false,
+      parts.faults, [&](std::int64_t n) {
+        progress.update(before_exact + work.exactness * static_cast<double>(n) / (3.0 * eo.samples), "exactness");
+      });
+  for (Expectation& e : judge_exactness(exactness, "000 §7.6, §A.2 [e]")) r.expect(std::move(e));
+  present_exactness(exactness, r);
   progress.finish();
   r.metric("seconds_exactness", since(t_exact));
   r.metric("alpha_teacher_forced_t1", ta.mean1);
