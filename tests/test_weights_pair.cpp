@@ -1,6 +1,6 @@
-// --weights on every model check: a target/draft pair from files
-// for the speculative checks (check_pair), the refusals, and spec-exact's distribution test on the
-// trained pair of data/weights, where a biased sampler must fail it as on the random pair.
+// --weights on the speculative checks: a target/draft pair from files (check_pair), its
+// refusals, and the notes a check prints on a file pair. spec-exact on the trained pair:
+// tests/checks/spec_exact_test.cpp.
 #include <doctest/doctest.h>
 
 #include <cstdio>
@@ -8,9 +8,7 @@
 #include <string>
 
 #include "checks/spec_exact.hpp"
-#include "checks/spec_real.hpp"
 #include "checks/spec_speedup.hpp"
-#include "io/data_dir.hpp"
 #include "model/weights_io.hpp"
 #include "support/model_setup.hpp"
 #include "test_util.hpp"
@@ -18,18 +16,6 @@
 namespace {
 
 using namespace kvlab;
-
-bool failed_row(const Result& r, const std::string& needle) {
-  for (const auto& e : r.expectations)
-    if (!e.holds() && e.quantity.find(needle) != std::string::npos) return true;
-  return false;
-}
-
-/// The committed trained pair, or "" when data/weights lacks it (the test then says so).
-std::string trained(const std::string& name) {
-  const std::string p = data_dir() + "/weights/" + name + ".safetensors";
-  return std::filesystem::exists(p) ? p : std::string();
-}
 
 std::string write_model(const std::string& name, int vocab, std::uint64_t seed) {
   ModelConfig c;
@@ -68,21 +54,6 @@ TEST_CASE("check_pair: both files or neither; vocabularies must match, named wit
   checks::SpecExactOptions o;
   o.samples = 2000;
   CHECK(checks::run_spec_exact(o, ctx).passed());
-}
-
-TEST_CASE("spec-real's exactness rows on the trained pair: the biased sampler fails them") {
-  if (trained("target").empty() || trained("draft").empty()) {
-    MESSAGE("data/weights lacks the trained pair: not run");
-    return;
-  }
-  checks::SpecRealParts parts;
-  parts.faults.soft_q_for_greedy_draft = true;
-  const Result bad = checks::run_spec_real(checks::SpecRealOptions{}, checks::RunContext{}, parts);
-  if (!bad.skipped.empty()) {
-    MESSAGE("spec-real skipped: " << bad.skipped);
-    return;
-  }
-  CHECK(failed_row(bad, "TV(empirical, exact target law): speculative, greedy draft"));
 }
 
 TEST_CASE("spec-speedup on a file pair: every note describes the files' pair, none the random one") {
