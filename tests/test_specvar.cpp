@@ -1,7 +1,7 @@
 // Unit tests of the speculative-decoding variants: typical acceptance
 // (lib/spec/typical), Jacobi decoding (lib/spec/jacobi), tree attention (lib/attention/masked,
 // lib/model/masked_forward, lib/spec/token_tree) and multi-candidate tree sampling
-// (lib/spec/tree_sampling), and the checks typical-acceptance, jacobi and tree-verify, each shown
+// (lib/spec/tree_sampling), and the checks jacobi and tree-verify, each shown
 // to pass with correct parts and to fail with a deliberately broken one.
 #include <doctest/doctest.h>
 
