@@ -165,7 +165,7 @@ TEST_CASE("train: a run lowers the loss and replays bit for bit whatever the thr
   CHECK(test::input_error([&] { train_model(a, text, cfg); }).find("lr") != std::string::npos);
 }
 
-// ---- checkpoints, spec-real and gqa-meanpool's trained mode on small stand-ins ----
+// ---- checkpoints and gqa-meanpool's trained mode on small stand-ins ----
 
 #include <filesystem>
 #include <fstream>
