@@ -1,13 +1,16 @@
-// spec-sampler: options, injectable parts and the pure run function (see spec_sampler.cpp).
+// spec-sampler (000 §7.5): options, injectable parts, what it measures and its testable steps
+// (see spec_sampler.cpp).
 #pragma once
 
 #include <cstdint>
 #include <functional>
 #include <span>
+#include <string>
 #include <vector>
 
+#include "core/stats.hpp"
+#include "framework/spec.hpp"
 #include "spec/loop.hpp"
-#include "framework/check.hpp"
 
 namespace kvlab::checks {
 
@@ -29,6 +32,41 @@ struct SpecSamplerParts {
       };
   spec::SpecFaults faults;  ///< bugs injected into the loop
 };
+
+/// One draft sampler: its one-step law at the first position (closed form) and the loop's run.
+struct SamplerDraft {
+  std::string name, key;
+  double alpha_first = 0.0;             ///< Σ min(p̃, q̃) at the first position
+  double first_law_error = 0.0;         ///< max over x of |one-step law − p̃| (+inf for a NaN)
+  double q_sum_deviation = 0.0;         ///< Σq̃ − 1 at the first position
+  LawFit fit;                           ///< the loop's 2-token sequences against the exact law under p̃
+  std::int64_t evaluated = 0, accepted = 0, steps = 0, emitted = 0;  ///< the loop's counts
+  double alpha_exact_sum = 0.0;         ///< Σ over verified positions of Σ min(p̃, q̃)
+  double alpha_variation = 0.0;         ///< Σ over verified positions of a(1 − a)
+  double alpha_observed() const;        ///< accepted / evaluated
+  double alpha_exact() const;           ///< alpha_exact_sum / evaluated
+};
+
+/// What spec-sampler measured: the target's laws at the first position, the exact law's support
+/// (V² sequences at most) and the five draft samplers.
+struct SpecSamplerMeasured {
+  SpecSamplerOptions options;
+  RunContext context;
+  std::vector<double> p_raw, p_tilde;   ///< the target at the first position: softmax and processed
+  std::int64_t support = 0;             ///< sequences of positive probability under p̃
+  std::vector<SamplerDraft> drafts;
+};
+
+/// Evaluates the closed form and runs the loop for every draft sampler with `parts`.
+SpecSamplerMeasured measure_spec_sampler(const SpecSamplerOptions& o, const RunContext& ctx,
+                                         const SpecSamplerParts& parts = {});
+/// The verdict rows: per draft sampler the one-step law against p̃ (float64 rounding bound), then
+/// per draft sampler TV and χ² against the exact law and α observed against the exact α (family
+/// false alarm 1e-4 over the 15 statistical rows).
+std::vector<Expectation> judge_spec_sampler(const SpecSamplerMeasured& m);
+
+/// The check as data (registered as `spec-sampler`).
+const CheckDef<SpecSamplerOptions, SpecSamplerMeasured>& spec_sampler_check();
 
 /// Runs the check. Throws InputError for invalid options (naming --samples, --temperature,
 /// --top-k, --top-p).

@@ -1,54 +1,30 @@
 // typical-acceptance: Medusa's typical acceptance changes the output distribution; standard
 // rejection sampling does not (000 §8.2: "这个规则不严格保证 exact sampling … 若需要 exact，可改用
-// 标准 rejection sampling"; Medusa, Cai et al., arXiv:2401.10774, §2.3.1).
-//
-// For --contexts seeded 3-token prompts, the target and draft mini-GPTs of spec-exact (V = 8)
-// give the next-token distributions p (target) and q (draft) at --temperature. A draft token
-// x ~ q is verified two ways:
-//   - rejection sampling: accept with min(1, p(x)/q(x)), else draw from max(0, p − q)/Σ;
-//   - typical acceptance: accept when p(x) > min(ε, δ·exp(−H(p))) (ε = 0.09, δ = 0.3, the
-//     reference implementation's posterior_threshold and posterior_alpha; H in nats), else emit
-//     the target's argmax (Medusa's greedy first token).
-// Exact laws, no noise: the law of the emitted token is computed in closed form for each verifier
-// (spec/step_law.hpp: accept path + reject path). Rejection sampling's law equals p within a
-// float64 rounding bound (derived below); typical acceptance's is TV(law, p) away from p.
-// Monte Carlo confirms both with --samples draws per verifier and context: the empirical law of
-// rejection sampling is within the Bretagnolle–Huber–Carol bound β of p (TV ≤ β with
-// P(TV ≥ β) ≤ 2^V e^(−2nβ²)), typical acceptance's is within β of its own closed-form law and
-// more than β away from p (it is not exact). Family false alarm 1e-4, Bonferroni over the
-// 3 × --contexts Monte Carlo comparisons. Typical acceptance's closed-form TV must exceed 2β,
-// so that a sampler test of this size detects it (TV(emp, p) ≥ TV(law, p) − TV(emp, law) > β).
-// Refused (InputError, exit 2): --samples too small for β < 1/2 (typical acceptance could then
-// never be told from exact sampling), --samples × --contexts over the work budget, and a setting
-// where Medusa's closed-form law is within 2β of p at some context: the claim cannot be judged
-// there (at --temperature 0.01 p is one-hot and typical acceptance emits its argmax, which is p),
-// and the message names the temperatures (and --samples) at which it can.
-//
-//   kvlab typical-acceptance [--samples 20000] [--contexts 4] [--temperature 0.1]
-//                            [--epsilon 0.09] [--delta 0.3] [--seed 1234] [--dtype f64|f32]
-#include "core/finite.hpp"
+// 标准 rejection sampling"; Medusa, Cai et al., arXiv:2401.10774, §2.3.1). Closed-form laws of the
+// emitted token for both verifiers on the (p, q) of --contexts prompts, confirmed by --samples
+// draws each against the Bretagnolle–Huber–Carol bound β (family false alarm 1e-4, Bonferroni over
+// the 3 × --contexts comparisons). Typical acceptance's closed-form TV must exceed 2β so that a
+// sampler test this size detects it; a setting where it does not is refused (exit 2) with the
+// temperatures (and --samples) that can judge the claim.
 #include "typical_acceptance.hpp"
 
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <cmath>
-#include <limits>
 #include <string>
 #include <vector>
 
-#include "core/dtype.hpp"
 #include "core/error.hpp"
-#include "core/stats.hpp"
+#include "core/finite.hpp"
+#include "core/numerics.hpp"
 #include "core/rng.hpp"
+#include "core/stats.hpp"
 #include "model/gpt.hpp"
-#include "spec/acceptance.hpp"
 #include "spec/distribution.hpp"
 #include "spec/loop.hpp"
 #include "spec/monte_carlo.hpp"
 #include "support/model_setup.hpp"
-#include "framework/options.hpp"
-#include "core/numerics.hpp"
 
 namespace kvlab::checks {
 namespace {
@@ -63,10 +39,6 @@ constexpr int kMaxContexts = 16;
 // 2 verifiers × samples × contexts <= 4e7 is about 2 s here.
 constexpr std::int64_t kWorkBudget = 20'000'000;
 constexpr double u = unit_roundoff<double>();
-
-ModelConfig target_config() { return small_spec_target(kVocab); }
-
-ModelConfig draft_config() { return small_spec_draft(kVocab); }
 
 // The last row of a full forward's logits over `prompt`, as float64.
 template <class T>
@@ -166,21 +138,50 @@ void require_judgeable(const TypicalAcceptanceOptions& o, const std::vector<std:
       o.delta, where, more));
 }
 
+// The false alarm of each of the 3 × --contexts Monte Carlo comparisons, and their bound β.
+double per_comparison(const TypicalAcceptanceOptions& o) { return kFalseAlarm / (3.0 * o.contexts); }
+double beta_of(const TypicalAcceptanceOptions& o) { return tv_bound_bhc(kVocab, o.samples, per_comparison(o)); }
+
+// Context c: closed forms (000 §7.3 for rejection sampling; the same two paths for typical
+// acceptance) and each verifier's draws from its own stream.
+TypicalContext measure_context(const TypicalAcceptanceOptions& o, std::uint64_t seed, int c, std::vector<int> prompt,
+                               const std::vector<double>& t_logits, const std::vector<double>& d_logits,
+                               const spec::AcceptRule& rule, const spec::ResidualFn& replacement) {
+  TypicalContext tc{.prompt = std::move(prompt),
+                    .p = at_temperature(t_logits, o.temperature),
+                    .q = at_temperature(d_logits, o.temperature)};
+  const auto& p = tc.p;
+  const auto& q = tc.q;
+  const auto law_rej = spec::step_output_law(p, q);
+  tc.law_typical = spec::step_output_law(p, q, q, rule, replacement);
+  for (std::size_t x = 0; x < p.size(); ++x) tc.rejection_law_error = nan_max(tc.rejection_law_error, std::abs(law_rej[x] - p[x]));
+  tc.tv_typical_law = tv(tc.law_typical, p);
+  std::vector<std::int64_t> n_rej(kVocab, 0), n_typ(kVocab, 0);
+  Rng rej_rng(spec::derive_seed(seed, 1000 + 2 * static_cast<std::uint64_t>(c)));
+  for (std::int64_t i = 0; i < o.samples; ++i) ++n_rej[spec::rejection_step(p, q, rej_rng).token];
+  Rng typ_rng(spec::derive_seed(seed, 1001 + 2 * static_cast<std::uint64_t>(c)));
+  std::int64_t accepted = 0;
+  for (std::int64_t i = 0; i < o.samples; ++i) {
+    const auto v = spec::verify_one(p, q, typ_rng, rule, replacement);
+    ++n_typ[v.token];
+    accepted += v.accepted ? 1 : 0;
+  }
+  const auto e_typ = empirical(n_typ, o.samples);
+  tc.tv_rejection_empirical = tv(empirical(n_rej, o.samples), p);
+  tc.tv_typical_empirical = tv(e_typ, p);
+  tc.tv_typical_own = tv(e_typ, tc.law_typical);
+  tc.typical_accepted = static_cast<double>(accepted) / static_cast<double>(o.samples);
+  return tc;
+}
+
 template <class T>
-Result run_impl(const TypicalAcceptanceOptions& o, const RunContext& ctx,
-                const TypicalAcceptanceParts& parts) {
-  const spec::TypicalParams tp{o.epsilon, o.delta};
-  const spec::AcceptRule typical_rule = parts.rule ? parts.rule : spec::typical_accept_rule(tp);
-  const spec::ResidualFn typical_repl =
-      parts.replacement ? parts.replacement : spec::ResidualFn(spec::greedy_replacement);
-  const MiniGPT<T> target(target_config(), ctx.seed);
-  const MiniGPT<T> draft(draft_config(), spec::derive_seed(ctx.seed, 1));
-
-  const int comparisons = 3 * o.contexts;
-  const double per = kFalseAlarm / comparisons;
-  const double beta = tv_bound_bhc(kVocab, o.samples, per);
-
-  // Each context's prompt and last logit rows, computed once: every temperature below reuses them.
+TypicalAcceptanceMeasured measure_impl(const TypicalAcceptanceOptions& o, const RunContext& ctx,
+                                       const TypicalAcceptanceParts& parts) {
+  const spec::AcceptRule rule = parts.rule ? parts.rule : spec::typical_accept_rule({o.epsilon, o.delta});
+  const spec::ResidualFn replacement = parts.replacement ? parts.replacement : spec::ResidualFn(spec::greedy_replacement);
+  const MiniGPT<T> target(small_spec_target(kVocab), ctx.seed);
+  const MiniGPT<T> draft(small_spec_draft(kVocab), spec::derive_seed(ctx.seed, 1));
+  // Each context's prompt and last logit rows, computed once: every temperature tried reuses them.
   std::vector<std::vector<int>> prompts;
   std::vector<std::vector<double>> target_logits, draft_logits;
   for (int c = 0; c < o.contexts; ++c) {
@@ -189,104 +190,59 @@ Result run_impl(const TypicalAcceptanceOptions& o, const RunContext& ctx,
     target_logits.push_back(last_logits(target, prompts.back()));
     draft_logits.push_back(last_logits(draft, prompts.back()));
   }
-  require_judgeable(o, target_logits, draft_logits, beta, per, ctx.seed);
+  require_judgeable(o, target_logits, draft_logits, beta_of(o), per_comparison(o), ctx.seed);
+  TypicalAcceptanceMeasured m{.options = o, .context = ctx};
+  for (int c = 0; c < o.contexts; ++c) {
+    const auto i = static_cast<std::size_t>(c);
+    m.contexts.push_back(measure_context(o, ctx.seed, c, prompts[i], target_logits[i], draft_logits[i], rule, replacement));
+  }
+  return m;
+}
 
-  Result r;
-  r.check = "typical-acceptance";
-  r.source = kSource;
-  r.claim = fmt::format(
-      "Medusa's typical acceptance (accept x when p(x) > min(ε, δ·e^(−H(p))), ε = {:g}, δ = {:g}; "
-      "argmax on rejection) changes the output distribution, while standard rejection sampling "
-      "(accept with min(1, p/q), residual on rejection) emits exactly p: closed-form laws over "
-      "V = {} for {} contexts, confirmed by {} draws per verifier.",
-      o.epsilon, o.delta, kVocab, o.contexts, o.samples);
+// The rows' figures over the contexts (a NaN anywhere is kept, and fails its row).
+struct Summary {
+  double max_rej_dev = 0.0, rej_tol = 0.0, max_tv_rej = 0.0, max_tv_typ_own = 0.0;
+  double min_tv_typ_law = 2.0, min_tv_typ_emp = 2.0;
+};
 
+Summary summarize(const TypicalAcceptanceMeasured& m) {
+  Summary s;
+  for (const TypicalContext& c : m.contexts) {
+    s.max_rej_dev = nan_max(s.max_rej_dev, c.rejection_law_error);
+    // Per entry: q·a = min(p, q)(1 + 2u); the reject mass Σ q (1 − a) carries (V + 3)u, the
+    // residual (V + 2)u relative, the final addition u: (2V + 8)u; plus |Σp − 1| + |Σq − 1|,
+    // since the closed form is p only when both sum to 1 (the reject mass is then Σ max(0, p − q)).
+    s.rej_tol = std::max(s.rej_tol, (2.0 * kVocab + 8.0) * u + std::abs(spec::sum_deviation(c.p)) +
+                                        std::abs(spec::sum_deviation(c.q)));
+    s.max_tv_rej = nan_max(s.max_tv_rej, c.tv_rejection_empirical);
+    s.max_tv_typ_own = nan_max(s.max_tv_typ_own, c.tv_typical_own);
+    s.min_tv_typ_law = nan_min(s.min_tv_typ_law, c.tv_typical_law);
+    s.min_tv_typ_emp = nan_min(s.min_tv_typ_emp, c.tv_typical_empirical);
+  }
+  return s;
+}
+
+void present(const TypicalAcceptanceMeasured& m, Result& r) {
+  const spec::TypicalParams tp{m.options.epsilon, m.options.delta};
   Table table{"per context: laws of the emitted token",
               {"context", "p (target)", "q (draft)", "H(p) nats", "threshold", "α = Σ min(p, q)",
                "typical law", "TV(typical law, p)", "TV(emp. rejection, p)",
                "TV(emp. typical, p)", "TV(emp. typical, its law)", "typical accepted"},
               {}};
-
-  double max_rej_dev = 0.0, rej_tol = 0.0;
-  double max_tv_rej = 0.0, max_tv_typ_own = 0.0;
-  double min_tv_typ_law = 2.0, min_tv_typ_emp = 2.0;
-  for (int c = 0; c < o.contexts; ++c) {
-    const auto& prompt = prompts[static_cast<std::size_t>(c)];
-    const auto p = at_temperature(target_logits[static_cast<std::size_t>(c)], o.temperature);
-    const auto q = at_temperature(draft_logits[static_cast<std::size_t>(c)], o.temperature);
-
-    // Closed forms (000 §7.3 for rejection sampling; the same two paths for typical acceptance).
-    const auto law_rej = spec::step_output_law(p, q);
-    const auto law_typ = spec::step_output_law(p, q, q, typical_rule, typical_repl);
-    for (std::size_t x = 0; x < p.size(); ++x)
-      max_rej_dev = nan_max(max_rej_dev, std::abs(law_rej[x] - p[x]));
-    // Per entry: q·a = min(p, q)(1 + 2u); the reject mass Σ q (1 − a) carries (V + 3)u, the
-    // residual (V + 2)u relative, the final addition u: (2V + 8)u; plus |Σp − 1| + |Σq − 1|,
-    // since the closed form is p only when both sum to 1 (the reject mass is then Σ max(0, p − q)).
-    rej_tol = std::max(rej_tol, (2.0 * kVocab + 8.0) * u + std::abs(spec::sum_deviation(p)) +
-                                    std::abs(spec::sum_deviation(q)));
-    const double tv_typ_law = tv(law_typ, p);
-    min_tv_typ_law = std::min(min_tv_typ_law, tv_typ_law);
-
-    // Monte Carlo: each verifier its own stream.
-    std::vector<std::int64_t> n_rej(kVocab, 0), n_typ(kVocab, 0);
-    std::int64_t typ_accepted = 0;
-    {
-      Rng rng(spec::derive_seed(ctx.seed, 1000 + 2 * static_cast<std::uint64_t>(c)));
-      for (std::int64_t i = 0; i < o.samples; ++i) ++n_rej[spec::rejection_step(p, q, rng).token];
-    }
-    {
-      Rng rng(spec::derive_seed(ctx.seed, 1001 + 2 * static_cast<std::uint64_t>(c)));
-      for (std::int64_t i = 0; i < o.samples; ++i) {
-        const auto v = spec::verify_one(p, q, rng, typical_rule, typical_repl);
-        ++n_typ[v.token];
-        typ_accepted += v.accepted ? 1 : 0;
-      }
-    }
-    const auto e_rej = empirical(n_rej, o.samples), e_typ = empirical(n_typ, o.samples);
-    const double tv_rej = tv(e_rej, p), tv_typ = tv(e_typ, p), tv_typ_own = tv(e_typ, law_typ);
-    max_tv_rej = std::max(max_tv_rej, tv_rej);
-    max_tv_typ_own = std::max(max_tv_typ_own, tv_typ_own);
-    min_tv_typ_emp = std::min(min_tv_typ_emp, tv_typ);
-    table.rows.push_back({fmt::format("{} [{}, {}, {}]", c, prompt[0], prompt[1], prompt[2]),
-                          dist_text(p), dist_text(q), spec::entropy_nats(p),
-                          spec::typical_threshold(p, tp), spec::acceptance_rate(p, q),
-                          dist_text(law_typ), tv_typ_law, tv_rej, tv_typ, tv_typ_own,
-                          static_cast<double>(typ_accepted) / static_cast<double>(o.samples)});
-    r.metric(fmt::format("tv_typical_law_context{}", c), tv_typ_law);
+  for (std::size_t c = 0; c < m.contexts.size(); ++c) {
+    const TypicalContext& x = m.contexts[c];
+    table.rows.push_back({fmt::format("{} [{}, {}, {}]", c, x.prompt[0], x.prompt[1], x.prompt[2]), dist_text(x.p),
+                          dist_text(x.q), spec::entropy_nats(x.p), spec::typical_threshold(x.p, tp),
+                          spec::acceptance_rate(x.p, x.q), dist_text(x.law_typical), x.tv_typical_law,
+                          x.tv_rejection_empirical, x.tv_typical_empirical, x.tv_typical_own, x.typical_accepted});
+    r.metric(fmt::format("tv_typical_law_context{}", c), x.tv_typical_law);
   }
-
-  const std::string mc_why = fmt::format(
-      "Bretagnolle–Huber–Carol, any n: P(TV ≥ β) ≤ 2^V e^(−2nβ²), V = {}, n = {}, false alarm "
-      "{:g}/{}",
-      kVocab, o.samples, kFalseAlarm, comparisons);
-  r.expect({"rejection sampling, closed-form law − p, max over tokens and contexts", "000 §7.3",
-            "probability", 0.0, rej_tol,
-            fmt::format("float64 rounding: (2V + 8)u per entry (V = {}) plus the distributions' "
-                        "own |Σ − 1|",
-                        kVocab),
-            max_rej_dev, std::nullopt, ""});
-  r.expect({"rejection sampling, TV(empirical, p), max over contexts", kSource, "", 0.0, beta,
-            mc_why, max_tv_rej, std::nullopt, ""});
-  // "Above": the range (2β, 1], written as its midpoint ± half its width.
-  r.expect({"typical acceptance, TV(closed-form law, p), min over contexts (must exceed 2β)",
-            kSource, "", 0.5 * (1.0 + 2.0 * beta), 0.5 * (1.0 - 2.0 * beta),
-            fmt::format("the range (2β, 1], β = {:.4f}: a law this far from p is told from exact "
-                        "sampling by {} draws at the stated false alarm",
-                        beta, o.samples),
-            min_tv_typ_law, std::nullopt, ""});
-  r.expect({"typical acceptance, TV(empirical, p), min over contexts (must exceed β)", kSource, "",
-            0.5 * (1.0 + beta), 0.5 * (1.0 - beta),
-            fmt::format("the range (β, 1], β = {:.4f}: an exact sampler stays below β; ", beta) + mc_why,
-            min_tv_typ_emp, std::nullopt, ""});
-  r.expect({"typical acceptance, TV(empirical, its closed-form law), max over contexts", kSource,
-            "", 0.0, beta, mc_why, max_tv_typ_own, std::nullopt, ""});
-
-  r.metric("tv_bound", beta);
-  r.metric("max_abs_rejection_law_minus_p", max_rej_dev);
-  r.metric("max_tv_rejection_empirical", max_tv_rej);
-  r.metric("min_tv_typical_law", min_tv_typ_law);
-  r.metric("min_tv_typical_empirical", min_tv_typ_emp);
+  r.metric("tv_bound", beta_of(m.options));
+  const Summary s = summarize(m);
+  r.metric("max_abs_rejection_law_minus_p", s.max_rej_dev);
+  r.metric("max_tv_rejection_empirical", s.max_tv_rej);
+  r.metric("min_tv_typical_law", s.min_tv_typ_law);
+  r.metric("min_tv_typical_empirical", s.min_tv_typ_emp);
   r.tables.push_back(std::move(table));
   r.notes.push_back(
       "000 §8.2 says typical acceptance \"does not strictly guarantee exact sampling\": kvlab "
@@ -296,85 +252,110 @@ Result run_impl(const TypicalAcceptanceOptions& o, const RunContext& ctx,
       "seed {}: target MiniGPT(seed), draft MiniGPT(SplitMix64(seed, 1)) as in spec-exact; "
       "context c's prompt from SplitMix64(seed, 100 + c); each verifier and context its own "
       "stream. Entropy in nats without Medusa's +1e-5 inside the log.",
-      ctx.seed));
-  return r;
+      m.context.seed));
 }
 
 }  // namespace
+
+TypicalAcceptanceMeasured measure_typical_acceptance(const TypicalAcceptanceOptions& o, const RunContext& ctx,
+                                                     const TypicalAcceptanceParts& parts) {
+  return with_dtype(ctx.dtype, [&]<class T>() { return measure_impl<T>(o, ctx, parts); });
+}
+
+std::vector<Expectation> judge_typical_acceptance(const TypicalAcceptanceMeasured& m) {
+  const TypicalAcceptanceOptions& o = m.options;
+  const double beta = beta_of(o);
+  const Summary s = summarize(m);
+  const std::string mc_why = fmt::format(
+      "Bretagnolle–Huber–Carol, any n: P(TV ≥ β) ≤ 2^V e^(−2nβ²), V = {}, n = {}, false alarm {:g}/{}", kVocab,
+      o.samples, kFalseAlarm, 3 * o.contexts);
+  // "Above": the range (2β, 1] (or (β, 1]), written as its midpoint ± half its width.
+  return {{"rejection sampling, closed-form law − p, max over tokens and contexts", "000 §7.3", "probability", 0.0,
+           s.rej_tol,
+           fmt::format("float64 rounding: (2V + 8)u per entry (V = {}) plus the distributions' own |Σ − 1|", kVocab),
+           s.max_rej_dev, std::nullopt, ""},
+          {"rejection sampling, TV(empirical, p), max over contexts", kSource, "", 0.0, beta, mc_why, s.max_tv_rej,
+           std::nullopt, ""},
+          {"typical acceptance, TV(closed-form law, p), min over contexts (must exceed 2β)", kSource, "",
+           0.5 * (1.0 + 2.0 * beta), 0.5 * (1.0 - 2.0 * beta),
+           fmt::format("the range (2β, 1], β = {:.4f}: a law this far from p is told from exact sampling by {} draws "
+                       "at the stated false alarm",
+                       beta, o.samples),
+           s.min_tv_typ_law, std::nullopt, ""},
+          {"typical acceptance, TV(empirical, p), min over contexts (must exceed β)", kSource, "",
+           0.5 * (1.0 + beta), 0.5 * (1.0 - beta),
+           fmt::format("the range (β, 1], β = {:.4f}: an exact sampler stays below β; ", beta) + mc_why,
+           s.min_tv_typ_emp, std::nullopt, ""},
+          {"typical acceptance, TV(empirical, its closed-form law), max over contexts", kSource, "", 0.0, beta, mc_why,
+           s.max_tv_typ_own, std::nullopt, ""}};
+}
+
+const CheckDef<TypicalAcceptanceOptions, TypicalAcceptanceMeasured>& typical_acceptance_check() {
+  using O = TypicalAcceptanceOptions;
+  static const CheckDef<O, TypicalAcceptanceMeasured> def{
+      .spec = {.name = "typical-acceptance",
+               .order = 240,
+               .source = kSource,
+               .summary = "Medusa's typical acceptance is not exact (TV above the bound); rejection sampling is",
+               .description =
+                   "Next-token (p, q) from the target and draft mini-GPTs (V = 8) for --contexts prompts:\n"
+                   "closed-form law of the emitted token under rejection sampling (= p) and under Medusa's\n"
+                   "typical acceptance (p(x) > min(ε, δ e^(−H)), argmax on rejection), and --samples\n"
+                   "Monte Carlo draws of each against the Bretagnolle–Huber–Carol bound.",
+               .derivation =
+                   "Rejection sampling: P(X = x) = min(p, q)(x) + (1 − α)·max(0, p − q)(x)/(1 − α) = p(x).\n"
+                   "Typical acceptance: x ~ q is kept iff p(x) > τ = min(ε, δ·e^(−H(p))), else argmax p:\n"
+                   "  P(X = x) = q(x)·1[p(x) > τ] + (Σ_{y: p(y) ≤ τ} q(y))·1[x = argmax p],\n"
+                   "which is p only by accident (the draft's q survives on typical tokens).\n"
+                   "Monte Carlo: P(TV(p̂_n, P) ≥ β) ≤ 2^V e^(−2nβ²) (Bretagnolle–Huber–Carol), so a law\n"
+                   "more than 2β from p is detected by n draws. — 000 §8.2; Medusa arXiv 2401.10774 §2.3.1",
+               .traits = {.dtype = true,
+                          .weights_refusal = "its statistical bounds are sized for a vocabulary of 8 (M = 8 outcomes "
+                                             "per context); spec-exact runs the distribution test on a file pair"}},
+      .options = {{"--samples", &O::samples, Allowed::integers(1, kMaxSamples), "Draws per verifier and context"},
+                  {"--contexts", &O::contexts, Allowed::integers(1, kMaxContexts), "Prompts compared"},
+                  {"--temperature", &O::temperature, Allowed::reals(0.01, 10.0), "Sampling temperature"},
+                  {"--epsilon", &O::epsilon, Allowed::reals(0.001, 1.0), "Medusa's posterior_threshold ε"},
+                  {"--delta", &O::delta, Allowed::reals(0.001, 1.0), "Medusa's posterior_alpha δ"}},
+      .constraints =
+          [](const O& o) {
+            const double work = 2.0 * static_cast<double>(o.samples) * o.contexts;
+            if (work > static_cast<double>(kWorkBudget))
+              throw InputError(fmt::format(
+                  "--samples, --contexts: 2 × --samples × --contexts = {:.3g} is over the work budget of {} "
+                  "draws (about 2 s here)",
+                  work, kWorkBudget));
+            // β < 1/2 needs n > 2 (V ln 2 + ln(1/level)); below it, exactness could not be rejected.
+            const double l = kVocab * std::log(2.0) + std::log(1.0 / per_comparison(o));
+            const auto min_n = static_cast<std::int64_t>(std::floor(2.0 * l)) + 1;
+            if (o.samples < min_n)
+              throw InputError(fmt::format(
+                  "--samples: must be at least {} for --contexts {} (got {}): below, the sampling bound is "
+                  "over 1/2 and no verifier could be told from an exact one",
+                  min_n, o.contexts, o.samples));
+          },
+      .measure = [](const O& o, const RunContext& ctx) { return measure_typical_acceptance(o, ctx); },
+      .judge = judge_typical_acceptance,
+      .present = present,
+      .claim = [](const TypicalAcceptanceMeasured& m) {
+        return fmt::format(
+            "Medusa's typical acceptance (accept x when p(x) > min(ε, δ·e^(−H(p))), ε = {:g}, δ = {:g}; "
+            "argmax on rejection) changes the output distribution, while standard rejection sampling "
+            "(accept with min(1, p/q), residual on rejection) emits exactly p: closed-form laws over "
+            "V = {} for {} contexts, confirmed by {} draws per verifier.",
+            m.options.epsilon, m.options.delta, kVocab, m.options.contexts, m.options.samples);
+      }};
+  return def;
+}
 
 Result run_typical_acceptance(const TypicalAcceptanceOptions& o, const RunContext& ctx,
                               const TypicalAcceptanceParts& parts) {
-  require_range("--samples", o.samples, 1, kMaxSamples);
-  require_range("--contexts", o.contexts, 1, kMaxContexts);
-  require_finite_range("--temperature", o.temperature, 0.01, 10.0);
-  require_finite_range("--epsilon", o.epsilon, 0.001, 1.0);
-  require_finite_range("--delta", o.delta, 0.001, 1.0);
-  const double work = 2.0 * static_cast<double>(o.samples) * o.contexts;
-  if (work > static_cast<double>(kWorkBudget))
-    throw InputError(fmt::format(
-        "--samples, --contexts: 2 × --samples × --contexts = {:.3g} is over the work budget of {} "
-        "draws (about 2 s here)",
-        work, kWorkBudget));
-  // β < 1/2 needs n > 2 (V ln 2 + ln(1/level)); below it, exactness could not be rejected.
-  const double level = kFalseAlarm / (3.0 * o.contexts);
-  const double l = kVocab * std::log(2.0) + std::log(1.0 / level);
-  const auto min_n = static_cast<std::int64_t>(std::floor(2.0 * l)) + 1;
-  if (o.samples < min_n)
-    throw InputError(fmt::format(
-        "--samples: must be at least {} for --contexts {} (got {}): below, the sampling bound is "
-        "over 1/2 and no verifier could be told from an exact one",
-        min_n, o.contexts, o.samples));
-  return with_dtype(ctx.dtype, [&]<class T>() { return run_impl<T>(o, ctx, parts); });
+  return run_check(typical_acceptance_check(), o, ctx,
+                   [&parts](const TypicalAcceptanceOptions& opts, const RunContext& c) {
+                     return measure_typical_acceptance(opts, c, parts);
+                   });
 }
 
-namespace {
-
-class TypicalAcceptanceCheck final : public Check {
- public:
-  std::string name() const override { return "typical-acceptance"; }
-  std::string source() const override { return kSource; }
-  std::string summary() const override {
-    return "Medusa's typical acceptance is not exact (TV above the bound); rejection sampling is";
-  }
-  std::string description() const override {
-    return "Next-token (p, q) from the target and draft mini-GPTs (V = 8) for --contexts prompts:\n"
-           "closed-form law of the emitted token under rejection sampling (= p) and under Medusa's\n"
-           "typical acceptance (p(x) > min(ε, δ e^(−H)), argmax on rejection), and --samples\n"
-           "Monte Carlo draws of each against the Bretagnolle–Huber–Carol bound.";
-  }
-  std::string derivation() const override {
-    return "Rejection sampling: P(X = x) = min(p, q)(x) + (1 − α)·max(0, p − q)(x)/(1 − α) = p(x).\n"
-           "Typical acceptance: x ~ q is kept iff p(x) > τ = min(ε, δ·e^(−H(p))), else argmax p:\n"
-           "  P(X = x) = q(x)·1[p(x) > τ] + (Σ_{y: p(y) ≤ τ} q(y))·1[x = argmax p],\n"
-           "which is p only by accident (the draft's q survives on typical tokens).\n"
-           "Monte Carlo: P(TV(p̂_n, P) ≥ β) ≤ 2^V e^(−2nβ²) (Bretagnolle–Huber–Carol), so a law\n"
-           "more than 2β from p is detected by n draws. — 000 §8.2; Medusa arXiv 2401.10774 §2.3.1";
-  }
-  bool uses_dtype() const override { return true; }
-  void bind(OptionSet& sub) override {
-    sub.add_option("--samples", opts_.samples, "Draws per verifier and context (default 20000)")
-        ->check(IntRange(1, kMaxSamples));
-    sub.add_option("--contexts", opts_.contexts, "Prompts compared, 1-16 (default 4)")
-        ->check(IntRange(1, kMaxContexts));
-    sub.add_option("--temperature", opts_.temperature, "Sampling temperature (default 0.1)")
-        ->check(FiniteRange(0.01, 10.0));
-    sub.add_option("--epsilon", opts_.epsilon, "Medusa's posterior_threshold ε (default 0.09)")
-        ->check(FiniteRange(0.001, 1.0));
-    sub.add_option("--delta", opts_.delta, "Medusa's posterior_alpha δ (default 0.3)")
-        ->check(FiniteRange(0.001, 1.0));
-  }
-  std::string weights_refusal() const override {
-    return "its statistical bounds are sized for a vocabulary of 8 (M = 8 outcomes per context); "
-           "spec-exact runs the distribution test on a file pair";
-  }
-  Result run(const RunContext& ctx) override { return run_typical_acceptance(opts_, ctx); }
-
- private:
-  TypicalAcceptanceOptions opts_;
-};
-
-}  // namespace
-
-KVLAB_REGISTER_CHECK(240, TypicalAcceptanceCheck);
+KVLAB_REGISTER_SPEC(typical_acceptance_check);
 
 }  // namespace kvlab::checks

@@ -13,6 +13,8 @@ expect_usage_error --head-dim train --n-head 3 --d-model 64
 expect_usage_error --n-kv-head train --n-head 4 --n-kv-head 3
 expect_usage_error fortunes train --fortunes /nonexistent/kvlab/fortunes --steps 1
 expect_usage_error --out train --out /nonexistent/dir/x.safetensors --steps 1
+# spec-real runs the trained pair in float32: the common --dtype is refused with that reason.
+expect_usage_error "computes in float32" spec-real --dtype f32
 
 # A tiny run on a fixture text: exit 0, prints the validation loss and writes a checkpoint that
 # spec-real reads back (as both target and draft: α = 1, every draft accepted).

@@ -1,6 +1,6 @@
-// Unit tests of spec-sampler: passes with correct parts and fails when a part is deliberately
-// broken; the library pieces spec-sampler and spec-speedup (tests/checks/spec_speedup_test.cpp)
-// add (spec/positional, core/martingale, the loop's on_step and drop_bonus) on their own.
+// Unit tests of the library pieces spec-sampler and spec-speedup add (spec/positional,
+// core/martingale, the loop's on_step and drop_bonus) on their own; the checks' own tests are in
+// tests/checks/spec_sampler_test.cpp, spec_speedup_test.cpp and spec_etau_test.cpp.
 #include <doctest/doctest.h>
 
 #include "test_util.hpp"
@@ -17,19 +17,10 @@
 #include "spec/expected_tokens.hpp"
 #include "spec/loop.hpp"
 #include "spec/positional.hpp"
-#include "spec_sampler.hpp"
 
 namespace {
 
 namespace spec = kvlab::spec;
-using kvlab::checks::RunContext;
-
-bool failed_row(const kvlab::Result& r, const std::string& needle) {
-  for (const auto& e : r.expectations)
-    if (!e.holds() && e.quantity.find(needle) != std::string::npos) return true;
-  return false;
-}
-
 kvlab::ModelConfig tiny(int vocab) {
   kvlab::ModelConfig c;
   c.n_layer = 1;
@@ -121,22 +112,4 @@ TEST_CASE("loop: on_step sees every step; drop_bonus emits K on an all-accepted 
   const auto bad = spec::speculative_decode(target, target, prompt, sc, rng2, drop);
   CHECK(bad.tokens.size() == 12);
   CHECK(bad.stats.emitted == 3 * bad.stats.steps);
-}
-
-TEST_CASE("spec-sampler passes at defaults and bites when the verifier uses the raw p") {
-  const auto good = kvlab::checks::run_spec_sampler({}, RunContext{});
-  CHECK(good.passed());
-  CHECK(good.metric_value("alpha_first_greedy") < good.metric_value("alpha_first_same"));
-  kvlab::checks::SpecSamplerParts raw;
-  raw.verifier_target = [](std::span<const double> logits, const spec::SamplerConfig&) {
-    return spec::process_logits(logits, spec::SamplerConfig{});  // temperature 1, no cuts
-  };
-  const auto bad = kvlab::checks::run_spec_sampler({}, RunContext{}, raw);
-  CHECK_FALSE(bad.passed());
-  CHECK(failed_row(bad, "one-step law − p̃"));
-  // The biased sampler (soft q for a greedy draft) fails the greedy rows too.
-  kvlab::checks::SpecSamplerParts soft;
-  soft.faults.soft_q_for_greedy_draft = true;
-  const auto s = kvlab::checks::run_spec_sampler({}, RunContext{}, soft);
-  CHECK_FALSE(s.passed());
 }

@@ -1,7 +1,7 @@
 // Unit tests of the speculative-decoding variants: typical acceptance
 // (lib/spec/typical), Jacobi decoding (lib/spec/jacobi), tree attention (lib/attention/masked,
 // lib/model/masked_forward, lib/spec/token_tree) and multi-candidate tree sampling
-// (lib/spec/tree_sampling), and the checks typical-acceptance and jacobi, each shown
+// (lib/spec/tree_sampling), and the check jacobi, each shown
 // to pass with correct parts and to fail with a deliberately broken one.
 #include <doctest/doctest.h>
 
@@ -28,7 +28,6 @@
 #include "spec/token_tree.hpp"
 #include "spec/tree_sampling.hpp"
 #include "spec/typical.hpp"
-#include "typical_acceptance.hpp"
 
 namespace {
 
@@ -37,7 +36,6 @@ using kvlab::Mat;
 using kvlab::MiniGPT;
 using kvlab::ModelConfig;
 using kvlab::Rng;
-using kvlab::checks::RunContext;
 namespace spec = kvlab::spec;
 
 ModelConfig small_config(kvlab::Positional pos = kvlab::Positional::learned) {
@@ -51,13 +49,6 @@ ModelConfig small_config(kvlab::Positional pos = kvlab::Positional::learned) {
   c.block_size = 24;
   c.positional = pos;
   return c;
-}
-
-// Whether any expectation whose quantity contains `word` fails.
-bool fails(const kvlab::Result& r, const std::string& word) {
-  for (const auto& e : r.expectations)
-    if (e.quantity.find(word) != std::string::npos && !e.holds()) return true;
-  return false;
 }
 
 }  // namespace
@@ -98,45 +89,6 @@ TEST_CASE("typical: verify_one with the exact rule and residual is rejection sam
   for (int i = 0; i < n; ++i)
     ++counts[spec::verify_one(p, q, rng, spec::exact_accept_probability, spec::residual_distribution).token];
   for (int x = 0; x < 3; ++x) CHECK(std::abs(counts[x] / double(n) - p[x]) < 0.01);
-}
-
-TEST_CASE("typical-acceptance: passes; a 'typical' verifier that is really rejection sampling fails") {
-  const RunContext ctx;
-  const auto good = kvlab::checks::run_typical_acceptance({}, ctx);
-  CHECK(good.passed());
-  RunContext f32 = ctx;
-  f32.dtype = kvlab::Dtype::f32;
-  CHECK(kvlab::checks::run_typical_acceptance({}, f32).passed());
-  kvlab::checks::TypicalAcceptanceParts secretly_exact{spec::exact_accept_probability,
-                                                       spec::residual_distribution};
-  const auto bad = kvlab::checks::run_typical_acceptance({}, ctx, secretly_exact);
-  CHECK_FALSE(bad.passed());
-  CHECK(fails(bad, "typical acceptance, TV(closed-form law, p)"));
-  CHECK(fails(bad, "typical acceptance, TV(empirical, p)"));
-  // A replacement drawn from p itself (not Medusa's argmax) is not exact either: still passes.
-  kvlab::checks::TypicalAcceptanceParts from_p{spec::typical_accept_rule({}),
-                                               [](spec::Dist p, spec::Dist) {
-                                                 return std::vector<double>(p.begin(), p.end());
-                                               }};
-  CHECK(kvlab::checks::run_typical_acceptance({}, ctx, from_p).passed());
-}
-
-TEST_CASE("typical-acceptance: bad options are InputErrors naming the option") {
-  const RunContext ctx;
-  auto named = [&](kvlab::checks::TypicalAcceptanceOptions o, const std::string& word) {
-    const auto msg = kvlab::test::input_error([&] { kvlab::checks::run_typical_acceptance(o, ctx); });
-    CHECK_MESSAGE(msg.find(word) != std::string::npos, msg);
-  };
-  named({.samples = 10}, "--samples");
-  named({.samples = 10'000'000, .contexts = 16}, "budget");
-  named({.contexts = 0}, "--contexts");
-  named({.temperature = 0.0}, "--temperature");
-  named({.epsilon = 0.0}, "--epsilon");
-  named({.delta = 2.0}, "--delta");
-  // Where Medusa's law is within 2β of p the claim cannot be judged: refused, naming the flag and
-  // the temperatures that can judge it, never a FAIL for want of power.
-  named({.temperature = 0.01}, "--temperature");
-  named({.temperature = 0.01}, "it can at --temperature [");
 }
 
 // ---------------------------------------------------------------- Jacobi

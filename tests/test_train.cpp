@@ -165,13 +165,12 @@ TEST_CASE("train: a run lowers the loss and replays bit for bit whatever the thr
   CHECK(test::input_error([&] { train_model(a, text, cfg); }).find("lr") != std::string::npos);
 }
 
-// ---- checkpoints, spec-real and gqa-meanpool's trained mode on small stand-ins ----
+// ---- checkpoints and gqa-meanpool's trained mode on small stand-ins ----
 
 #include <filesystem>
 #include <fstream>
 
 #include "checks/gqa_meanpool.hpp"
-#include "checks/spec_real.hpp"
 #include "train/checkpoint.hpp"
 #include "model/gqa_convert.hpp"
 
@@ -219,37 +218,6 @@ TEST_CASE("train: corpus from a fixture directory splits fortune 9 of every 10 t
   REQUIRE(c.has_value());
   CHECK(c->n_fortunes_train == 36);
   CHECK(c->n_fortunes_validation == 4);
-}
-
-TEST_CASE("spec-real: skipped when a checkpoint is absent; passes on a stand-in pair; fails without the bonus") {
-  checks::SpecRealOptions o;
-  o.target = "/nonexistent/kvlab/target.safetensors";  // named by the user: bad input
-  CHECK(test::input_error([&] { checks::run_spec_real(o, checks::RunContext{}); }).find("--target") == 0);
-  checks::SpecRealParts absent;  // what an absent default checkpoint gives
-  absent.inputs = [] {
-    checks::SpecRealInputs in;
-    in.skipped = "the trained checkpoint data/weights/target.safetensors is absent";
-    return in;
-  };
-  const Result skipped = checks::run_spec_real(checks::SpecRealOptions{}, checks::RunContext{}, absent);
-  CHECK(!skipped.skipped.empty());
-  CHECK(skipped.passed());
-
-  checks::SpecRealParts parts;
-  parts.inputs = [] {
-    checks::SpecRealInputs in;
-    in.target.emplace(byte_config(2, 32, 4), 5);
-    in.draft.emplace(byte_config(1, 16, 2), 6);
-    const auto c = load_fortunes(fortune_fixture());
-    in.validation = c->train;
-    return in;
-  };
-  o = checks::SpecRealOptions{};
-  const Result ok = checks::run_spec_real(o, checks::RunContext{}, parts);
-  CHECK(ok.skipped.empty());
-  CHECK(ok.passed());
-  parts.faults.drop_bonus = true;  // a step then emits at most K tokens: E[τ | drafts] no longer holds
-  CHECK(!checks::run_spec_real(o, checks::RunContext{}, parts).passed());
 }
 
 TEST_CASE("gqa-meanpool trained mode: identity conversion exact; a pooler that drops the K/V biases fails") {

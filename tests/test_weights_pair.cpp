@@ -1,6 +1,6 @@
-// --weights on every model check: a target/draft pair from files
-// for the speculative checks (check_pair), the refusals, and spec-exact's distribution test on the
-// trained pair of data/weights, where a biased sampler must fail it as on the random pair.
+// --weights on the speculative checks: a target/draft pair from files (check_pair), its
+// refusals, and the notes a check prints on a file pair. spec-exact on the trained pair:
+// tests/checks/spec_exact_test.cpp.
 #include <doctest/doctest.h>
 
 #include <cstdio>
@@ -8,8 +8,6 @@
 #include <string>
 
 #include "checks/spec_exact.hpp"
-#include "checks/spec_real.hpp"
-#include "io/data_dir.hpp"
 #include "model/weights_io.hpp"
 #include "support/model_setup.hpp"
 #include "test_util.hpp"
@@ -17,18 +15,6 @@
 namespace {
 
 using namespace kvlab;
-
-bool failed_row(const Result& r, const std::string& needle) {
-  for (const auto& e : r.expectations)
-    if (!e.holds() && e.quantity.find(needle) != std::string::npos) return true;
-  return false;
-}
-
-/// The committed trained pair, or "" when data/weights lacks it (the test then says so).
-std::string trained(const std::string& name) {
-  const std::string p = data_dir() + "/weights/" + name + ".safetensors";
-  return std::filesystem::exists(p) ? p : std::string();
-}
 
 std::string write_model(const std::string& name, int vocab, std::uint64_t seed) {
   ModelConfig c;
@@ -67,43 +53,4 @@ TEST_CASE("check_pair: both files or neither; vocabularies must match, named wit
   checks::SpecExactOptions o;
   o.samples = 2000;
   CHECK(checks::run_spec_exact(o, ctx).passed());
-}
-
-TEST_CASE("spec-exact on the trained pair (temperature 1): passes; the biased sampler fails it") {
-  const std::string target = trained("target"), draft = trained("draft");
-  if (target.empty() || draft.empty()) {
-    MESSAGE("data/weights lacks the trained pair: not run");
-    return;
-  }
-  checks::RunContext ctx;
-  ctx.dtype = Dtype::f32;
-  ctx.weights = target;
-  ctx.draft_weights = draft;
-  checks::SpecExactOptions o;
-  o.samples = 300;
-  o.temperature = 1.0;
-  const Result good = checks::run_spec_exact(o, ctx);
-  CHECK(good.passed());
-  spec::SpecFaults biased;  // the biased sampler: greedy proposals verified against the soft q
-  biased.soft_q_for_greedy_draft = true;
-  const Result bad = checks::run_spec_exact(o, ctx, biased);
-  CHECK_FALSE(bad.passed());
-  CHECK(failed_row(bad, "TV(empirical, exact target law): speculative, greedy draft"));
-  MESSAGE("TV greedy draft: good " << good.metric_value("tv_spec_greedy") << ", biased " << bad.metric_value("tv_spec_greedy")
-          << ", bound " << bad.metric_value("tv_bound"));
-}
-
-TEST_CASE("spec-real's exactness rows on the trained pair: the biased sampler fails them") {
-  if (trained("target").empty() || trained("draft").empty()) {
-    MESSAGE("data/weights lacks the trained pair: not run");
-    return;
-  }
-  checks::SpecRealParts parts;
-  parts.faults.soft_q_for_greedy_draft = true;
-  const Result bad = checks::run_spec_real(checks::SpecRealOptions{}, checks::RunContext{}, parts);
-  if (!bad.skipped.empty()) {
-    MESSAGE("spec-real skipped: " << bad.skipped);
-    return;
-  }
-  CHECK(failed_row(bad, "TV(empirical, exact target law): speculative, greedy draft"));
 }

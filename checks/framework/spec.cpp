@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "core/error.hpp"
+#include "framework/path_option.hpp"
 
 namespace kvlab::checks {
 
@@ -14,6 +15,7 @@ void require_allowed(const std::string& flag, const Allowed& allowed, double v) 
   switch (allowed.kind) {
     case Allowed::Kind::any:
     case Allowed::Kind::one_of:
+    case Allowed::Kind::path:
       return;
     case Allowed::Kind::integers:
       if (v != std::floor(v) || v < allowed.lo || v > allowed.hi)
@@ -32,6 +34,8 @@ void require_allowed(const std::string& flag, const Allowed& allowed, double v) 
 }
 
 void require_allowed(const std::string& flag, const Allowed& allowed, const std::string& v) {
+  if (allowed.kind == Allowed::Kind::path && v.empty())
+    throw InputError(flag + ": empty path (an unset shell variable?); give a file name, or leave the option out");
   if (allowed.kind != Allowed::Kind::one_of) return;
   if (std::find(allowed.members.begin(), allowed.members.end(), v) == allowed.members.end())
     throw InputError(fmt::format("{}: must be one of {} (got '{}')", flag, fmt::join(allowed.members, ", "),
@@ -50,6 +54,8 @@ std::optional<Validator> validator_for(const Allowed& allowed) {
       return TokenCount(static_cast<std::int64_t>(allowed.hi));
     case Allowed::Kind::one_of:
       return IsMember(allowed.members);
+    case Allowed::Kind::path:
+      return PathGiven();
   }
   return std::nullopt;
 }

@@ -42,6 +42,7 @@ struct CheckTraits {
   bool weights = false;        ///< builds a MiniGPT: accepts --weights FILE.safetensors
   bool draft_weights = false;  ///< builds a target and a draft: --weights with --draft-weights
   std::string_view weights_refusal; ///< non-empty: --weights is accepted and refused with this reason
+  std::string_view dtype_refusal;   ///< non-empty: --dtype is refused with this reason, which --help shows
   bool cuda = false;           ///< has a CUDA path (--device cuda)
   bool plot = false;           ///< its Result carries plots: --plot FILE.svg|term
   bool bench = false;          ///< a benchmark: only `kvlab all --bench` runs it
@@ -60,9 +61,10 @@ struct CheckSpec {
   CheckTraits traits;
 };
 
-/// The values an option may take. Integers and reals are closed ranges; a real must be finite.
+/// The values an option may take. Integers and reals are closed ranges; a real must be finite; a
+/// path is any text but the empty one (framework/path_option.hpp).
 struct Allowed {
-  enum class Kind { any, integers, reals, tokens, one_of };
+  enum class Kind { any, integers, reals, tokens, one_of, path };
   Kind kind = Kind::any;
   double lo = 0, hi = 0;             ///< integers, reals: [lo, hi]; tokens: [1, hi]
   std::vector<std::string> members;  ///< one_of
@@ -75,6 +77,7 @@ struct Allowed {
   /// A token count: digits or 4k / 128k / 1M (io/units.hpp), in [1, hi].
   static Allowed tokens(std::int64_t hi) { return {Kind::tokens, 1, static_cast<double>(hi), {}}; }
   static Allowed one_of(std::vector<std::string> members) { return {Kind::one_of, 0, 0, std::move(members)}; }
+  static Allowed path() { return {Kind::path, 0, 0, {}}; }
 };
 
 /// A pointer to the Options field an option fills. An optional<T> field is empty unless given.
@@ -87,7 +90,7 @@ using Field = std::variant<int O::*, std::int64_t O::*, std::uint64_t O::*, doub
 /// One row of a check's option table.
 template <class O>
 struct OptionRow {
-  std::string_view flag;  ///< "--keys"
+  std::string_view flag;  ///< "--keys"; "--target,--weights" gives an alias (messages name the first)
   Field<O> field;     ///< &Options::keys
   Allowed allowed;    ///< the values it takes; the same rule on the command line and in validate_options
   std::string_view help;  ///< what it is (the default and the range are added by the framework)
@@ -107,7 +110,7 @@ void validate_options(const std::vector<OptionRow<O>>& rows, const O& options) {
     std::visit(
         [&](auto member) {
           const auto& value = options.*member;
-          const std::string flag(row.flag);
+          const std::string flag(row.flag.substr(0, row.flag.find(',')));
           using V = std::decay_t<decltype(value)>;
           if constexpr (std::is_same_v<V, bool>) {
           } else if constexpr (std::is_same_v<V, std::string>) {
@@ -201,6 +204,9 @@ class SpecCheck final : public Check {
   std::string derivation() const override { return std::string(def_.spec.derivation); }
   void bind(OptionSet& sub) override {
     for (const auto& row : def_.options) bind_row(sub, row, options_);
+    const std::string dtype_refusal(def_.spec.traits.dtype_refusal);
+    if (Option* dtype = dtype_refusal.empty() ? nullptr : sub.find("--dtype"))
+      dtype->description("Not taken: " + dtype_refusal)->check(Refused(dtype_refusal));
   }
   bool has_cuda() const override { return def_.spec.traits.cuda; }
   std::string cuda_gap(const RunContext& ctx) const override {
