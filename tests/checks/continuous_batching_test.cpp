@@ -3,6 +3,8 @@
 // hand-made runs. The simulator itself: tests/test_serve.cpp.
 #include <doctest/doctest.h>
 
+#include "../test_util.hpp"
+
 #include <algorithm>
 #include <string>
 #include <vector>
@@ -15,12 +17,6 @@ namespace {
 using namespace kvlab;
 using namespace kvlab::serve;
 using kvlab::test::input_error;
-
-bool row_fails(const Result& r, const std::string& part) {
-  for (const auto& e : r.expectations)
-    if (e.quantity.find(part) != std::string::npos) return !e.holds();
-  return false;
-}
 
 }  // namespace
 
@@ -40,7 +36,7 @@ TEST_CASE("continuous-batching: passes, and fails with a static scheduler that s
   };
   const Result refilled = run_continuous_batching(o, ctx, refills);
   CHECK_FALSE(refilled.passed());
-  CHECK(row_fails(refilled, "static: steps where a request joins"));
+  CHECK(kvlab::test::row_fails(refilled, "static: steps where a request joins"));
 
   ContinuousBatchingParts loses_tokens;  // a scheduler that drops each request's last token
   loses_tokens.simulate = [](const std::vector<Request>& t, const SimConfig& c, const StepTimeModel& m, const SimParts& p) {
@@ -50,7 +46,7 @@ TEST_CASE("continuous-batching: passes, and fails with a static scheduler that s
   };
   const Result lost = run_continuous_batching(o, ctx, loses_tokens);
   CHECK_FALSE(lost.passed());
-  CHECK(row_fails(lost, "continuous: tokens emitted"));
+  CHECK(kvlab::test::row_fails(lost, "continuous: tokens emitted"));
 
   // 003 part 6's "zero idle": a continuous scheduler that keeps a finished request's slot stepping
   // once, or pauses a millisecond while a request waits, fails.
@@ -60,7 +56,7 @@ TEST_CASE("continuous-batching: passes, and fails with a static scheduler that s
     if (c.policy == Policy::continuous) r.steps.at(1).padding += 1;
     return r;
   };
-  CHECK(row_fails(run_continuous_batching(o, ctx, pads), "continuous: decodes spent on finished requests"));
+  CHECK(kvlab::test::row_fails(run_continuous_batching(o, ctx, pads), "continuous: decodes spent on finished requests"));
   ContinuousBatchingParts pauses;  // admits one request that arrived at an idle engine 1 ms late
   pauses.simulate = [](const std::vector<Request>& t, const SimConfig& c, const StepTimeModel& m, const SimParts& p) {
     SimResult r = simulate(t, c, m, p);
@@ -75,7 +71,7 @@ TEST_CASE("continuous-batching: passes, and fails with a static scheduler that s
       }
     return r;
   };
-  CHECK(row_fails(run_continuous_batching(o, ctx, pauses), "continuous: engine idle time while a request waits"));
+  CHECK(kvlab::test::row_fails(run_continuous_batching(o, ctx, pauses), "continuous: engine idle time while a request waits"));
 
   o.rate = 0;
   CHECK(input_error([&] { run_continuous_batching(o, ctx); }).find("--rate") != std::string::npos);

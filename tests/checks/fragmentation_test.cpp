@@ -3,6 +3,8 @@
 // and its judge on measurements made by hand.
 #include <doctest/doctest.h>
 
+#include "../test_util.hpp"
+
 #include <memory>
 #include <string>
 #include <vector>
@@ -16,17 +18,6 @@ using namespace kvlab;
 using namespace kvlab::serve;
 using kvlab::test::input_error;
 
-namespace {
-
-// Whether the expectation whose quantity contains `part` exists and fails.
-bool row_fails(const Result& r, const std::string& part) {
-  for (const auto& e : r.expectations)
-    if (e.quantity.find(part) != std::string::npos) return !e.holds();
-  FAIL("no expectation with '" << part << "'");
-  return false;
-}
-
-}  // namespace
 
 namespace {
 
@@ -73,7 +64,7 @@ TEST_CASE("fragmentation: passes, and fails with an allocator that loses blocks 
   };
   const Result leaked = run_fragmentation(o, ctx, leaky);
   CHECK_FALSE(leaked.passed());
-  CHECK(row_fails(leaked, "pool conservation"));
+  CHECK(kvlab::test::row_fails(leaked, "pool conservation"));
 
   FragmentationParts no_round_up;  // paged counted without rounding up to whole blocks
   no_round_up.requests_that_fit = [](KvAllocator k, const std::vector<std::uint64_t>& lens, std::uint64_t c,
@@ -84,7 +75,7 @@ TEST_CASE("fragmentation: passes, and fails with an allocator that loses blocks 
   CHECK(run_fragmentation(o, ctx).passed());
   const Result unrounded = run_fragmentation(o, ctx, no_round_up);
   CHECK_FALSE(unrounded.passed());
-  CHECK(row_fails(unrounded, "largest batch at final length in 32768 slots, paged"));
+  CHECK(kvlab::test::row_fails(unrounded, "largest batch at final length in 32768 slots, paged"));
 
   o = FragmentationOptions{};
   o.kv_tokens = 100;

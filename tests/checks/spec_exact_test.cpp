@@ -3,6 +3,8 @@
 // row fail it; its judge on hand-made fits.
 #include <doctest/doctest.h>
 
+#include "../test_util.hpp"
+
 #include <cmath>
 #include <filesystem>
 #include <string>
@@ -15,12 +17,6 @@ using namespace kvlab;
 using kvlab::checks::RunContext;
 
 namespace {
-
-bool failed_row(const Result& r, const std::string& needle) {
-  for (const Expectation& e : r.expectations)
-    if (!e.holds() && e.quantity.find(needle) != std::string::npos) return true;
-  return false;
-}
 
 /// The committed trained pair, or "" when data/weights lacks it (the test then says so).
 std::string trained(const std::string& name) {
@@ -39,8 +35,8 @@ TEST_CASE("spec-exact passes, and the biased sampler (soft q for a greedy draft)
   biased.soft_q_for_greedy_draft = true;
   const auto bad = checks::run_spec_exact(o, ctx, biased);
   CHECK_FALSE(bad.passed());
-  CHECK(failed_row(bad, "TV(empirical, exact target law): speculative, greedy draft"));
-  CHECK(failed_row(bad, "χ² against the exact law: speculative, greedy draft"));
+  CHECK(kvlab::test::failed_row(bad, "TV(empirical, exact target law): speculative, greedy draft"));
+  CHECK(kvlab::test::failed_row(bad, "χ² against the exact law: speculative, greedy draft"));
   // Drawing the bonus from the wrong row biases the law too (the K = 1 row, where the bonus token
   // is inside the emitted tokens).
   spec::SpecFaults wrong_bonus;
@@ -72,7 +68,7 @@ TEST_CASE("spec-exact on the trained pair (temperature 1): passes; the biased sa
   biased.soft_q_for_greedy_draft = true;
   const Result bad = checks::run_spec_exact(o, ctx, biased);
   CHECK_FALSE(bad.passed());
-  CHECK(failed_row(bad, "TV(empirical, exact target law): speculative, greedy draft"));
+  CHECK(kvlab::test::failed_row(bad, "TV(empirical, exact target law): speculative, greedy draft"));
 }
 
 TEST_CASE("spec-exact: judge on hand-made fits: a TV over its bound, a χ² over its critical value or a NaN fails") {

@@ -3,6 +3,8 @@
 // tests/test_device_checks.cpp.
 #include <doctest/doctest.h>
 
+#include "../test_util.hpp"
+
 #include <string>
 
 #include "checks/spec_greedy.hpp"
@@ -11,15 +13,6 @@
 using namespace kvlab;
 using kvlab::checks::RunContext;
 
-namespace {
-
-bool failed_row(const Result& r, const std::string& needle) {
-  for (const Expectation& e : r.expectations)
-    if (!e.holds() && e.quantity.find(needle) != std::string::npos) return true;
-  return false;
-}
-
-}  // namespace
 
 TEST_CASE("spec-greedy passes, and bites when the loop's bookkeeping is broken") {
   const RunContext ctx;
@@ -44,7 +37,7 @@ TEST_CASE("spec-greedy passes, and bites when the loop's bookkeeping is broken")
   wrong_bonus_row.bonus_from_last_draft_row = true;
   const auto wb = kvlab::checks::run_spec_greedy({}, ctx, wrong_bonus_row);
   CHECK_FALSE(wb.passed());
-  CHECK(failed_row(wb, "differing"));
+  CHECK(kvlab::test::failed_row(wb, "differing"));
 }
 
 TEST_CASE("spec-greedy: judge on hand-made runs: one differing token or one broken invariant fails its draft's row") {

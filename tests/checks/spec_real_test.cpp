@@ -3,6 +3,8 @@
 // with the biased sampler; its judge on hand-made runs.
 #include <doctest/doctest.h>
 
+#include "../test_util.hpp"
+
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -37,12 +39,6 @@ std::string fortune_fixture() {
   for (int i = 0; i < 40; ++i)
     out << "Fortune number " << i << ": the quick brown fox jumps over the lazy dog, again and again.\n%\n";
   return dir;
-}
-
-bool failed_row(const Result& r, const std::string& needle) {
-  for (const Expectation& e : r.expectations)
-    if (!e.holds() && e.quantity.find(needle) != std::string::npos) return true;
-  return false;
 }
 
 }  // namespace
@@ -82,7 +78,7 @@ TEST_CASE("spec-real's exactness rows on the trained pair: the biased sampler fa
     MESSAGE("spec-real skipped: " << bad.skipped);
     return;
   }
-  CHECK(failed_row(bad, "TV(empirical, exact target law): speculative, greedy draft"));
+  CHECK(kvlab::test::failed_row(bad, "TV(empirical, exact target law): speculative, greedy draft"));
 }
 
 TEST_CASE("spec-real: judge on hand-made runs: a far α, a wrong tokens/step, a mismatch or a NaN fails its row") {

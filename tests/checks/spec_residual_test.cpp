@@ -2,6 +2,8 @@
 // with broken ones; its judge on hand-made errors. The step law itself: tests/test_loop.cpp.
 #include <doctest/doctest.h>
 
+#include "../test_util.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <string>
@@ -13,15 +15,6 @@
 using namespace kvlab;
 using kvlab::checks::RunContext;
 
-namespace {
-
-bool failed_row(const Result& r, const std::string& needle) {
-  for (const Expectation& e : r.expectations)
-    if (!e.holds() && e.quantity.find(needle) != std::string::npos) return true;
-  return false;
-}
-
-}  // namespace
 
 TEST_CASE("spec-residual passes at defaults and bites with a broken residual") {
   const RunContext ctx;
@@ -35,8 +28,8 @@ TEST_CASE("spec-residual passes at defaults and bites with a broken residual") {
   };
   const auto bad = kvlab::checks::run_spec_residual({.pairs = 50}, ctx, broken);
   CHECK_FALSE(bad.passed());
-  CHECK(failed_row(bad, "disjoint supports"));
-  CHECK(failed_row(bad, "random pairs"));
+  CHECK(kvlab::test::failed_row(bad, "disjoint supports"));
+  CHECK(kvlab::test::failed_row(bad, "random pairs"));
 
   // Unnormalized residual (max(0, p − q) without dividing by 1 − α).
   kvlab::checks::SpecResidualParts unnorm;

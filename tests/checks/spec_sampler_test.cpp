@@ -2,6 +2,8 @@
 // p or the loop gives a greedy draft's soft q to the verifier; its judge on hand-made numbers.
 #include <doctest/doctest.h>
 
+#include "../test_util.hpp"
+
 #include <cmath>
 #include <span>
 #include <string>
@@ -12,15 +14,6 @@
 using namespace kvlab;
 using kvlab::checks::RunContext;
 
-namespace {
-
-bool failed_row(const Result& r, const std::string& needle) {
-  for (const Expectation& e : r.expectations)
-    if (!e.holds() && e.quantity.find(needle) != std::string::npos) return true;
-  return false;
-}
-
-}  // namespace
 
 TEST_CASE("spec-sampler passes at defaults and bites when the verifier uses the raw p") {
   const auto good = checks::run_spec_sampler({}, RunContext{});
@@ -32,7 +25,7 @@ TEST_CASE("spec-sampler passes at defaults and bites when the verifier uses the 
   };
   const auto bad = checks::run_spec_sampler({}, RunContext{}, raw);
   CHECK_FALSE(bad.passed());
-  CHECK(failed_row(bad, "one-step law − p̃"));
+  CHECK(kvlab::test::failed_row(bad, "one-step law − p̃"));
   // The biased sampler (soft q for a greedy draft) fails the greedy rows too.
   checks::SpecSamplerParts soft;
   soft.faults.soft_q_for_greedy_draft = true;

@@ -3,6 +3,8 @@
 // its judge on a hand-made K.
 #include <doctest/doctest.h>
 
+#include "../test_util.hpp"
+
 #include <cmath>
 #include <filesystem>
 #include <span>
@@ -17,15 +19,6 @@
 using namespace kvlab;
 using kvlab::checks::RunContext;
 
-namespace {
-
-bool failed_row(const Result& r, const std::string& needle) {
-  for (const auto& e : r.expectations)
-    if (!e.holds() && e.quantity.find(needle) != std::string::npos) return true;
-  return false;
-}
-
-}  // namespace
 
 TEST_CASE("spec-speedup passes at defaults and offers its plot") {
   const auto r = checks::run_spec_speedup({}, RunContext{});
@@ -41,15 +34,15 @@ TEST_CASE("spec-speedup bites: α^K instead of α^(K+1), and a loop that drops t
   formula.expected_tokens = [](std::span<const double> a) { return spec::expected_tokens_positional(a.first(a.size() - 1)); };
   const auto f = checks::run_spec_speedup({}, RunContext{}, formula);
   CHECK_FALSE(f.passed());
-  CHECK(failed_row(f, "tokens per step vs E[τ | drafts]"));
-  CHECK(failed_row(f, "(1 − α^(K+1))/(1 − α)"));
-  CHECK(failed_row(f, "predicted speedup E[τ](α exact)/(1 + K·c) at the best K"));  // 003 part 5's "about 2×"
+  CHECK(kvlab::test::failed_row(f, "tokens per step vs E[τ | drafts]"));
+  CHECK(kvlab::test::failed_row(f, "(1 − α^(K+1))/(1 − α)"));
+  CHECK(kvlab::test::failed_row(f, "predicted speedup E[τ](α exact)/(1 + K·c) at the best K"));  // 003 part 5's "about 2×"
 
   checks::SpecSpeedupParts loop;
   loop.faults.drop_bonus = true;
   const auto l = checks::run_spec_speedup({}, RunContext{}, loop);
   CHECK_FALSE(l.passed());
-  CHECK(failed_row(l, "tokens per step vs E[τ | drafts] (per-position acceptance), K = 1"));
+  CHECK(kvlab::test::failed_row(l, "tokens per step vs E[τ | drafts] (per-position acceptance), K = 1"));
 }
 
 TEST_CASE("spec-speedup refuses a run too small for its bounds to fail") {

@@ -3,6 +3,8 @@
 // hand-made numbers. The tree library itself: tests/test_specvar.cpp.
 #include <doctest/doctest.h>
 
+#include "../test_util.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <string>
@@ -14,16 +16,6 @@
 using kvlab::checks::RunContext;
 namespace spec = kvlab::spec;
 
-namespace {
-
-// Whether any expectation whose quantity contains `word` fails.
-bool fails(const kvlab::Result& r, const std::string& word) {
-  for (const auto& e : r.expectations)
-    if (e.quantity.find(word) != std::string::npos && !e.holds()) return true;
-  return false;
-}
-
-}  // namespace
 
 TEST_CASE("tree-verify: passes; a sibling-visible mask, flat positions or no residual update fail") {
   const RunContext ctx;
@@ -44,7 +36,7 @@ TEST_CASE("tree-verify: passes; a sibling-visible mask, flat positions or no res
   };
   const auto bad_mask = kvlab::checks::run_tree_verify(fast, ctx, sibling);
   CHECK_FALSE(bad_mask.passed());
-  CHECK(fails(bad_mask, "tree forward vs per-path forwards"));
+  CHECK(kvlab::test::failed_row(bad_mask, "tree forward vs per-path forwards"));
 
   kvlab::checks::TreeVerifyParts flat;  // positions = flat index, not depth
   flat.positions = [](const spec::TokenTree& t, int prefix) {
@@ -58,8 +50,8 @@ TEST_CASE("tree-verify: passes; a sibling-visible mask, flat positions or no res
   naive.rule.carry_residual = false;
   const auto bad_rule = kvlab::checks::run_tree_verify(fast, ctx, naive);
   CHECK_FALSE(bad_rule.passed());
-  CHECK(fails(bad_rule, "TV(closed-form law, target law)"));
-  CHECK(fails(bad_rule, "TV(empirical"));
+  CHECK(kvlab::test::failed_row(bad_rule, "TV(closed-form law, target law)"));
+  CHECK(kvlab::test::failed_row(bad_rule, "TV(empirical"));
 }
 
 TEST_CASE("tree-verify: bad options are InputErrors naming the option") {

@@ -3,6 +3,8 @@
 // judge on hand-made laws. The library's typical rule: tests/test_specvar.cpp.
 #include <doctest/doctest.h>
 
+#include "../test_util.hpp"
+
 #include <cmath>
 #include <string>
 #include <vector>
@@ -13,15 +15,6 @@
 using namespace kvlab;
 using kvlab::checks::RunContext;
 
-namespace {
-
-bool fails(const Result& r, const std::string& word) {
-  for (const Expectation& e : r.expectations)
-    if (!e.holds() && e.quantity.find(word) != std::string::npos) return true;
-  return false;
-}
-
-}  // namespace
 
 TEST_CASE("typical-acceptance: passes; a 'typical' verifier that is really rejection sampling fails") {
   const RunContext ctx;
@@ -32,8 +25,8 @@ TEST_CASE("typical-acceptance: passes; a 'typical' verifier that is really rejec
   const checks::TypicalAcceptanceParts secretly_exact{spec::exact_accept_probability, spec::residual_distribution};
   const auto bad = checks::run_typical_acceptance({}, ctx, secretly_exact);
   CHECK_FALSE(bad.passed());
-  CHECK(fails(bad, "typical acceptance, TV(closed-form law, p)"));
-  CHECK(fails(bad, "typical acceptance, TV(empirical, p)"));
+  CHECK(kvlab::test::failed_row(bad, "typical acceptance, TV(closed-form law, p)"));
+  CHECK(kvlab::test::failed_row(bad, "typical acceptance, TV(empirical, p)"));
   // A replacement drawn from p itself (not Medusa's argmax) is not exact either: still passes.
   const checks::TypicalAcceptanceParts from_p{spec::typical_accept_rule({}), [](spec::Dist p, spec::Dist) {
                                                 return std::vector<double>(p.begin(), p.end());
