@@ -3,25 +3,37 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include <fmt/format.h>
 
 #include "core/error.hpp"
+#include "framework/path_option.hpp"
 
 namespace kvlab::checks {
+namespace {
+
+// lo and hi are doubles: 2^63 - 1 reads as 2^63, which no int64 holds.
+std::int64_t integer(double v) {
+  return v >= 0x1p63 ? std::numeric_limits<std::int64_t>::max() : static_cast<std::int64_t>(v);
+}
+
+}  // namespace
 
 void require_allowed(const std::string& flag, const Allowed& allowed, double v) {
   switch (allowed.kind) {
     case Allowed::Kind::any:
     case Allowed::Kind::one_of:
+    case Allowed::Kind::path:
       return;
     case Allowed::Kind::integers:
       if (v != std::floor(v) || v < allowed.lo || v > allowed.hi)
-        throw InputError(fmt::format("{}: must be an integer in [{}, {}] (got {})", flag, allowed.lo, allowed.hi, v));
+        throw InputError(fmt::format("{}: must be an integer in [{}, {}] (got {})", flag, integer(allowed.lo),
+                                     integer(allowed.hi), v));
       return;
     case Allowed::Kind::tokens:
       if (v != std::floor(v) || v < 1 || v > allowed.hi)
-        throw InputError(fmt::format("{}: must be a token count in [1, {}] (got {})", flag, allowed.hi, v));
+        throw InputError(fmt::format("{}: must be a token count in [1, {}] (got {})", flag, integer(allowed.hi), v));
       return;
     case Allowed::Kind::reals:
       if (!std::isfinite(v) || v < allowed.lo || v > allowed.hi)
@@ -43,13 +55,15 @@ std::optional<Validator> validator_for(const Allowed& allowed) {
     case Allowed::Kind::any:
       return std::nullopt;
     case Allowed::Kind::integers:
-      return IntRange(static_cast<std::int64_t>(allowed.lo), static_cast<std::int64_t>(allowed.hi));
+      return IntRange(integer(allowed.lo), integer(allowed.hi));
     case Allowed::Kind::reals:
       return FiniteRange(allowed.lo, allowed.hi);
     case Allowed::Kind::tokens:
-      return TokenCount(static_cast<std::int64_t>(allowed.hi));
+      return TokenCount(integer(allowed.hi));
     case Allowed::Kind::one_of:
       return IsMember(allowed.members);
+    case Allowed::Kind::path:
+      return PathGiven();
   }
   return std::nullopt;
 }

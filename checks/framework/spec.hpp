@@ -62,7 +62,7 @@ struct CheckSpec {
 
 /// The values an option may take. Integers and reals are closed ranges; a real must be finite.
 struct Allowed {
-  enum class Kind { any, integers, reals, tokens, one_of };
+  enum class Kind { any, integers, reals, tokens, one_of, path };
   Kind kind = Kind::any;
   double lo = 0, hi = 0;             ///< integers, reals: [lo, hi]; tokens: [1, hi]
   std::vector<std::string> members;  ///< one_of
@@ -75,6 +75,9 @@ struct Allowed {
   /// A token count: digits or 4k / 128k / 1M (io/units.hpp), in [1, hi].
   static Allowed tokens(std::int64_t hi) { return {Kind::tokens, 1, static_cast<double>(hi), {}}; }
   static Allowed one_of(std::vector<std::string> members) { return {Kind::one_of, 0, 0, std::move(members)}; }
+  /// A file or folder to read: the command line refuses an empty one (PathGiven); an empty field
+  /// means the option was not given.
+  static Allowed path() { return {Kind::path, 0, 0, {}}; }
 };
 
 /// A pointer to the Options field an option fills. An optional<T> field is empty unless given.
@@ -92,6 +95,7 @@ struct OptionRow {
   Allowed allowed;    ///< the values it takes; the same rule on the command line and in validate_options
   std::string_view help;  ///< what it is (the default and the range are added by the framework)
   std::string_view type_name;  ///< the --help placeholder when CLI11's (INT, FLOAT, TEXT) says too little
+  std::string_view excludes;   ///< another row's flag this one may not be given with (CLI11's excludes)
 };
 
 /// Throws InputError naming `flag` and the allowed values unless `v` is allowed.
@@ -125,7 +129,8 @@ void validate_options(const std::vector<OptionRow<O>>& rows, const O& options) {
         row.field);
 }
 
-/// The validator the command line applies for `allowed` (IntRange, FiniteRange, TokenCount, IsMember).
+/// The validator the command line applies for `allowed` (IntRange, FiniteRange, TokenCount, IsMember,
+/// PathGiven).
 std::optional<Validator> validator_for(const Allowed& allowed);
 
 /// Declares `row` on `sub`, bound to `options`' field, with its validator and its default shown.
@@ -201,6 +206,8 @@ class SpecCheck final : public Check {
   std::string derivation() const override { return std::string(def_.spec.derivation); }
   void bind(OptionSet& sub) override {
     for (const auto& row : def_.options) bind_row(sub, row, options_);
+    for (const auto& row : def_.options)
+      if (!row.excludes.empty()) sub.find(std::string(row.flag))->excludes(sub.find(std::string(row.excludes)));
   }
   bool has_cuda() const override { return def_.spec.traits.cuda; }
   std::string cuda_gap(const RunContext& ctx) const override {
