@@ -11,8 +11,6 @@
 #include "attention/linear_attention.hpp"
 #include "checks/kv_size_check.hpp"
 #include "checks/roofline_check.hpp"
-#include "checks/gqa_meanpool_trained.hpp"
-#include "model/gqa_convert.hpp"
 #include "core/rng.hpp"
 #include "test_util.hpp"
 
@@ -145,29 +143,3 @@ TEST_CASE("kv-size judges every cell of the cheatsheet's missing tables, and fai
   CHECK_FALSE(row_starting(heavy, "an EAGLE draft head for a 70B target")->holds());
 }
 
-// ---- gqa-meanpool's trained mode: pooling costs loss on every window; uptraining must recover ----
-
-TEST_CASE("gqa-meanpool trained mode: a conversion that changes nothing, or an uptraining too short, fails") {
-  checks::GqaTrainedOptions o;  // the committed target and the fortunes text; skipped where absent
-  o.windows = 2;
-  const checks::PoolerF32 pool = [](const MiniGPT<float>& m, int g) { return mean_pool_kv_heads<float>(m, g); };
-  Result ok;
-  checks::run_gqa_trained(o, pool, {}, ok);
-  if (ok.expectations.empty()) {
-    MESSAGE("trained mode skipped here (no checkpoint or fortunes text)");
-    return;
-  }
-  CHECK(ok.passed());
-  CHECK(row_starting(ok, "trained target, G = 2: validation windows")->measured == 0);
-
-  Result same;  // "pooling" that keeps every head: the loss does not rise, the row fails
-  checks::run_gqa_trained(o, [](const MiniGPT<float>& m, int) { return m; }, {}, same);
-  CHECK_FALSE(row_starting(same, "trained target, G = 2: validation windows")->holds());
-
-  checks::GqaTrainedOptions brief = o;  // one uptraining step (0.1% of the original run) recovers little
-  brief.uptrain = true;
-  brief.uptrain_share = 0.001;
-  Result up;
-  checks::run_gqa_trained(brief, pool, {}, up);
-  CHECK_FALSE(row_starting(up, "uptraining 1 steps")->holds());
-}
