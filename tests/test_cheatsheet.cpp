@@ -14,7 +14,7 @@
 #include "cache_flops.hpp"
 #include "causal_mask.hpp"
 #include "cheatsheet/cheatsheet.hpp"
-#include "kv_size_check.hpp"
+#include "kv_size.hpp"
 #include "max_batch.hpp"
 #include "mla_cache.hpp"
 #include "roofline_check.hpp"

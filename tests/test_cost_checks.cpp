@@ -1,7 +1,6 @@
-// The kv-size and roofline checks can fail: with a deliberately wrong formula, loader or GPU
-// injected into run_kv_size / run_roofline, the Result is not passed(). Also: the course's
-// headline figures (1.25 GiB at 4K; 80 GiB at batch 32 × 8192), the errata the checks report,
-// and option errors.
+// The roofline check can fail: with a deliberately wrong loader or GPU injected into run_roofline,
+// the Result is not passed(). Also: the course's headline figures, the errata the check reports, and
+// option errors. kv-size's own: tests/checks/kv_size_test.cpp.
 #include <doctest/doctest.h>
 
 #include "test_util.hpp"
@@ -16,7 +15,6 @@ using kvlab::test::input_error;
 #include <string>
 
 #include "core/error.hpp"
-#include "kv_size_check.hpp"
 #include "roofline_check.hpp"
 
 namespace {
@@ -39,150 +37,9 @@ bool any_note_has(const Result& r, const std::string& text) {
                      [&](const std::string& n) { return n.find(text) != std::string::npos; });
 }
 
-/// The library's cache size, but "forgetting the factor 2" of K and V (every count halved).
-KvSizeParts forgot_factor_two() {
-  KvSizeParts p;
-  p.cache_size = [](const ModelSpec& m, const KvQuery& q) {
-    KvCacheSize s = kv_cache_size(m, q);
-    s.elements_per_token /= 2;
-    s.bits_per_token /= 2;
-    s.bytes_per_token /= 2;
-    s.total_bits /= 2;
-    s.total_bytes /= 2;
-    return s;
-  };
-  return p;
-}
 
 
 }  // namespace
-
-TEST_CASE("kv-size: the course table passes, with exactly the five errata") {
-  const Result r = run_kv_size({}, RunContext{});
-  CHECK(r.passed());
-  const auto errata = r.errata();
-  CHECK(errata.size() == 5);  // E1–E4, and E11 (EAGLE's ~200 MB) from the cheatsheet's 000 §9.3
-  const auto has = [&](const std::string& s) {
-    return std::any_of(errata.begin(), errata.end(), [&](const std::string& e) { return e.find(s) != std::string::npos; });
-  };
-  CHECK(has("≈ 1.25 GB"));
-  CHECK(has("≈ 0.27 GB"));
-  CHECK(has("320"));
-  CHECK(has("003 Q5"));
-  CHECK(has("~200 MB"));
-  CHECK(metric(r, "bytes") == 85899345920.0);  // 80 GiB
-  CHECK(metric(r, "bytes_per_token") == 327680.0);
-  CHECK(metric(r, "max_batch_8xa100_80gb") == 298.0);
-}
-
-TEST_CASE("kv-size: the max-batch erratum is the 1.25 GB slip again; the premises are stated") {
-  const Result r = run_kv_size({}, RunContext{});
-  const auto errata = r.errata();
-  const auto batch = std::find_if(errata.begin(), errata.end(),
-                                  [](const std::string& e) { return e.find("320") != std::string::npos; });
-  REQUIRE(batch != errata.end());
-  CHECK(batch->find("the same GB/GiB slip as the 1.25 GB row, one slip with two consequences") != std::string::npos);
-  CHECK(batch->find("floor(298.02) = 298") != std::string::npos);
-  CHECK(batch->find("400 / 1.25 = 320") != std::string::npos);
-  CHECK(any_note_has(r, "'约 400 GB', is the document's own rough premise"));
-  CHECK(any_note_has(r, "memory_bytes = 80,000,000,000 B; the card itself reports 81,920 MiB"));
-  CHECK(any_note_has(r, "85,899,345,920 B"));
-}
-
-TEST_CASE("kv-size: overflows name --batch × --ctx; a wider dtype that overflows is a table cell") {
-  KvSizeOptions o;
-  o.model = "llama-3.1-405b";
-  o.batch = 4'000'000'000;
-  o.ctx = 4'000'000'000;
-  CHECK(input_error([&] { run_kv_size(o, RunContext{}); }).find("--batch × --ctx × KV bits per token") == 0);
-  o.batch = 10'000'000;  // 1e13 tokens: fits at int4 (4 bits), not at 8 bits or more
-  o.ctx = 1'000'000;
-  o.kv_dtype = "int4";
-  const Result r = run_kv_size(o, RunContext{});
-  CHECK(r.passed());
-  const Table* dtypes = nullptr;
-  for (const auto& t : r.tables)
-    if (t.title == "the same cache in each dtype") dtypes = &t;
-  REQUIRE(dtypes != nullptr);
-  int over = 0;
-  for (const auto& row : dtypes->rows)
-    if (std::holds_alternative<std::string>(row[3]) && std::get<std::string>(row[3]) == "over 2^64 bits") ++over;
-  CHECK(over == 5);
-}
-
-TEST_CASE("kv-size can fail: a formula without the factor 2") {
-  CHECK_FALSE(run_kv_size({}, RunContext{}, forgot_factor_two()).passed());
-  KvSizeOptions o;
-  o.model = "llama-2-70b";
-  CHECK(run_kv_size(o, RunContext{}).passed());
-  CHECK_FALSE(run_kv_size(o, RunContext{}, forgot_factor_two()).passed());
-}
-
-TEST_CASE("kv-size can fail: a loader that misreads the K/V heads") {
-  KvSizeParts p;
-  p.load_model = [](const std::string& n) {
-    ModelSpec m = load_model(n);
-    m.n_kv_head = m.n_head;  // ignores GQA: every model read as MHA
-    return m;
-  };
-  CHECK_FALSE(run_kv_size({}, RunContext{}, p).passed());
-}
-
-TEST_CASE("kv-size on a config with no reference: the tensor count still catches a wrong total") {
-  KvSizeOptions o;
-  o.config = kFixtures + "/hf_llama_2_7b.json";
-  o.kv_dtype = "int4";
-  const Result ok = run_kv_size(o, RunContext{});
-  CHECK(ok.passed());
-  CHECK(any_note_has(ok, "no independent reference"));
-  CHECK(metric(ok, "bytes") == 4096.0 * 524288 / 4);
-  KvSizeParts p;
-  p.cache_size = [](const ModelSpec& m, const KvQuery& q) {
-    KvCacheSize s = kv_cache_size(m, q);
-    s.total_bits = s.tokens * s.elements_per_token * 8;  // int4 costed as a byte per element
-    return s;
-  };
-  CHECK_FALSE(run_kv_size(o, RunContext{}, p).passed());
-}
-
-TEST_CASE("kv-size: the course's headline figures") {
-  KvSizeOptions o;
-  o.model = "llama-3-70b";
-  o.ctx = 4096;
-  o.kv_dtype = "fp16";
-  CHECK(metric(run_kv_size(o, RunContext{}), "bytes") == 1342177280.0);
-  KvSizeOptions l;
-  l.model = "llama-2-70b";
-  l.batch = 32;
-  l.ctx = 8192;
-  l.kv_dtype = "bf16";
-  CHECK(metric(run_kv_size(l, RunContext{}), "bytes") == 80.0 * (1ull << 30));
-  l.kv_heads = 64;
-  CHECK(metric(run_kv_size(l, RunContext{}), "bytes") == 640.0 * (1ull << 30));
-  l.kv_heads = 1;
-  CHECK(metric(run_kv_size(l, RunContext{}), "bytes") == 10.0 * (1ull << 30));
-}
-
-TEST_CASE("kv-size: option errors name the option") {
-  KvSizeOptions o;
-  o.batch = 4;
-  CHECK(input_error([&] { run_kv_size(o, RunContext{}); }).find("--batch: needs --model") != std::string::npos);
-  o.model = "nosuch";
-  CHECK(input_error([&] { run_kv_size(o, RunContext{}); }).find("--model: unknown model") != std::string::npos);
-  o.model = "llama-2-70b";
-  o.batch = 0;
-  CHECK(input_error([&] { run_kv_size(o, RunContext{}); }).find("--batch") != std::string::npos);
-  o.batch = 1;
-  o.kv_heads = 5;
-  CHECK(input_error([&] { run_kv_size(o, RunContext{}); }).find("kv-heads") != std::string::npos);
-  KvSizeOptions both;
-  both.model = "gpt2";
-  both.config = kFixtures + "/hf_gpt2.json";
-  CHECK(input_error([&] { run_kv_size(both, RunContext{}); }).find("--model, --config") != std::string::npos);
-  KvSizeOptions dir;
-  dir.config = kFixtures;
-  CHECK(input_error([&] { run_kv_size(dir, RunContext{}); }).find("--config: ") == 0);
-}
 
 TEST_CASE("roofline: the course table passes; the wrong GPU or a formula without KV fails it") {
   const Result r = run_roofline({}, RunContext{});
