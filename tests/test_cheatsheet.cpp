@@ -17,7 +17,7 @@
 #include "kv_size.hpp"
 #include "max_batch.hpp"
 #include "mla_cache.hpp"
-#include "roofline_check.hpp"
+#include "roofline.hpp"
 #include "spec/expected_tokens.hpp"
 #include "spec_etau.hpp"
 #include "test_util.hpp"

@@ -1,9 +1,9 @@
-// The roofline check can fail: with a deliberately wrong loader or GPU injected into run_roofline,
-// the Result is not passed(). Also: the course's headline figures, the errata the check reports, and
-// option errors. kv-size's own: tests/checks/kv_size_test.cpp.
+// roofline (checks/roofline.cpp): the course table passes with its errata and fails with a wrong
+// loader, GPU or decode step; the calculator's figures, MoE and refusals; the claims of 000 §1.1,
+// §3.1, 003 Q6 it judges; its judge on hand-made measurements. The device mode: tests/test_plan.cpp.
 #include <doctest/doctest.h>
 
-#include "test_util.hpp"
+#include "../test_util.hpp"
 
 using kvlab::test::input_error;
 
@@ -12,10 +12,12 @@ using kvlab::test::input_error;
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <limits>
 #include <string>
+#include <vector>
 
 #include "core/error.hpp"
-#include "roofline_check.hpp"
+#include "checks/roofline.hpp"
 
 namespace {
 
@@ -23,7 +25,7 @@ using namespace kvlab;
 using namespace kvlab::checks;
 
 const std::string kFixtures =
-    (std::filesystem::path(__FILE__).parent_path() / "data" / "configs").string();
+    (std::filesystem::path(__FILE__).parent_path().parent_path() / "data" / "configs").string();
 
 double metric(const Result& r, const std::string& key) {
   for (const auto& [k, v] : r.metrics)
@@ -353,4 +355,104 @@ TEST_CASE("roofline calculator: the derived tolerances hold across the catalogue
     o.active_params = 37e9;
     CHECK(run_roofline(o, RunContext{}).passed());
   }
+}
+
+// ---- roofline's judged rows for 000 §1.1, §3.1, 003 Q6 and 004 §1.5's last row ----------------
+
+
+namespace {
+
+/// The expectation of `r` whose quantity starts with `prefix`; fails the test when there is none.
+const Expectation* row_starting(const Result& r, const std::string& prefix) {
+  for (const auto& e : r.expectations)
+    if (e.quantity.rfind(prefix, 0) == 0) return &e;
+  FAIL("no expectation starts with: " << prefix);
+  return nullptr;
+}
+
+/// The same in judge rows (a temporary lives to the end of the full expression that reads it).
+const Expectation* row_starting(const std::vector<Expectation>& rows, const std::string& prefix) {
+  for (const auto& e : rows)
+    if (e.quantity.rfind(prefix, 0) == 0) return &e;
+  FAIL("no expectation starts with: " << prefix);
+  return nullptr;
+}
+
+}  // namespace
+
+TEST_CASE("roofline judges 70B utilization (E10), the 40 GB ridge, the crossover, the KV share (E16) and 80 GB") {
+  const Result ok = checks::run_roofline({}, checks::RunContext{});
+  CHECK(ok.passed());
+  CHECK(ok.metric_value("utilization_70b_batch1_percent") == doctest::Approx(0.361059).epsilon(1e-5));
+  CHECK(row_starting(ok, "decode FLOP utilization bound")->is_erratum());
+  CHECK(row_starting(ok, "KV share of the bytes a decode step reads, llama-2-7b, N = 7e9, batch 1000")->is_erratum());
+  CHECK_FALSE(row_starting(ok, "ridge point, A100-40GB")->is_erratum());
+  CHECK(row_starting(ok, "smallest batch that makes decode compute-bound, ctx 128")->measured == 564);
+
+  // A step that forgets the KV cache's bytes: utilization, KV share and the 80 GB rows fail.
+  checks::RooflineParts no_kv;
+  no_kv.decode_step = [](const ModelSpec& m, const GpuSpec& g, const DecodeQuery& q) {
+    DecodeStep s = decode_step(m, g, q);
+    s.bytes -= static_cast<double>(s.kv_bytes);
+    s.kv_bytes = 0;
+    s.intensity = s.flops / s.bytes;
+    return s;
+  };
+  const Result bad = checks::run_roofline({}, checks::RunContext{}, no_kv);
+  CHECK_FALSE(bad.passed());
+  CHECK_FALSE(row_starting(bad, "decode FLOP utilization bound")->holds());
+  CHECK_FALSE(row_starting(bad, "KV share of the bytes a decode step reads, llama-2-7b, N = 7e9, batch 1000")->holds());
+  CHECK_FALSE(row_starting(bad, "the last row fits one a100-80gb")->holds());
+
+  // A llama-2-7b read as MQA (its data/facts.md bytes per token unchanged): the crossover rows fail.
+  checks::RooflineParts gqa7;
+  gqa7.load_model = [](const std::string& n) {
+    ModelSpec m = load_model(n);
+    if (n == "llama-2-7b") m.n_kv_head = 1;
+    return m;
+  };
+  const Result crossed = checks::run_roofline({}, checks::RunContext{}, gqa7);
+  CHECK_FALSE(row_starting(crossed, "decode intensity as batch → ∞, llama-2-7b, N = 7e9, ctx 1024")->holds());
+  CHECK_FALSE(row_starting(crossed, "smallest batch that makes decode compute-bound, ctx 1024")->holds());
+
+  // A catalogue whose A100-40GB has the 80 GB card's bandwidth: the ≈ 200 row fails.
+  checks::RooflineParts wrong_40;
+  wrong_40.load_gpu = [](const std::string& n) {
+    GpuSpec g = load_gpu(n);
+    if (n == "a100-40gb") g.bandwidth_bytes_per_s = 2.039e12;
+    return g;
+  };
+  CHECK_FALSE(row_starting(checks::run_roofline({}, checks::RunContext{}, wrong_40), "ridge point, A100-40GB")->holds());
+}
+
+TEST_CASE("roofline: judge fails a figure off, a NaN, a KV byte too many and a wrong bound") {
+  using namespace kvlab::checks;
+  const RooflineMeasured good = measure_roofline({});
+  for (const Expectation& e : judge_roofline(good)) CHECK_MESSAGE(e.holds(), e.quantity);
+  RooflineMeasured off = good;
+  off.course->s1.tokens_per_s = 150;  // the document's ≈ 140 is two significant figures
+  CHECK_FALSE(row_starting(judge_roofline(off), "tokens/s bound, 7B, batch 1")->holds());
+  off = good;
+  off.course->s64.kv_bytes += 1;
+  CHECK_FALSE(row_starting(judge_roofline(off), "KV bytes read, 7B MHA")->holds());
+  off = good;
+  off.course->s8.intensity = std::numeric_limits<double>::quiet_NaN();
+  CHECK_FALSE(row_starting(judge_roofline(off), "arithmetic intensity, 7B, batch 8")->holds());
+  off = good;
+  off.course->kv_share[1].kv_bytes /= 2;  // the cache's share of a batch-1000 step halved
+  CHECK_FALSE(row_starting(judge_roofline(off), "KV share of the bytes a decode step reads, llama-2-7b, N = 7e9, batch 1000")->holds());
+
+  RooflineOptions o;
+  o.model = "llama-2-70b";
+  const RooflineMeasured calc = measure_roofline(o);
+  for (const Expectation& e : judge_roofline(calc)) CHECK_MESSAGE(e.holds(), e.quantity);
+  off = calc;
+  off.calc->step.flops *= 1 + 1e-9;  // far above the rounding bound of both paths
+  CHECK_FALSE(row_starting(judge_roofline(off), "FLOPs per step")->holds());
+  off = calc;
+  off.calc->step.time_s = std::numeric_limits<double>::quiet_NaN();
+  CHECK_FALSE(row_starting(judge_roofline(off), "decode step time")->holds());
+  off = calc;
+  off.calc->step.bound = off.calc->step.bound == Bound::memory ? Bound::compute : Bound::memory;
+  CHECK_FALSE(row_starting(judge_roofline(off), "bound named by the library")->holds());
 }
