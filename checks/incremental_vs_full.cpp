@@ -8,7 +8,7 @@
 // Also always run (000 §4.4, 004 §1.6): a GQA model with RoPE (decode rotates q and k at
 // the token's true position) and the MLA model of model/mla.hpp, whose LatentCache holds only c_KV
 // and k_R, on its naive and absorbed paths (bound: 2·n·u·max|logit| with n from
-// mla_reduction_length, checks/mla_absorb.hpp).
+// mla_reduction_length, checks/support/mla_rounding.hpp).
 // kvlab's differences are exactly 0 (both paths sum in one order, docs/design.md Numerics); beside
 // each 0 the table shows the same full forward summed in another order (train_forward's Eigen
 // products), a nonzero rounding difference of the course's size, so that the 0 reads as "the same
@@ -23,7 +23,7 @@
 #include <fmt/format.h>
 
 #include "checks/incremental_vs_full.hpp"
-#include "checks/mla_absorb.hpp"
+#include "support/mla_rounding.hpp"
 #include "core/error.hpp"
 #include "core/finite.hpp"
 #include "model/gpt.hpp"

@@ -17,6 +17,7 @@
 #include <fmt/format.h>
 
 #include "checks/mla_absorb.hpp"
+#include "support/mla_rounding.hpp"
 #include "core/error.hpp"
 #include "core/finite.hpp"
 #include "io/catalogue.hpp"
@@ -172,12 +173,6 @@ void present(const MlaAbsorbMeasured& m, Result& r) {
 /// layer the projections (D for W_DQ, W_DKV, W_KR; d_q for W_UQ, W_QR, W̃_QK; d_c for W_UK, W_UV,
 /// the latent score and output; d_h for forming W̃), the scores (d_h + d_r), softmax and weighted
 /// sum (2S), the output projections (H·d_h naive, H·d_c absorbed), the MLP (4D + D); plus the LM head.
-double mla_reduction_length(const MlaConfig& c, int S) {
-  const double D = c.d_model, dq = c.query_dim(), dc = c.kv_lora_rank, dh = c.head_dim, dr = c.rope_head_dim;
-  const double per_layer = 2 * D + dq + 3 * dc + 2 * dh + dr + 2.0 * S + c.n_head * (dh + dc) + 5 * D;
-  return c.n_layer * per_layer + D;
-}
-
 MlaStepFlops mla_decode_step_formula(std::uint64_t D, std::uint64_t H, std::uint64_t dh, std::uint64_t dc,
                                      std::uint64_t dq, bool q_latent, std::uint64_t dr, std::uint64_t S) {
   // Shared by both paths: c_Q = h W_DQ, q_R = c_Q W_QR, c_KV = h W_DKV, k_R = h W_KR.

@@ -43,10 +43,6 @@ struct MlaStepFlops {
 MlaStepFlops mla_decode_step_formula(std::uint64_t D, std::uint64_t H, std::uint64_t dh, std::uint64_t dc,
                                      std::uint64_t dq, bool q_latent, std::uint64_t dr, std::uint64_t S);
 
-/// Longest chain of summed terms a logit of the MLA mini-GPT `c` passes through over both paths,
-/// with S cached positions: the n of the rounding bound 2·n·u·max(1, |logit|).
-double mla_reduction_length(const MlaConfig& c, int S);
-
 /// What mla-absorb measured: the mini-GPT's two paths, and the closed form at --model's shapes.
 struct MlaAbsorbMeasured {
   MlaAbsorbOptions options;

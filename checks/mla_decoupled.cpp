@@ -17,7 +17,7 @@
 #include <fmt/format.h>
 
 #include "attention/gqa.hpp"
-#include "checks/mla_absorb.hpp"
+#include "support/mla_rounding.hpp"
 #include "checks/mla_decoupled.hpp"
 #include "core/error.hpp"
 #include "core/finite.hpp"

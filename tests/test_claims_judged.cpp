@@ -1,7 +1,6 @@
 // Claims docs/claims.md once only showed or planned, now judged: the linear-attention layer the
-// check of that name rests on (003 part 3); roofline's rows for 000 §1.1, §3.1, 003 Q6 and 004 §1.5;
-// kv-size's cell-by-cell judgment of the cheatsheet's tables. Each passes with kvlab's parts and
-// fails with a broken one.
+// check of that name rests on (003 part 3). Roofline's rows for 000 §1.1, §3.1, 003 Q6 and kv-size's
+// cell-by-cell judgment of the cheatsheet's tables: tests/checks/roofline_test.cpp, kv_size_test.cpp.
 #include <doctest/doctest.h>
 
 #include <memory>
@@ -9,10 +8,6 @@
 #include <fmt/format.h>
 
 #include "attention/linear_attention.hpp"
-#include "checks/kv_size_check.hpp"
-#include "checks/roofline_check.hpp"
-#include "checks/gqa_meanpool_trained.hpp"
-#include "model/gqa_convert.hpp"
 #include "core/rng.hpp"
 #include "test_util.hpp"
 
@@ -43,131 +38,4 @@ TEST_CASE("linear attention: recurrent = parallel; state and work per step are c
   CHECK(test::input_error([] { LinearAttention(0, 4); }).find("key_dim") != std::string::npos);
   CHECK_THROWS_AS(LinearAttention(4, 4).step(Vec<double>::Zero(3), Vec<double>::Zero(4), Vec<double>::Zero(4)),
                   std::invalid_argument);
-}
-
-// ---- roofline's judged rows for 000 §1.1, §3.1, 003 Q6 and 004 §1.5's last row ----------------
-
-
-namespace {
-
-/// The expectation of `r` whose quantity starts with `prefix`; fails the test when there is none.
-const Expectation* row_starting(const Result& r, const std::string& prefix) {
-  for (const auto& e : r.expectations)
-    if (e.quantity.rfind(prefix, 0) == 0) return &e;
-  FAIL("no expectation starts with: " << prefix);
-  return nullptr;
-}
-
-}  // namespace
-
-TEST_CASE("roofline judges 70B utilization (E10), the 40 GB ridge, the crossover, the KV share (E16) and 80 GB") {
-  const Result ok = checks::run_roofline({}, checks::RunContext{});
-  CHECK(ok.passed());
-  CHECK(ok.metric_value("utilization_70b_batch1_percent") == doctest::Approx(0.361059).epsilon(1e-5));
-  CHECK(row_starting(ok, "decode FLOP utilization bound")->is_erratum());
-  CHECK(row_starting(ok, "KV share of the bytes a decode step reads, llama-2-7b, N = 7e9, batch 1000")->is_erratum());
-  CHECK_FALSE(row_starting(ok, "ridge point, A100-40GB")->is_erratum());
-  CHECK(row_starting(ok, "smallest batch that makes decode compute-bound, ctx 128")->measured == 564);
-
-  // A step that forgets the KV cache's bytes: utilization, KV share and the 80 GB rows fail.
-  checks::RooflineParts no_kv;
-  no_kv.decode_step = [](const ModelSpec& m, const GpuSpec& g, const DecodeQuery& q) {
-    DecodeStep s = decode_step(m, g, q);
-    s.bytes -= static_cast<double>(s.kv_bytes);
-    s.kv_bytes = 0;
-    s.intensity = s.flops / s.bytes;
-    return s;
-  };
-  const Result bad = checks::run_roofline({}, checks::RunContext{}, no_kv);
-  CHECK_FALSE(bad.passed());
-  CHECK_FALSE(row_starting(bad, "decode FLOP utilization bound")->holds());
-  CHECK_FALSE(row_starting(bad, "KV share of the bytes a decode step reads, llama-2-7b, N = 7e9, batch 1000")->holds());
-  CHECK_FALSE(row_starting(bad, "the last row fits one a100-80gb")->holds());
-
-  // A llama-2-7b read as MQA (its data/facts.md bytes per token unchanged): the crossover rows fail.
-  checks::RooflineParts gqa7;
-  gqa7.load_model = [](const std::string& n) {
-    ModelSpec m = load_model(n);
-    if (n == "llama-2-7b") m.n_kv_head = 1;
-    return m;
-  };
-  const Result crossed = checks::run_roofline({}, checks::RunContext{}, gqa7);
-  CHECK_FALSE(row_starting(crossed, "decode intensity as batch → ∞, llama-2-7b, N = 7e9, ctx 1024")->holds());
-  CHECK_FALSE(row_starting(crossed, "smallest batch that makes decode compute-bound, ctx 1024")->holds());
-
-  // A catalogue whose A100-40GB has the 80 GB card's bandwidth: the ≈ 200 row fails.
-  checks::RooflineParts wrong_40;
-  wrong_40.load_gpu = [](const std::string& n) {
-    GpuSpec g = load_gpu(n);
-    if (n == "a100-40gb") g.bandwidth_bytes_per_s = 2.039e12;
-    return g;
-  };
-  CHECK_FALSE(row_starting(checks::run_roofline({}, checks::RunContext{}, wrong_40), "ridge point, A100-40GB")->holds());
-}
-
-// ---- kv-size judges the cheatsheet's tables cell by cell --------------------------------------
-
-
-TEST_CASE("kv-size judges every cell of the cheatsheet's missing tables, and fails on one wrong cell") {
-  const Result ok = checks::run_kv_size({}, checks::RunContext{});
-  CHECK(ok.passed());
-  CHECK(row_starting(ok, "an EAGLE draft head for a 70B target")->is_erratum());  // E11
-  CHECK_FALSE(row_starting(ok, "memory a vanilla SD draft adds")->is_erratum());   // +14 GB ✓
-  for (const char* name : {"000-2.2", "000-4.1", "000-9.1", "000-9.3", "003-Q7", "004-2.5"}) {
-    checks::KvSizeParts parts;
-    parts.cheat_table = [name](const std::string& n) {
-      CheatTable t = cheatsheet_entry(n).build({});
-      if (n == name) {  // the last numeric cell of the first row, off by one part in a million
-        auto& row = t.table.rows.at(0);
-        for (auto it = row.rbegin(); it != row.rend(); ++it) {
-          if (auto* d = std::get_if<double>(&*it)) { *d *= 1 + 1e-6; break; }
-          if (auto* i = std::get_if<std::int64_t>(&*it)) { *i += 1; break; }
-        }
-      }
-      return t;
-    };
-    const Result bad = checks::run_kv_size({}, checks::RunContext{}, parts);
-    CHECK_MESSAGE(!bad.passed(), name);
-    CHECK(row_starting(bad, fmt::format("cheatsheet {}:", name))->measured == 1);
-  }
-  // 000 §9.3's two figures: a 7B draft counted at 1 GB more, an EAGLE head at one layer less.
-  checks::KvSizeParts heavier;
-  heavier.cheat_table = [](const std::string& n) {
-    CheatTable t = cheatsheet_entry(n).build({});
-    if (n == "000-9.3") {
-      std::get<double>(t.table.rows.at(1).at(1)) += 1.0;
-      std::get<double>(t.table.rows.at(2).at(1)) -= 0.8;
-    }
-    return t;
-  };
-  const Result heavy = checks::run_kv_size({}, checks::RunContext{}, heavier);
-  CHECK_FALSE(row_starting(heavy, "memory a vanilla SD draft adds")->holds());
-  CHECK_FALSE(row_starting(heavy, "an EAGLE draft head for a 70B target")->holds());
-}
-
-// ---- gqa-meanpool's trained mode: pooling costs loss on every window; uptraining must recover ----
-
-TEST_CASE("gqa-meanpool trained mode: a conversion that changes nothing, or an uptraining too short, fails") {
-  checks::GqaTrainedOptions o;  // the committed target and the fortunes text; skipped where absent
-  o.windows = 2;
-  const checks::PoolerF32 pool = [](const MiniGPT<float>& m, int g) { return mean_pool_kv_heads<float>(m, g); };
-  Result ok;
-  checks::run_gqa_trained(o, pool, {}, ok);
-  if (ok.expectations.empty()) {
-    MESSAGE("trained mode skipped here (no checkpoint or fortunes text)");
-    return;
-  }
-  CHECK(ok.passed());
-  CHECK(row_starting(ok, "trained target, G = 2: validation windows")->measured == 0);
-
-  Result same;  // "pooling" that keeps every head: the loss does not rise, the row fails
-  checks::run_gqa_trained(o, [](const MiniGPT<float>& m, int) { return m; }, {}, same);
-  CHECK_FALSE(row_starting(same, "trained target, G = 2: validation windows")->holds());
-
-  checks::GqaTrainedOptions brief = o;  // one uptraining step (0.1% of the original run) recovers little
-  brief.uptrain = true;
-  brief.uptrain_share = 0.001;
-  Result up;
-  checks::run_gqa_trained(brief, pool, {}, up);
-  CHECK_FALSE(row_starting(up, "uptraining 1 steps")->holds());
 }

@@ -11,45 +11,13 @@
 #include "attention/gqa.hpp"
 #include "attention/kv_layout.hpp"
 #include "framework/check.hpp"
-#include "checks/gqa_meanpool.hpp"
 #include "core/error.hpp"
 #include "core/op_count.hpp"
 #include "cost/generation_flops.hpp"
 #include "model/ops.hpp"
-#include "model/gqa_convert.hpp"
 
 using namespace kvlab;
 
-TEST_CASE("gqa-meanpool passes, and fails when the pooled groups are the tiled ones") {
-  checks::RunContext ctx;
-  checks::GqaMeanpoolOptions o;
-  const Result ok = checks::run_gqa_meanpool(o, ctx);
-  CHECK(ok.passed());
-  CHECK(ok.metric_value("relative_error_random_g2") > 10 * ok.metric_value("relative_error_eps_0_01_g2"));
-  ctx.dtype = Dtype::f32;
-  CHECK(checks::run_gqa_meanpool(o, ctx).passed());
-  ctx.dtype = Dtype::f64;
-  checks::GqaMeanpoolParts tiled;
-  tiled.pool_f64 = [](const MiniGPT<double>& mha, int G) {
-    // a wrong grouping: K/V head g averages heads g, g + G, g + 2G, ... (repeat's tiling)
-    MiniGPT<double> permuted = mha;
-    const int hd = mha.config().head_dim, n = mha.config().n_kv_head, r = n / G;
-    for (auto& b : permuted.weights().blocks) {
-      const Mat<double> wk = b.w_k, wv = b.w_v;
-      for (int g = 0; g < G; ++g)
-        for (int i = 0; i < r; ++i) {  // slot g·r + i takes head g + i·G
-          b.w_k.middleCols((g * r + i) * hd, hd) = wk.middleCols((g + i * G) * hd, hd);
-          b.w_v.middleCols((g * r + i) * hd, hd) = wv.middleCols((g + i * G) * hd, hd);
-        }
-    }
-    return mean_pool_kv_heads<double>(permuted, G);
-  };
-  CHECK_FALSE(checks::run_gqa_meanpool(o, ctx, tiled).passed());
-  ModelConfig c;
-  const MiniGPT<double> m(c, 3);
-  CHECK_THROWS_AS(mean_pool_kv_heads<double>(m, 3), InputError);
-  CHECK(mean_pool_kv_heads<double>(m, 2).config().n_kv_head == 2);
-}
 
 TEST_CASE("CountMacs counts what linear() and grouped_query_attention() do, and nests") {
   const Mat<double> x = Mat<double>::Ones(3, 4), W = Mat<double>::Ones(4, 5);

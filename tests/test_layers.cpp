@@ -23,7 +23,7 @@ using kvlab::test::input_error;
 #include "cost/kv_cache.hpp"
 #include "cost/layers.hpp"
 #include "io/catalogue.hpp"
-#include "kv_size_check.hpp"
+#include "kv_size.hpp"
 #include "report/writers.hpp"
 
 namespace {

@@ -10,7 +10,7 @@
 #include <fstream>
 #include <string>
 
-#include "checks/roofline_check.hpp"
+#include "checks/roofline.hpp"
 #include "cost/plan.hpp"
 #include "cost/tensor_parallel.hpp"
 #include "io/catalogue.hpp"

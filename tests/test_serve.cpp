@@ -1,7 +1,6 @@
-// The serving simulator (lib/serve) and its checks: the trace file regenerates from its seed, the
-// step-time model agrees with the roofline, block accounting is exact, and each check fails with a
-// deliberately broken part (a static scheduler that secretly refills, a chunker
-// that drops a chunk). Also a regression: an empty chunk contributes nothing.
+// The serving simulator (lib/serve): the trace file regenerates from its seed, the step-time model
+// agrees with the roofline, block accounting is exact. Also a regression: an empty chunk contributes
+// nothing. The serving checks' own tests: tests/checks/.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -10,7 +9,6 @@
 #include <fstream>
 #include <sstream>
 
-#include "chunked_prefill.hpp"
 #include "io/data_dir.hpp"
 #include "cost/roofline.hpp"
 #include "io/catalogue.hpp"
@@ -24,14 +22,6 @@ using namespace kvlab::serve;
 using kvlab::test::input_error;
 
 StepTimeModel engine() { return StepTimeModel(load_model("llama-2-7b"), load_gpu("a100-80gb"), 7e9, 2.0); }
-
-// Whether the expectation whose quantity contains `part` exists and fails.
-bool row_fails(const Result& r, const std::string& part) {
-  for (const auto& e : r.expectations)
-    if (e.quantity.find(part) != std::string::npos) return !e.holds();
-  FAIL("no expectation with '" << part << "'");
-  return false;
-}
 
 std::string read_all(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -225,91 +215,4 @@ TEST_CASE("serve: simulator accounting under memory pressure (preemption) and st
   CHECK(quantile({3, 1, 2}, 0.5) == 2);
   CHECK(quantile({1, 2, 3, 4}, 0.99) == 4);
   CHECK(quantile({1, 2, 3, 4}, 0.25) == 1);
-}
-
-// ---- the checks bite ----
-
-
-TEST_CASE("chunked-prefill: passes, and fails with a chunker that drops a chunk") {
-  using namespace kvlab::checks;
-  const RunContext ctx;
-  ChunkedPrefillOptions o;
-  const Result ok = run_chunked_prefill(o, ctx);
-  CHECK(ok.passed());
-  CHECK(ok.metric_value("stall_s_sim_whole") >= 0.1);
-  CHECK(ok.metric_value("stall_s_sim_chunked") < ok.metric_value("stall_s_sim_whole"));
-
-  ChunkedPrefillParts drops;  // skips every prompt's second chunk: progress jumps, nothing computed
-  drops.chunker = [](const std::vector<PendingPrefill>& p, std::uint64_t budget) {
-    auto plan = fcfs_chunker(p, budget);
-    for (auto& c : plan)
-      if (c.start == budget) c.start += c.tokens, c.tokens = 0;
-    return plan;
-  };
-  const Result dropped = run_chunked_prefill(o, ctx, drops);
-  CHECK_FALSE(dropped.passed());
-  CHECK(row_fails(dropped, "chunked: prompt tokens computed"));
-
-  ChunkedPrefillParts empty_chunks;  // plans an empty chunk for every pending request first
-  empty_chunks.chunker = [](const std::vector<PendingPrefill>& p, std::uint64_t budget) {
-    std::vector<ChunkPlan> out;
-    for (const auto& q : p) out.push_back({q.request, q.done, 0});
-    auto plan = fcfs_chunker(p, budget);
-    out.insert(out.end(), plan.begin(), plan.end());
-    return out;
-  };
-  const Result same = run_chunked_prefill(o, ctx, empty_chunks);
-  CHECK(same.passed());
-  CHECK(same.metric_value("stall_s_sim_chunked") == ok.metric_value("stall_s_sim_chunked"));
-
-  o.chunk = 0;
-  CHECK(input_error([&] { run_chunked_prefill(o, ctx); }).find("--chunk") != std::string::npos);
-  o = ChunkedPrefillOptions{};
-  o.decoder_output = 2;  // decoders done long before the prompt's prefill ends
-  CHECK(input_error([&] { run_chunked_prefill(o, ctx); }).find("--decoder-output") != std::string::npos);
-}
-
-TEST_CASE("chunked-prefill: the claim states this run's prompt and chunks; the course's figure only at its options") {
-  using namespace kvlab::checks;
-  const RunContext ctx;
-  const Result course = run_chunked_prefill({}, ctx);
-  CHECK(course.claim.find("4 chunks × 1024") != std::string::npos);
-  CHECK(course.claim.find("100+ ms") != std::string::npos);
-
-  ChunkedPrefillOptions o;
-  o.chunk = 512;
-  const Result eight = run_chunked_prefill(o, ctx);
-  CHECK_MESSAGE(eight.claim.find("4096-token prompt") != std::string::npos, eight.claim);
-  CHECK_MESSAGE(eight.claim.find("8 chunks of 512") != std::string::npos, eight.claim);
-  CHECK_MESSAGE(eight.claim.find("split into 4 chunks × 1024") == std::string::npos, eight.claim);
-  for (const auto& e : eight.expectations) CHECK_FALSE(e.stated.has_value());
-
-  o = ChunkedPrefillOptions{};
-  o.long_prompt = 3000;
-  o.chunk = 1024;
-  const Result three = run_chunked_prefill(o, ctx);
-  CHECK_MESSAGE(three.claim.find("3000-token prompt") != std::string::npos, three.claim);
-  CHECK_MESSAGE(three.claim.find("3 chunks of 1024 (the last 952)") != std::string::npos, three.claim);
-
-  o.chunk = 4096;
-  const Result one = run_chunked_prefill(o, ctx);
-  CHECK_MESSAGE(one.claim.find("is one chunk") != std::string::npos, one.claim);
-  CHECK_MESSAGE(one.claim.find("stall shrinks and") == std::string::npos, one.claim);
-}
-
-TEST_CASE("chunked-prefill: its first plot shows the decode stall that chunking removes") {
-  using namespace kvlab::checks;
-  const Result r = run_chunked_prefill({}, RunContext{});
-  REQUIRE_FALSE(r.plots.empty());
-  const Plot& stall = r.plots.front();
-  CHECK(stall.title.find("stall") != std::string::npos);
-  REQUIRE(stall.series.size() >= 2);
-  const auto peak = [](const PlotSeries& s) { return *std::max_element(s.y.begin(), s.y.end()); };
-  // The plotted step times are the simulated ones: the tallest is each run's longest stall.
-  CHECK(peak(stall.series[0]) == doctest::Approx(r.metric_value("stall_s_sim_whole") * 1e3));
-  CHECK(peak(stall.series[1]) == doctest::Approx(r.metric_value("stall_s_sim_chunked") * 1e3));
-  CHECK(peak(stall.series[0]) > 2.0 * peak(stall.series[1]));
-  // Time runs from the long prompt's arrival (x = 0) or just before to after its prefill.
-  CHECK(*std::min_element(stall.series[0].x.begin(), stall.series[0].x.end()) <= 0.0);
-  CHECK(*std::max_element(stall.series[0].x.begin(), stall.series[0].x.end()) > peak(stall.series[0]));
 }

@@ -165,14 +165,12 @@ TEST_CASE("train: a run lowers the loss and replays bit for bit whatever the thr
   CHECK(test::input_error([&] { train_model(a, text, cfg); }).find("lr") != std::string::npos);
 }
 
-// ---- checkpoints and gqa-meanpool's trained mode on small stand-ins ----
+// ---- checkpoints and the fortune corpus on small stand-ins ----
 
 #include <filesystem>
 #include <fstream>
 
-#include "checks/gqa_meanpool.hpp"
 #include "train/checkpoint.hpp"
-#include "model/gqa_convert.hpp"
 
 namespace {
 
@@ -220,25 +218,3 @@ TEST_CASE("train: corpus from a fixture directory splits fortune 9 of every 10 t
   CHECK(c->n_fortunes_validation == 4);
 }
 
-TEST_CASE("gqa-meanpool trained mode: identity conversion exact; a pooler that drops the K/V biases fails") {
-  MiniGPT<float> m(byte_config(2, 32, 4), 9);
-  for (auto& b : m.weights().blocks) b.b_k.setConstant(0.5f), b.b_v.setConstant(-0.5f);
-  const std::string path = (std::filesystem::temp_directory_path() / "kvlab_test_mha.safetensors").string();
-  train::save_checkpoint(m, path, {});
-  checks::GqaMeanpoolOptions o;
-  o.trained_weights = path;
-  o.fortunes = fortune_fixture();
-  o.windows = 2;
-  const Result ok = checks::run_gqa_meanpool(o, checks::RunContext{});
-  CHECK(ok.passed());
-  CHECK(ok.metric_value("trained_loss_mha") > 0);
-  checks::GqaMeanpoolParts broken;
-  broken.pool_f32 = [](const MiniGPT<float>& mha, int G) {
-    MiniGPT<float> g = mean_pool_kv_heads<float>(mha, G);
-    for (auto& b : g.weights().blocks) b.b_k.setZero(), b.b_v.setZero();
-    return g;
-  };
-  CHECK(!checks::run_gqa_meanpool(o, checks::RunContext{}, broken).passed());
-  o.trained_weights = "/nonexistent/kvlab/t.safetensors";
-  CHECK(test::input_error([&] { checks::run_gqa_meanpool(o, checks::RunContext{}); }).find("--trained-weights") == 0);
-}

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include <fmt/format.h>
 
@@ -10,6 +11,14 @@
 #include "framework/path_option.hpp"
 
 namespace kvlab::checks {
+namespace {
+
+// lo and hi are doubles: 2^63 - 1 reads as 2^63, which no int64 holds.
+std::int64_t integer(double v) {
+  return v >= 0x1p63 ? std::numeric_limits<std::int64_t>::max() : static_cast<std::int64_t>(v);
+}
+
+}  // namespace
 
 void require_allowed(const std::string& flag, const Allowed& allowed, double v) {
   switch (allowed.kind) {
@@ -19,11 +28,12 @@ void require_allowed(const std::string& flag, const Allowed& allowed, double v) 
       return;
     case Allowed::Kind::integers:
       if (v != std::floor(v) || v < allowed.lo || v > allowed.hi)
-        throw InputError(fmt::format("{}: must be an integer in [{}, {}] (got {})", flag, allowed.lo, allowed.hi, v));
+        throw InputError(fmt::format("{}: must be an integer in [{}, {}] (got {})", flag, integer(allowed.lo),
+                                     integer(allowed.hi), v));
       return;
     case Allowed::Kind::tokens:
       if (v != std::floor(v) || v < 1 || v > allowed.hi)
-        throw InputError(fmt::format("{}: must be a token count in [1, {}] (got {})", flag, allowed.hi, v));
+        throw InputError(fmt::format("{}: must be a token count in [1, {}] (got {})", flag, integer(allowed.hi), v));
       return;
     case Allowed::Kind::reals:
       if (!std::isfinite(v) || v < allowed.lo || v > allowed.hi)
@@ -47,11 +57,11 @@ std::optional<Validator> validator_for(const Allowed& allowed) {
     case Allowed::Kind::any:
       return std::nullopt;
     case Allowed::Kind::integers:
-      return IntRange(static_cast<std::int64_t>(allowed.lo), static_cast<std::int64_t>(allowed.hi));
+      return IntRange(integer(allowed.lo), integer(allowed.hi));
     case Allowed::Kind::reals:
       return FiniteRange(allowed.lo, allowed.hi);
     case Allowed::Kind::tokens:
-      return TokenCount(static_cast<std::int64_t>(allowed.hi));
+      return TokenCount(integer(allowed.hi));
     case Allowed::Kind::one_of:
       return IsMember(allowed.members);
     case Allowed::Kind::path:

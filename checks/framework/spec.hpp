@@ -77,6 +77,8 @@ struct Allowed {
   /// A token count: digits or 4k / 128k / 1M (io/units.hpp), in [1, hi].
   static Allowed tokens(std::int64_t hi) { return {Kind::tokens, 1, static_cast<double>(hi), {}}; }
   static Allowed one_of(std::vector<std::string> members) { return {Kind::one_of, 0, 0, std::move(members)}; }
+  /// A file or folder to read: the command line refuses an empty one (PathGiven); an empty field
+  /// means the option was not given.
   static Allowed path() { return {Kind::path, 0, 0, {}}; }
 };
 
@@ -95,6 +97,7 @@ struct OptionRow {
   Allowed allowed;    ///< the values it takes; the same rule on the command line and in validate_options
   std::string_view help;  ///< what it is (the default and the range are added by the framework)
   std::string_view type_name;  ///< the --help placeholder when CLI11's (INT, FLOAT, TEXT) says too little
+  std::string_view excludes;   ///< another row's flag this one may not be given with (CLI11's excludes)
 };
 
 /// Throws InputError naming `flag` and the allowed values unless `v` is allowed.
@@ -128,7 +131,8 @@ void validate_options(const std::vector<OptionRow<O>>& rows, const O& options) {
         row.field);
 }
 
-/// The validator the command line applies for `allowed` (IntRange, FiniteRange, TokenCount, IsMember).
+/// The validator the command line applies for `allowed` (IntRange, FiniteRange, TokenCount, IsMember,
+/// PathGiven).
 std::optional<Validator> validator_for(const Allowed& allowed);
 
 /// Declares `row` on `sub`, bound to `options`' field, with its validator and its default shown.
@@ -204,6 +208,9 @@ class SpecCheck final : public Check {
   std::string derivation() const override { return std::string(def_.spec.derivation); }
   void bind(OptionSet& sub) override {
     for (const auto& row : def_.options) bind_row(sub, row, options_);
+    for (const auto& row : def_.options)
+      if (!row.excludes.empty())
+        sub.find(std::string(row.flag.substr(0, row.flag.find(','))))->excludes(sub.find(std::string(row.excludes)));
     const std::string dtype_refusal(def_.spec.traits.dtype_refusal);
     if (Option* dtype = dtype_refusal.empty() ? nullptr : sub.find("--dtype"))
       dtype->description("Not taken: " + dtype_refusal)->check(Refused(dtype_refusal));

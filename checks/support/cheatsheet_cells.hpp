@@ -6,7 +6,9 @@
 #pragma once
 
 #include <functional>
+#include <map>
 #include <string>
+#include <vector>
 
 #include "cheatsheet/cheatsheet.hpp"
 #include "report/result.hpp"
@@ -17,10 +19,17 @@ namespace kvlab::checks {
 /// cheatsheet_entry(name).build({}). Unit tests pass one with a wrong cell.
 using CheatTableSource = std::function<CheatTable(const std::string& name)>;
 
-/// Adds to `r`, per table, one expectation "cells that differ from the closed form" (expected 0,
-/// exact count; each cell within 1e-9 relative, integers exact) and, for 000 §9.3, the document's
-/// "+14 GB" and "~200 MB" (E11) against the computed figures. The table of cells compared is
-/// added too. Throws std::runtime_error when a table lacks a row the closed forms expect.
-void judge_cheatsheet_tables(Result& r, const CheatTableSource& source = {});
+/// The cheatsheet tables kv-size judges, by name ("000-2.2", "000-4.1", "000-9.1", "000-9.3",
+/// "003-Q7", "004-2.5"), each built by `source`.
+std::map<std::string, CheatTable> cheatsheet_tables(const CheatTableSource& source = {});
+
+/// Per table, one expectation "cells that differ from the closed form" (expected 0, exact count;
+/// each cell within 1e-9 relative, integers exact) and, for 000 §9.3, the document's "+14 GB" and
+/// "~200 MB" (E11) against the computed figures. Throws std::runtime_error when a table lacks a
+/// row the closed forms expect.
+std::vector<Expectation> judge_cheatsheet_tables(const std::map<std::string, CheatTable>& tables);
+
+/// The table of cells compared, one row per cheatsheet table.
+Table cheatsheet_summary(const std::map<std::string, CheatTable>& tables);
 
 }  // namespace kvlab::checks

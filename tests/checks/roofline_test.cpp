@@ -1,10 +1,9 @@
-// The kv-size and roofline checks can fail: with a deliberately wrong formula, loader or GPU
-// injected into run_kv_size / run_roofline, the Result is not passed(). Also: the course's
-// headline figures (1.25 GiB at 4K; 80 GiB at batch 32 × 8192), the errata the checks report,
-// and option errors.
+// roofline (checks/roofline.cpp): the course table passes with its errata and fails with a wrong
+// loader, GPU or decode step; the calculator's figures, MoE and refusals; the claims of 000 §1.1,
+// §3.1, 003 Q6 it judges; its judge on hand-made measurements. The device mode: tests/test_plan.cpp.
 #include <doctest/doctest.h>
 
-#include "test_util.hpp"
+#include "../test_util.hpp"
 
 using kvlab::test::input_error;
 
@@ -13,11 +12,12 @@ using kvlab::test::input_error;
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <limits>
 #include <string>
+#include <vector>
 
 #include "core/error.hpp"
-#include "kv_size_check.hpp"
-#include "roofline_check.hpp"
+#include "checks/roofline.hpp"
 
 namespace {
 
@@ -25,7 +25,7 @@ using namespace kvlab;
 using namespace kvlab::checks;
 
 const std::string kFixtures =
-    (std::filesystem::path(__FILE__).parent_path() / "data" / "configs").string();
+    (std::filesystem::path(__FILE__).parent_path().parent_path() / "data" / "configs").string();
 
 double metric(const Result& r, const std::string& key) {
   for (const auto& [k, v] : r.metrics)
@@ -39,150 +39,9 @@ bool any_note_has(const Result& r, const std::string& text) {
                      [&](const std::string& n) { return n.find(text) != std::string::npos; });
 }
 
-/// The library's cache size, but "forgetting the factor 2" of K and V (every count halved).
-KvSizeParts forgot_factor_two() {
-  KvSizeParts p;
-  p.cache_size = [](const ModelSpec& m, const KvQuery& q) {
-    KvCacheSize s = kv_cache_size(m, q);
-    s.elements_per_token /= 2;
-    s.bits_per_token /= 2;
-    s.bytes_per_token /= 2;
-    s.total_bits /= 2;
-    s.total_bytes /= 2;
-    return s;
-  };
-  return p;
-}
 
 
 }  // namespace
-
-TEST_CASE("kv-size: the course table passes, with exactly the five errata") {
-  const Result r = run_kv_size({}, RunContext{});
-  CHECK(r.passed());
-  const auto errata = r.errata();
-  CHECK(errata.size() == 5);  // E1–E4, and E11 (EAGLE's ~200 MB) from the cheatsheet's 000 §9.3
-  const auto has = [&](const std::string& s) {
-    return std::any_of(errata.begin(), errata.end(), [&](const std::string& e) { return e.find(s) != std::string::npos; });
-  };
-  CHECK(has("≈ 1.25 GB"));
-  CHECK(has("≈ 0.27 GB"));
-  CHECK(has("320"));
-  CHECK(has("003 Q5"));
-  CHECK(has("~200 MB"));
-  CHECK(metric(r, "bytes") == 85899345920.0);  // 80 GiB
-  CHECK(metric(r, "bytes_per_token") == 327680.0);
-  CHECK(metric(r, "max_batch_8xa100_80gb") == 298.0);
-}
-
-TEST_CASE("kv-size: the max-batch erratum is the 1.25 GB slip again; the premises are stated") {
-  const Result r = run_kv_size({}, RunContext{});
-  const auto errata = r.errata();
-  const auto batch = std::find_if(errata.begin(), errata.end(),
-                                  [](const std::string& e) { return e.find("320") != std::string::npos; });
-  REQUIRE(batch != errata.end());
-  CHECK(batch->find("the same GB/GiB slip as the 1.25 GB row, one slip with two consequences") != std::string::npos);
-  CHECK(batch->find("floor(298.02) = 298") != std::string::npos);
-  CHECK(batch->find("400 / 1.25 = 320") != std::string::npos);
-  CHECK(any_note_has(r, "'约 400 GB', is the document's own rough premise"));
-  CHECK(any_note_has(r, "memory_bytes = 80,000,000,000 B; the card itself reports 81,920 MiB"));
-  CHECK(any_note_has(r, "85,899,345,920 B"));
-}
-
-TEST_CASE("kv-size: overflows name --batch × --ctx; a wider dtype that overflows is a table cell") {
-  KvSizeOptions o;
-  o.model = "llama-3.1-405b";
-  o.batch = 4'000'000'000;
-  o.ctx = 4'000'000'000;
-  CHECK(input_error([&] { run_kv_size(o, RunContext{}); }).find("--batch × --ctx × KV bits per token") == 0);
-  o.batch = 10'000'000;  // 1e13 tokens: fits at int4 (4 bits), not at 8 bits or more
-  o.ctx = 1'000'000;
-  o.kv_dtype = "int4";
-  const Result r = run_kv_size(o, RunContext{});
-  CHECK(r.passed());
-  const Table* dtypes = nullptr;
-  for (const auto& t : r.tables)
-    if (t.title == "the same cache in each dtype") dtypes = &t;
-  REQUIRE(dtypes != nullptr);
-  int over = 0;
-  for (const auto& row : dtypes->rows)
-    if (std::holds_alternative<std::string>(row[3]) && std::get<std::string>(row[3]) == "over 2^64 bits") ++over;
-  CHECK(over == 5);
-}
-
-TEST_CASE("kv-size can fail: a formula without the factor 2") {
-  CHECK_FALSE(run_kv_size({}, RunContext{}, forgot_factor_two()).passed());
-  KvSizeOptions o;
-  o.model = "llama-2-70b";
-  CHECK(run_kv_size(o, RunContext{}).passed());
-  CHECK_FALSE(run_kv_size(o, RunContext{}, forgot_factor_two()).passed());
-}
-
-TEST_CASE("kv-size can fail: a loader that misreads the K/V heads") {
-  KvSizeParts p;
-  p.load_model = [](const std::string& n) {
-    ModelSpec m = load_model(n);
-    m.n_kv_head = m.n_head;  // ignores GQA: every model read as MHA
-    return m;
-  };
-  CHECK_FALSE(run_kv_size({}, RunContext{}, p).passed());
-}
-
-TEST_CASE("kv-size on a config with no reference: the tensor count still catches a wrong total") {
-  KvSizeOptions o;
-  o.config = kFixtures + "/hf_llama_2_7b.json";
-  o.kv_dtype = "int4";
-  const Result ok = run_kv_size(o, RunContext{});
-  CHECK(ok.passed());
-  CHECK(any_note_has(ok, "no independent reference"));
-  CHECK(metric(ok, "bytes") == 4096.0 * 524288 / 4);
-  KvSizeParts p;
-  p.cache_size = [](const ModelSpec& m, const KvQuery& q) {
-    KvCacheSize s = kv_cache_size(m, q);
-    s.total_bits = s.tokens * s.elements_per_token * 8;  // int4 costed as a byte per element
-    return s;
-  };
-  CHECK_FALSE(run_kv_size(o, RunContext{}, p).passed());
-}
-
-TEST_CASE("kv-size: the course's headline figures") {
-  KvSizeOptions o;
-  o.model = "llama-3-70b";
-  o.ctx = 4096;
-  o.kv_dtype = "fp16";
-  CHECK(metric(run_kv_size(o, RunContext{}), "bytes") == 1342177280.0);
-  KvSizeOptions l;
-  l.model = "llama-2-70b";
-  l.batch = 32;
-  l.ctx = 8192;
-  l.kv_dtype = "bf16";
-  CHECK(metric(run_kv_size(l, RunContext{}), "bytes") == 80.0 * (1ull << 30));
-  l.kv_heads = 64;
-  CHECK(metric(run_kv_size(l, RunContext{}), "bytes") == 640.0 * (1ull << 30));
-  l.kv_heads = 1;
-  CHECK(metric(run_kv_size(l, RunContext{}), "bytes") == 10.0 * (1ull << 30));
-}
-
-TEST_CASE("kv-size: option errors name the option") {
-  KvSizeOptions o;
-  o.batch = 4;
-  CHECK(input_error([&] { run_kv_size(o, RunContext{}); }).find("--batch: needs --model") != std::string::npos);
-  o.model = "nosuch";
-  CHECK(input_error([&] { run_kv_size(o, RunContext{}); }).find("--model: unknown model") != std::string::npos);
-  o.model = "llama-2-70b";
-  o.batch = 0;
-  CHECK(input_error([&] { run_kv_size(o, RunContext{}); }).find("--batch") != std::string::npos);
-  o.batch = 1;
-  o.kv_heads = 5;
-  CHECK(input_error([&] { run_kv_size(o, RunContext{}); }).find("kv-heads") != std::string::npos);
-  KvSizeOptions both;
-  both.model = "gpt2";
-  both.config = kFixtures + "/hf_gpt2.json";
-  CHECK(input_error([&] { run_kv_size(both, RunContext{}); }).find("--model, --config") != std::string::npos);
-  KvSizeOptions dir;
-  dir.config = kFixtures;
-  CHECK(input_error([&] { run_kv_size(dir, RunContext{}); }).find("--config: ") == 0);
-}
 
 TEST_CASE("roofline: the course table passes; the wrong GPU or a formula without KV fails it") {
   const Result r = run_roofline({}, RunContext{});
@@ -496,4 +355,104 @@ TEST_CASE("roofline calculator: the derived tolerances hold across the catalogue
     o.active_params = 37e9;
     CHECK(run_roofline(o, RunContext{}).passed());
   }
+}
+
+// ---- roofline's judged rows for 000 §1.1, §3.1, 003 Q6 and 004 §1.5's last row ----------------
+
+
+namespace {
+
+/// The expectation of `r` whose quantity starts with `prefix`; fails the test when there is none.
+const Expectation* row_starting(const Result& r, const std::string& prefix) {
+  for (const auto& e : r.expectations)
+    if (e.quantity.rfind(prefix, 0) == 0) return &e;
+  FAIL("no expectation starts with: " << prefix);
+  return nullptr;
+}
+
+/// The same in judge rows (a temporary lives to the end of the full expression that reads it).
+const Expectation* row_starting(const std::vector<Expectation>& rows, const std::string& prefix) {
+  for (const auto& e : rows)
+    if (e.quantity.rfind(prefix, 0) == 0) return &e;
+  FAIL("no expectation starts with: " << prefix);
+  return nullptr;
+}
+
+}  // namespace
+
+TEST_CASE("roofline judges 70B utilization (E10), the 40 GB ridge, the crossover, the KV share (E16) and 80 GB") {
+  const Result ok = checks::run_roofline({}, checks::RunContext{});
+  CHECK(ok.passed());
+  CHECK(ok.metric_value("utilization_70b_batch1_percent") == doctest::Approx(0.361059).epsilon(1e-5));
+  CHECK(row_starting(ok, "decode FLOP utilization bound")->is_erratum());
+  CHECK(row_starting(ok, "KV share of the bytes a decode step reads, llama-2-7b, N = 7e9, batch 1000")->is_erratum());
+  CHECK_FALSE(row_starting(ok, "ridge point, A100-40GB")->is_erratum());
+  CHECK(row_starting(ok, "smallest batch that makes decode compute-bound, ctx 128")->measured == 564);
+
+  // A step that forgets the KV cache's bytes: utilization, KV share and the 80 GB rows fail.
+  checks::RooflineParts no_kv;
+  no_kv.decode_step = [](const ModelSpec& m, const GpuSpec& g, const DecodeQuery& q) {
+    DecodeStep s = decode_step(m, g, q);
+    s.bytes -= static_cast<double>(s.kv_bytes);
+    s.kv_bytes = 0;
+    s.intensity = s.flops / s.bytes;
+    return s;
+  };
+  const Result bad = checks::run_roofline({}, checks::RunContext{}, no_kv);
+  CHECK_FALSE(bad.passed());
+  CHECK_FALSE(row_starting(bad, "decode FLOP utilization bound")->holds());
+  CHECK_FALSE(row_starting(bad, "KV share of the bytes a decode step reads, llama-2-7b, N = 7e9, batch 1000")->holds());
+  CHECK_FALSE(row_starting(bad, "the last row fits one a100-80gb")->holds());
+
+  // A llama-2-7b read as MQA (its data/facts.md bytes per token unchanged): the crossover rows fail.
+  checks::RooflineParts gqa7;
+  gqa7.load_model = [](const std::string& n) {
+    ModelSpec m = load_model(n);
+    if (n == "llama-2-7b") m.n_kv_head = 1;
+    return m;
+  };
+  const Result crossed = checks::run_roofline({}, checks::RunContext{}, gqa7);
+  CHECK_FALSE(row_starting(crossed, "decode intensity as batch → ∞, llama-2-7b, N = 7e9, ctx 1024")->holds());
+  CHECK_FALSE(row_starting(crossed, "smallest batch that makes decode compute-bound, ctx 1024")->holds());
+
+  // A catalogue whose A100-40GB has the 80 GB card's bandwidth: the ≈ 200 row fails.
+  checks::RooflineParts wrong_40;
+  wrong_40.load_gpu = [](const std::string& n) {
+    GpuSpec g = load_gpu(n);
+    if (n == "a100-40gb") g.bandwidth_bytes_per_s = 2.039e12;
+    return g;
+  };
+  CHECK_FALSE(row_starting(checks::run_roofline({}, checks::RunContext{}, wrong_40), "ridge point, A100-40GB")->holds());
+}
+
+TEST_CASE("roofline: judge fails a figure off, a NaN, a KV byte too many and a wrong bound") {
+  using namespace kvlab::checks;
+  const RooflineMeasured good = measure_roofline({});
+  for (const Expectation& e : judge_roofline(good)) CHECK_MESSAGE(e.holds(), e.quantity);
+  RooflineMeasured off = good;
+  off.course->s1.tokens_per_s = 150;  // the document's ≈ 140 is two significant figures
+  CHECK_FALSE(row_starting(judge_roofline(off), "tokens/s bound, 7B, batch 1")->holds());
+  off = good;
+  off.course->s64.kv_bytes += 1;
+  CHECK_FALSE(row_starting(judge_roofline(off), "KV bytes read, 7B MHA")->holds());
+  off = good;
+  off.course->s8.intensity = std::numeric_limits<double>::quiet_NaN();
+  CHECK_FALSE(row_starting(judge_roofline(off), "arithmetic intensity, 7B, batch 8")->holds());
+  off = good;
+  off.course->kv_share[1].kv_bytes /= 2;  // the cache's share of a batch-1000 step halved
+  CHECK_FALSE(row_starting(judge_roofline(off), "KV share of the bytes a decode step reads, llama-2-7b, N = 7e9, batch 1000")->holds());
+
+  RooflineOptions o;
+  o.model = "llama-2-70b";
+  const RooflineMeasured calc = measure_roofline(o);
+  for (const Expectation& e : judge_roofline(calc)) CHECK_MESSAGE(e.holds(), e.quantity);
+  off = calc;
+  off.calc->step.flops *= 1 + 1e-9;  // far above the rounding bound of both paths
+  CHECK_FALSE(row_starting(judge_roofline(off), "FLOPs per step")->holds());
+  off = calc;
+  off.calc->step.time_s = std::numeric_limits<double>::quiet_NaN();
+  CHECK_FALSE(row_starting(judge_roofline(off), "decode step time")->holds());
+  off = calc;
+  off.calc->step.bound = off.calc->step.bound == Bound::memory ? Bound::compute : Bound::memory;
+  CHECK_FALSE(row_starting(judge_roofline(off), "bound named by the library")->holds());
 }
