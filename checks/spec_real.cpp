@@ -261,7 +261,8 @@ SpecRealMeasured measure_impl(const SpecRealOptions& o, const RunContext& ctx, c
   // Exactness at temperature 1 (spec-exact's distribution test on the pair): the law of
   // 2 tokens after the last kExactPromptLen bytes of the first prompt, enumerated, against the
   // loop's samples (a short prompt: each sample prefills it afresh, and the time budget is ~1 s).
-  const ExactnessOptions eo{.samples = o.exact_samples, .new_tokens = 2, .k = 2, .temperature = 1.0};
+  const ExactnessOptions eo{
+      .samples = o.exact_samples, .new_tokens = 2, .k = 2, .temperature = 1.0, .samples_flag = "--exact-samples"};
   const auto t_exact = Clock::now();
   const std::vector<int> exact_prompt(prompts[0].end() - kExactPromptLen, prompts[0].end());
   const double before_exact = work_done;
@@ -433,6 +434,13 @@ SpecRealMeasured measure_spec_real(const SpecRealOptions& o_in, const RunContext
                   o.alpha_windows = std::max(o.alpha_windows, 64), o.exact_samples = std::max<std::int64_t>(o.exact_samples, 2000);
   const SpecRealInputs in = load_inputs(o, parts);
   if (!in.skipped.empty()) return {.options = o, .context = ctx, .skipped = in.skipped};
+  const int v_target = in.target->config().vocab_size, v_draft = in.draft->config().vocab_size;
+  if (v_target != v_draft)
+    throw InputError(fmt::format("--target, --draft: the target has vocab_size {}, the draft {}; speculative decoding "
+                                 "needs one vocabulary", v_target, v_draft));
+  if (v_target < 256)
+    throw InputError(fmt::format("--target, --draft: vocab_size {} is below 256; spec-real runs the pair on byte-level "
+                                 "text (the fortunes), so every byte must be a token", v_target));
   const int block = std::min(in.target->config().block_size, in.draft->config().block_size);
   if (kPromptLen + o.new_tokens + kMaxK - 1 > block)
     throw InputError(fmt::format("--new-tokens: {} + {} + {} − 1 exceeds the pair's block_size {}", kPromptLen,

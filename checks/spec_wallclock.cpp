@@ -37,7 +37,7 @@
 // logic is unit-tested on a synthetic machine, and on a broken one (tests/checks/spec_wallclock_test.cpp).
 //
 //   kvlab spec-wallclock            about a minute
-//   kvlab spec-wallclock --quick    d 512, K 2 and 4 unless --k; 24 tokens; 2 repeats (under a minute)
+//   kvlab spec-wallclock --quick    d 512, K 2 and 4, 24 tokens where not given (under a minute)
 //   kvlab spec-wallclock --quick --long-context   also the long-context case (K 2 and 4; about 15 s
 //                                                 more; with the other defaults it needs KVLAB_WORK_BUDGET)
 #include "spec_wallclock.hpp"
@@ -103,12 +103,12 @@ constexpr bool kSanitized = false;
 SpecWallclockOptions effective(const SpecWallclockOptions& in) {
   SpecWallclockOptions o = in;
   o.context = o.context.value_or(4096), o.sink = o.sink.value_or(4), o.recent = o.recent.value_or(252);
-  const bool k_given = o.ks != SpecWallclockOptions{}.ks;  // --quick keeps a --k the user gave
+  // --quick changes the sizes the user left at their defaults, and keeps those given.
+  const SpecWallclockOptions defaults;
   if (o.quick) {
-    if (!k_given) o.ks = kSanitized ? std::vector<int>{2} : std::vector<int>{2, 4};
-    o.new_tokens = 24;
-    o.repeats = std::min(o.repeats, 2);
-    o.d_model = 512;
+    if (o.ks == defaults.ks) o.ks = kSanitized ? std::vector<int>{2} : std::vector<int>{2, 4};
+    if (o.new_tokens == defaults.new_tokens) o.new_tokens = 24;
+    if (o.d_model == defaults.d_model) o.d_model = 512;
     if (kSanitized) o.d_model = 128, o.layers = 2, o.vocab = 512, o.skip_layers = 1, o.new_tokens = 8, o.repeats = 1;
     if (kSanitized) o.context = 300, o.sink = 4, o.recent = 60;
   }
@@ -796,7 +796,8 @@ const CheckDef<SpecWallclockOptions, SpecWallclockMeasured>& spec_wallclock_chec
                   {"--layers", &O::layers, Allowed::integers(2, 48), "Target blocks"},
                   {"--vocab", &O::vocab, Allowed::integers(64, 65536), "Vocabulary"},
                   {"--quick", &O::quick, Allowed::any_value(),
-                   "d 512, K 2 and 4 (unless --k); 24 tokens; 2 repeats (under a minute on a quiet machine)"},
+                   "d 512, K 2 and 4, 24 tokens, for those of --d-model, --k and --new-tokens not given (under a minute "
+                   "on a quiet machine)"},
                   {"--long-context", &O::long_context, Allowed::any_value(),
                    "Also the long-context case (000 §8.5): a d 256 x 4-layer target holding --context cached "
                    "positions, whose K/V outweigh its weights, and the window self-draft (off by default; about 15 s of "

@@ -30,7 +30,7 @@ struct SpecWallclockOptions {
   int d_model = 640;                      ///< the target's shape (139 MB: memory-bound, ≥ 4× a 32 MB LLC)
   int layers = 6;
   int vocab = 8192;
-  bool quick = false;                     ///< d 512, K 2 and 4; 24 tokens; 2 repeats (a tiny model under sanitizers)
+  bool quick = false;                     ///< d 512, K 2 and 4, 24 tokens where not given (a tiny model under sanitizers)
   /// The long-context case (000 §8.5): a small target (d 256 × 4 layers, 4 MHA heads, vocab 4096)
   /// that holds `context` cached positions, whose KV cache then outweighs its weights, with the
   /// window self-draft (attention sinks `sink` + the `recent` latest positions). Off by default;

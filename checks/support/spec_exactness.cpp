@@ -87,8 +87,8 @@ ExactnessMeasured measure_exactness(const MiniGPT<T>& target, const MiniGPT<T>& 
   for (double p : law) m.cells += p > 0.0 ? 1 : 0;
   if (m.coarse) m.cells = static_cast<std::int64_t>(partition.law.size());
   if (m.tv_bound() >= 1.0)
-    throw InputError(fmt::format("--samples: {} is too few for {} cells: the TV bound {:.3g} covers TV's whole range "
-                                 "and the check could not fail", o.samples, m.cells, m.tv_bound()));
+    throw InputError(fmt::format("{}: {} is too few for {} cells: the TV bound {:.3g} covers TV's whole range "
+                                 "and the check could not fail", o.samples_flag, o.samples, m.cells, m.tv_bound()));
   // K = 1 puts the bonus token inside the N >= 2 emitted tokens; K = --k exercises rollback to a
   // non-empty accepted prefix (with K >= N the bonus falls in the overshoot and is cut).
   const struct {
@@ -193,9 +193,9 @@ void present_exactness(const ExactnessMeasured& m, Result& r) {
   const double doc_n = 2.0 * (static_cast<double>(m.cells) * std::log(2.0) + std::log(1.0 / per)) / (4.0 * 0.01 * 0.01);
   r.notes.push_back(fmt::format(
       "Sanity [e] asks for TV < 0.01. With {} {} the bound used here reaches 0.01 only from "
-      "about --samples {:.0f}; at n = {} a correct sampler's TV is typically ~{:.2g}, so the "
+      "about {} {:.0f}; at n = {} a correct sampler's TV is typically ~{:.2g}, so the "
       "document's fixed 0.01 is not part of the verdict.",
-      m.cells, m.coarse ? "cells" : "outcomes", std::ceil(doc_n), m.options.samples,
+      m.cells, m.coarse ? "cells" : "outcomes", m.options.samples_flag, std::ceil(doc_n), m.options.samples,
       std::sqrt(static_cast<double>(m.cells) / (2.0 * std::acos(-1.0) * nd))));
 }
 

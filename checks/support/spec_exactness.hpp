@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/stats.hpp"
@@ -23,6 +24,7 @@ struct ExactnessOptions {
   int new_tokens = 2;             ///< tokens per sequence (V^new_tokens outcomes)
   int k = 2;                      ///< draft tokens per step
   double temperature = 0.1;       ///< the target's (and the soft draft's) temperature
+  std::string_view samples_flag = "--samples";  ///< the option that sets `samples`, for refusals and notes
 };
 
 /// One sampler's sequences against the exact law (over the cells), and the loop's counts.

@@ -18,13 +18,7 @@ using namespace kvlab;
 using namespace kvlab::serve;
 using kvlab::test::input_error;
 
-// Whether the expectation whose quantity contains `part` exists and fails.
-bool row_fails(const Result& r, const std::string& part) {
-  for (const auto& e : r.expectations)
-    if (e.quantity.find(part) != std::string::npos) return !e.holds();
-  FAIL("no expectation with '" << part << "'");
-  return false;
-}
+using kvlab::test::row_fails;
 
 bool row_fails(const std::vector<Expectation>& rows, const std::string& part) {
   Result r;

@@ -10,7 +10,6 @@
 #include <vector>
 
 #include "checks/continuous_batching.hpp"
-#include "../test_util.hpp"
 
 namespace {
 

@@ -12,7 +12,6 @@
 #include "checks/fragmentation.hpp"
 #include "core/error.hpp"
 #include "serve/kv_memory.hpp"
-#include "../test_util.hpp"
 
 using namespace kvlab;
 using namespace kvlab::serve;

@@ -11,7 +11,6 @@
 
 #include "checks/spec_exact.hpp"
 #include "io/data_dir.hpp"
-#include "../test_util.hpp"
 
 using namespace kvlab;
 using kvlab::checks::RunContext;

@@ -13,7 +13,6 @@
 #include "checks/spec_real.hpp"
 #include "io/data_dir.hpp"
 #include "train/corpus.hpp"
-#include "../test_util.hpp"
 
 using namespace kvlab;
 
@@ -68,6 +67,31 @@ TEST_CASE("spec-real: skipped when a checkpoint is absent; passes on a stand-in 
   CHECK(ok.passed());
   parts.faults.drop_bonus = true;  // a step then emits at most K tokens: E[τ | drafts] no longer holds
   CHECK(!checks::run_spec_real({}, checks::RunContext{}, parts).passed());
+}
+
+TEST_CASE("spec-real refuses a pair without one byte-level vocabulary, and names --exact-samples when it is too few") {
+  const auto pair = [](int v_target, int v_draft) {
+    checks::SpecRealParts parts;
+    parts.inputs = [v_target, v_draft] {
+      checks::SpecRealInputs in;
+      ModelConfig t = byte_config(2, 32, 4), d = byte_config(1, 16, 2);
+      t.vocab_size = v_target, d.vocab_size = v_draft;
+      in.target.emplace(t, 5);
+      in.draft.emplace(d, 6);
+      in.validation = train::load_fortunes(fortune_fixture())->train;
+      return in;
+    };
+    return parts;
+  };
+  // Before: the first byte past the draft's vocabulary stopped the run with "token: id 9 outside [0, 8)".
+  CHECK(test::input_error([&] { checks::run_spec_real({}, checks::RunContext{}, pair(256, 8)); })
+            .find("--target, --draft: the target has vocab_size 256, the draft 8") == 0);
+  CHECK(test::input_error([&] { checks::run_spec_real({}, checks::RunContext{}, pair(8, 8)); })
+            .find("--target, --draft: vocab_size 8 is below 256") == 0);
+  checks::SpecRealOptions few;
+  few.exact_samples = 1;  // before: "--samples: 1 is too few", an option spec-real does not have
+  CHECK(test::input_error([&] { checks::run_spec_real(few, checks::RunContext{}, pair(256, 256)); })
+            .find("--exact-samples: 1 is too few") == 0);
 }
 
 TEST_CASE("spec-real's exactness rows on the trained pair: the biased sampler fails them") {

@@ -10,7 +10,6 @@
 #include <vector>
 
 #include "checks/spec_residual.hpp"
-#include "../test_util.hpp"
 
 using namespace kvlab;
 using kvlab::checks::RunContext;

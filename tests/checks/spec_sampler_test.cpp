@@ -9,7 +9,6 @@
 #include <string>
 
 #include "checks/spec_sampler.hpp"
-#include "../test_util.hpp"
 
 using namespace kvlab;
 using kvlab::checks::RunContext;

@@ -14,7 +14,6 @@
 #include "model/gpt.hpp"
 #include "model/weights_io.hpp"
 #include "spec/positional.hpp"
-#include "../test_util.hpp"
 
 using namespace kvlab;
 using kvlab::checks::RunContext;

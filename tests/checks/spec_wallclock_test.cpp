@@ -137,7 +137,7 @@ TEST_CASE("spec-wallclock --long-context: the window draft's rows, bytes and met
   CHECK_THROWS(plain.metric_value("c_window"));
 }
 
-TEST_CASE("spec-wallclock --quick keeps a --k the user gave; its own K are 2 and 4") {
+TEST_CASE("spec-wallclock --quick keeps a --k, --d-model or --new-tokens the user gave; its own are K 2 and 4, d 512, 24 tokens") {
   const checks::RunContext ctx;
   const Synthetic sound;
   checks::SpecWallclockOptions o;
@@ -150,6 +150,19 @@ TEST_CASE("spec-wallclock --quick keeps a --k the user gave; its own K are 2 and
   o.ks = checks::SpecWallclockOptions{}.ks;
   const Result own = checks::run_spec_wallclock(o, ctx, sound.parts());
   CHECK(std::get<std::int64_t>(own.tables[0].rows[0][1]) == 2);
+  // --d-model and --new-tokens given with --quick are kept; left at their defaults, --quick's own.
+  auto parts = sound.parts();
+  auto width = std::make_shared<int>(0);
+  parts.build = [width](const ModelConfig& c, int) { *width = c.d_model; };
+  checks::run_spec_wallclock(o, ctx, parts);
+  CHECK(*width == 512);
+  o.d_model = 256;
+  checks::run_spec_wallclock(o, ctx, parts);
+  CHECK(*width == 256);
+  const auto measured = checks::measure_spec_wallclock(o, ctx, parts);
+  CHECK(measured.options.new_tokens == 24);
+  o.new_tokens = 40;
+  CHECK(checks::measure_spec_wallclock(o, ctx, parts).options.new_tokens == 40);
 }
 
 TEST_CASE("spec-wallclock: bad options are InputErrors naming the option") {

@@ -11,7 +11,6 @@
 #include <vector>
 
 #include "checks/tree_verify.hpp"
-#include "../test_util.hpp"
 
 using kvlab::checks::RunContext;
 namespace spec = kvlab::spec;
