@@ -77,8 +77,8 @@ struct Allowed {
   /// A token count: digits or 4k / 128k / 1M (io/units.hpp), in [1, hi].
   static Allowed tokens(std::int64_t hi) { return {Kind::tokens, 1, static_cast<double>(hi), {}}; }
   static Allowed one_of(std::vector<std::string> members) { return {Kind::one_of, 0, 0, std::move(members)}; }
-  /// A file or folder to read: the command line refuses an empty one (PathGiven); an empty field
-  /// means the option was not given.
+  /// A file or folder to read: the command line refuses an empty one (PathGiven). In a
+  /// std::string field, empty means not given; in an optional<string> field, given empty is refused.
   static Allowed path() { return {Kind::path, 0, 0, {}}; }
 };
 
@@ -117,7 +117,9 @@ void validate_options(const std::vector<OptionRow<O>>& rows, const O& options) {
           using V = std::decay_t<decltype(value)>;
           if constexpr (std::is_same_v<V, bool>) {
           } else if constexpr (std::is_same_v<V, std::string>) {
-            require_allowed(flag, row.allowed, value);
+            // A path held in a plain string is empty when not given (the command line refuses an
+            // empty one: PathGiven); an optional<string> path tells "not given" from "given empty".
+            if (row.allowed.kind != Allowed::Kind::path || !value.empty()) require_allowed(flag, row.allowed, value);
           } else if constexpr (std::is_same_v<V, std::optional<std::string>>) {
             if (value) require_allowed(flag, row.allowed, *value);
           } else if constexpr (std::is_arithmetic_v<V>) {
