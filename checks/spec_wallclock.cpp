@@ -791,7 +791,7 @@ const CheckDef<SpecWallclockOptions, SpecWallclockMeasured>& spec_wallclock_chec
       .options = {{"--k", &O::ks, Allowed::integers(1, kMaxK), "Draft lengths K"},
                   {"--new-tokens", &O::new_tokens, Allowed::integers(8, 256), "Tokens per run"},
                   {"--repeats", &O::repeats, Allowed::integers(1, 10), "Interleaved repeats"},
-                  {"--skip-layers", &O::skip_layers, Allowed::integers(1, 47), "Blocks the layer-skip draft keeps, below --layers"},
+                  {"--skip-layers", &O::skip_layers, Allowed::integers(1, 47), "The layer-skip draft runs the first N blocks (then the head) and skips the rest; below --layers"},
                   {"--d-model", &O::d_model, Allowed::integers(128, 4096), "Target width, a multiple of 64"},
                   {"--layers", &O::layers, Allowed::integers(2, 48), "Target blocks"},
                   {"--vocab", &O::vocab, Allowed::integers(64, 65536), "Vocabulary"},

@@ -1,14 +1,9 @@
 // A check: one course claim, reproduced through libkvlab.
 //
-// The Check interface the front end runs. A check is written in one of two shapes:
-//   - declared as data (framework/spec.hpp, the shape for new checks): a CheckDef of its spec,
-//     option table and measure / judge / present steps, registered with KVLAB_REGISTER_SPEC; a
-//     SpecCheck made from it implements this interface;
-//   - the older shape: an options struct, a pure function
-//     Result run_<name>(const Options&, const RunContext&, <injectable parts>) that the unit tests
-//     call with deliberately broken parts, and a Check subclass that declares the options
-//     (framework/options.hpp) and calls it, registered with KVLAB_REGISTER_CHECK(order, Class).
-// Either way `kvlab list`, `kvlab all`, ctest and the sweep see it.
+// The Check interface the front end runs. A check is declared as data (framework/spec.hpp): a
+// CheckDef of its spec, option table and measure / judge / present steps, registered with
+// KVLAB_REGISTER_SPEC; the SpecCheck made from it implements this interface, which is how
+// `kvlab list`, `kvlab all`, ctest and the sweep see it.
 #pragma once
 
 #include <cstdint>
@@ -102,7 +97,3 @@ std::vector<std::unique_ptr<Check>> make_all_checks();
 
 #define KVLAB_CONCAT_INNER(a, b) a##b
 #define KVLAB_CONCAT(a, b) KVLAB_CONCAT_INNER(a, b)
-/// Registers check class `Class` at position `order` (called once, at namespace scope).
-#define KVLAB_REGISTER_CHECK(order, Class)                                       \
-  static const bool KVLAB_CONCAT(kvlab_registered_, __LINE__) =                   \
-      ::kvlab::checks::register_check(order, [] { return std::make_unique<Class>(); })
