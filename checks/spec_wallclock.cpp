@@ -98,19 +98,21 @@ constexpr bool kSanitized = false;
 constexpr bool kSanitized = false;
 #endif
 
-// The options a run uses: --quick's lists, and under the sanitizers a tiny model (its timings say
-// nothing there; the run checks the code path, as the sweep wants, in seconds).
-SpecWallclockOptions effective(const SpecWallclockOptions& in) {
+// The options a run uses: --quick's lists, and, when `real` (this machine's fast path, not injected
+// parts) under the sanitizers, a tiny model (its timings say nothing there; the run checks the code
+// path, as the sweep wants, in seconds).
+SpecWallclockOptions effective(const SpecWallclockOptions& in, bool real) {
+  const bool tiny = kSanitized && real;
   SpecWallclockOptions o = in;
   o.context = o.context.value_or(4096), o.sink = o.sink.value_or(4), o.recent = o.recent.value_or(252);
   // --quick changes the sizes the user left at their defaults, and keeps those given.
   const SpecWallclockOptions defaults;
   if (o.quick) {
-    if (o.ks == defaults.ks) o.ks = kSanitized ? std::vector<int>{2} : std::vector<int>{2, 4};
+    if (o.ks == defaults.ks) o.ks = tiny ? std::vector<int>{2} : std::vector<int>{2, 4};
     if (o.new_tokens == defaults.new_tokens) o.new_tokens = 24;
     if (o.d_model == defaults.d_model) o.d_model = 512;
-    if (kSanitized) o.d_model = 128, o.layers = 2, o.vocab = 512, o.skip_layers = 1, o.new_tokens = 8, o.repeats = 1;
-    if (kSanitized) o.context = 300, o.sink = 4, o.recent = 60;
+    if (tiny) o.d_model = 128, o.layers = 2, o.vocab = 512, o.skip_layers = 1, o.new_tokens = 8, o.repeats = 1;
+    if (tiny) o.context = 300, o.sink = 4, o.recent = 60;
   }
   std::sort(o.ks.begin(), o.ks.end());
   o.ks.erase(std::unique(o.ks.begin(), o.ks.end()), o.ks.end());
@@ -483,10 +485,10 @@ SpecWallclockMeasured measure_spec_wallclock(const SpecWallclockOptions& in, con
   if (in.long_context && parts.build && !long_parts.build)
     throw std::invalid_argument("spec-wallclock: injected parts need injected long-context parts");
   SpecWallclockMeasured m;
-  const SpecWallclockOptions& o = m.options = effective(in);
+  m.real = !parts.build;
+  const SpecWallclockOptions& o = m.options = effective(in, m.real);
   m.config = target_config(o);
   m.config.validate();
-  m.real = !parts.build;
   if (m.real)
     require_work_budget(work_seconds(o) + (o.long_context ? long_work_seconds(o) : 0.0),
                         fmt::format("--d-model {} x --layers {} x --vocab {} x --new-tokens {} x --repeats {} x {} values of --k",
