@@ -172,31 +172,7 @@ TEST_CASE("train: a run lowers the loss and replays bit for bit whatever the thr
 
 #include "train/checkpoint.hpp"
 
-namespace {
-
-ModelConfig byte_config(int n_layer, int d, int n_head) {
-  ModelConfig c;
-  c.n_layer = n_layer;
-  c.d_model = d;
-  c.n_head = n_head;
-  c.n_kv_head = n_head;
-  c.head_dim = d / n_head;
-  c.vocab_size = 256;
-  c.block_size = 128;
-  return c;
-}
-
-/// A directory with one small fortune file (40 fortunes of English-like text) for the checks.
-std::string fortune_fixture() {
-  const std::string dir = (std::filesystem::temp_directory_path() / "kvlab_test_fortunes").string();
-  std::filesystem::create_directories(dir);
-  std::ofstream out(dir + "/sample");
-  for (int i = 0; i < 40; ++i)
-    out << "Fortune number " << i << ": the quick brown fox jumps over the lazy dog, again and again.\n%\n";
-  return dir;
-}
-
-}  // namespace
+using kvlab::test::byte_config;
 
 TEST_CASE("train: a checkpoint written and read back is the same model") {
   MiniGPT<float> m(byte_config(2, 16, 4), 3);
@@ -212,7 +188,7 @@ TEST_CASE("train: a checkpoint written and read back is the same model") {
 }
 
 TEST_CASE("train: corpus from a fixture directory splits fortune 9 of every 10 to validation") {
-  const auto c = load_fortunes(fortune_fixture());
+  const auto c = load_fortunes(kvlab::test::fortune_fixture("kvlab_test_fortunes"));
   REQUIRE(c.has_value());
   CHECK(c->n_fortunes_train == 36);
   CHECK(c->n_fortunes_validation == 4);

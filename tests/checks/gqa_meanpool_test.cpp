@@ -29,27 +29,7 @@ const Expectation* row_starting(const std::vector<Expectation>& rows, const std:
   return nullptr;
 }
 
-ModelConfig byte_config(int n_layer, int d, int n_head) {
-  ModelConfig c;
-  c.n_layer = n_layer;
-  c.d_model = d;
-  c.n_head = n_head;
-  c.n_kv_head = n_head;
-  c.head_dim = d / n_head;
-  c.vocab_size = 256;
-  c.block_size = 128;
-  return c;
-}
-
-/// A directory with one small fortune file (40 fortunes of English-like text).
-std::string fortune_fixture() {
-  const std::string dir = (std::filesystem::temp_directory_path() / "kvlab_test_fortunes").string();
-  std::filesystem::create_directories(dir);
-  std::ofstream out(dir + "/sample");
-  for (int i = 0; i < 40; ++i)
-    out << "Fortune number " << i << ": the quick brown fox jumps over the lazy dog, again and again.\n%\n";
-  return dir;
-}
+using kvlab::test::byte_config;
 
 }  // namespace
 
@@ -91,7 +71,7 @@ TEST_CASE("gqa-meanpool trained mode: identity conversion exact; a pooler that d
   train::save_checkpoint(m, path, {});
   checks::GqaMeanpoolOptions o;
   o.trained_weights = path;
-  o.fortunes = fortune_fixture();
+  o.fortunes = kvlab::test::fortune_fixture("kvlab_test_fortunes");
   o.windows = 2;
   const Result ok = checks::run_gqa_meanpool(o, checks::RunContext{});
   CHECK(ok.passed());

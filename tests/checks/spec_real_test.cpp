@@ -16,31 +16,7 @@
 
 using namespace kvlab;
 
-namespace {
-
-ModelConfig byte_config(int n_layer, int d, int n_head) {
-  ModelConfig c;
-  c.n_layer = n_layer;
-  c.d_model = d;
-  c.n_head = n_head;
-  c.n_kv_head = n_head;
-  c.head_dim = d / n_head;
-  c.vocab_size = 256;
-  c.block_size = 128;
-  return c;
-}
-
-/// A directory with one small fortune file (40 fortunes of English-like text).
-std::string fortune_fixture() {
-  const std::string dir = (std::filesystem::temp_directory_path() / "kvlab_test_spec_real_fortunes").string();
-  std::filesystem::create_directories(dir);
-  std::ofstream out(dir + "/sample");
-  for (int i = 0; i < 40; ++i)
-    out << "Fortune number " << i << ": the quick brown fox jumps over the lazy dog, again and again.\n%\n";
-  return dir;
-}
-
-}  // namespace
+using kvlab::test::byte_config;
 
 TEST_CASE("spec-real: skipped when a checkpoint is absent; passes on a stand-in pair; fails without the bonus") {
   checks::SpecRealOptions o;
@@ -59,7 +35,7 @@ TEST_CASE("spec-real: skipped when a checkpoint is absent; passes on a stand-in 
     checks::SpecRealInputs in;
     in.target.emplace(byte_config(2, 32, 4), 5);
     in.draft.emplace(byte_config(1, 16, 2), 6);
-    in.validation = train::load_fortunes(fortune_fixture())->train;
+    in.validation = train::load_fortunes(kvlab::test::fortune_fixture("kvlab_test_spec_real_fortunes"))->train;
     return in;
   };
   const Result ok = checks::run_spec_real({}, checks::RunContext{}, parts);
@@ -78,7 +54,7 @@ TEST_CASE("spec-real refuses a pair without one byte-level vocabulary, and names
       t.vocab_size = v_target, d.vocab_size = v_draft;
       in.target.emplace(t, 5);
       in.draft.emplace(d, 6);
-      in.validation = train::load_fortunes(fortune_fixture())->train;
+      in.validation = train::load_fortunes(kvlab::test::fortune_fixture("kvlab_test_spec_real_fortunes"))->train;
       return in;
     };
     return parts;
