@@ -689,7 +689,7 @@ void add_notes(const SpecWallclockMeasured& m, Result& r) {
   if (m.long_case)
     for (const Row& row : m.long_case->rows) same += row.same, runs += row.runs;
   r.notes.push_back(fmt::format("{} of {} speculative runs emitted exactly the plain greedy decoding's tokens (shown, "
-                                "not judged: both run the same rows through the same kernels; tests/test_spec_fast.cpp "
+                                "not judged: both run the same rows through the same kernels; tests/lib/spec/fast_loop_test.cpp "
                                 "proves the equality).", same, runs));
 }
 

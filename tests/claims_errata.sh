@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # docs/claims.md's "Document errata" and `kvlab errata` (data/errata.json) agree: the same ids with
 # the same sources, and its table of ERRATUM lines names for each check exactly the entries the
-# catalogue marks as flagged by it (tests/test_errata.cpp proves the checks flag those).
+# catalogue marks as flagged by it (tests/lib/errata/errata_test.cpp proves the checks flag those).
 #   tests/claims_errata.sh path/to/kvlab [path/to/claims.md]
 set -u
 kvlab=$1

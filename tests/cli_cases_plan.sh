@@ -65,7 +65,7 @@ expect_exit 0 plan --config "$(dirname "$0")/data/configs/hf_qwen2_7b.json" --pa
 "$kvlab" plan --model llama-3-8b --gpu h100-sxm --ctx 8k --batch 16 --format json | json_has "plan --format json" \
   metrics.weights_bytes metrics.kv_bytes metrics.fits metrics.max_batch metrics.decode_tokens_per_s_bound \
   metrics.prefill_seconds_bound
-# The contract's figures for llama-3-8b on h100-sxm (tests/test_plan.cpp has the arithmetic).
+# The contract's figures for llama-3-8b on h100-sxm (tests/lib/cost/plan_test.cpp has the arithmetic).
 if "$kvlab" plan --model llama-3-8b --gpu h100-sxm --ctx 8k --batch 16 --format json | python3 -c 'import json, sys
 m = json.load(sys.stdin)["metrics"]
 assert m["weights_bytes"] == 16060522496 and m["kv_bytes"] == 17179869184 and m["fits"] == 1 and m["max_batch"] == 52, m'; then

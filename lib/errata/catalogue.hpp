@@ -4,7 +4,7 @@
 // or measures, or where it rests on a convention the student should know (docs/claims.md,
 // "Document errata", lists the same ids with the same sources: ctest claims.errata). An entry a
 // check flags with an ERRATUM line names that check in `flagged_by`, and the check's Stated carries
-// the entry's id (report/result.hpp): tests/test_errata.cpp proves the two agree at the defaults.
+// the entry's id (report/result.hpp): tests/lib/errata/errata_test.cpp proves the two agree at the defaults.
 #pragma once
 
 #include <string>

@@ -55,7 +55,7 @@ void require_trainable(const ModelConfig& c);
 
 /// Logits [T, vocab] of `tokens` at positions 0..T-1 (the MiniGPT forward without a cache, same
 /// operations; Eigen's matrix products, so not bit-identical to MiniGPT's fixed-order loops —
-/// tests/test_train.cpp bounds the difference). Throws InputError for T > block_size or a token
+/// tests/lib/train/train_test.cpp bounds the difference). Throws InputError for T > block_size or a token
 /// outside [0, vocab).
 template <class T>
 Mat<T> train_forward(const ModelConfig& c, const GptWeights<T>& w, std::span<const int> tokens);

@@ -34,7 +34,7 @@ struct TrainConfig {
   int threads = 2;              ///< worker threads; results do not depend on it
   /// Run only steps 1..stop_after of the `steps`-step schedule (0 = all): the learning rates are
   /// those of the full run, so its first steps replay exactly (the replay test of the committed
-  /// target, tests/test_train_replay.cpp).
+  /// target, tests/lib/train/replay_test.cpp).
   int stop_after = 0;
 };
 

@@ -1,6 +1,6 @@
 // chunked-prefill (checks/chunked_prefill.cpp): passes with kvlab's chunker, fails with one that
 // drops a chunk; its claim names this run's figures; its plot shows the stall; its judge on
-// hand-made runs. The simulator itself: tests/test_serve.cpp.
+// hand-made runs. The simulator itself: tests/lib/serve/serve_test.cpp.
 #include <doctest/doctest.h>
 
 #include <algorithm>

@@ -1,6 +1,6 @@
 // continuous-batching (checks/continuous_batching.cpp): passes with kvlab's simulator, fails with a
 // static scheduler that secretly refills, one that loses tokens, pads or pauses; its judge on
-// hand-made runs. The simulator itself: tests/test_serve.cpp.
+// hand-made runs. The simulator itself: tests/lib/serve/serve_test.cpp.
 #include <doctest/doctest.h>
 
 #include "../test_util.hpp"

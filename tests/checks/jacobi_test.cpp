@@ -1,5 +1,5 @@
 // jacobi (checks/jacobi.cpp): passes with spec::jacobi_update, fails with an update that reads a
-// stale position; its judge on hand-made counts. The Jacobi iteration itself: tests/test_specvar.cpp.
+// stale position; its judge on hand-made counts. The Jacobi iteration itself: tests/lib/spec/variants_test.cpp.
 #include <doctest/doctest.h>
 
 #include <algorithm>

@@ -1,6 +1,6 @@
 // roofline (checks/roofline.cpp): the course table passes with its errata and fails with a wrong
 // loader, GPU or decode step; the calculator's figures, MoE and refusals; the claims of 000 §1.1,
-// §3.1, 003 Q6 it judges; its judge on hand-made measurements. The device mode: tests/test_plan.cpp.
+// §3.1, 003 Q6 it judges; its judge on hand-made measurements. The device mode: tests/lib/cost/plan_test.cpp.
 #include <doctest/doctest.h>
 
 #include "../test_util.hpp"

@@ -1,5 +1,5 @@
 // spec-residual (checks/spec_residual.cpp): passes with kvlab's residual and acceptance rule, fails
-// with broken ones; its judge on hand-made errors. The step law itself: tests/test_loop.cpp.
+// with broken ones; its judge on hand-made errors. The step law itself: tests/lib/spec/loop_test.cpp.
 #include <doctest/doctest.h>
 
 #include "../test_util.hpp"

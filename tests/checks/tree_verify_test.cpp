@@ -1,6 +1,6 @@
 // tree-verify (checks/tree_verify.cpp): passes at defaults (and in float32), fails with a mask that
 // lets siblings see each other, flat positions or no residual between siblings; its judge on
-// hand-made numbers. The tree library itself: tests/test_specvar.cpp.
+// hand-made numbers. The tree library itself: tests/lib/spec/variants_test.cpp.
 #include <doctest/doctest.h>
 
 #include "../test_util.hpp"

@@ -1,6 +1,6 @@
 // typical-acceptance (checks/typical_acceptance.cpp): passes at defaults, fails when the "typical"
 // verifier is really rejection sampling; refuses settings where the claim cannot be judged; its
-// judge on hand-made laws. The library's typical rule: tests/test_specvar.cpp.
+// judge on hand-made laws. The library's typical rule: tests/lib/spec/variants_test.cpp.
 #include <doctest/doctest.h>
 
 #include "../test_util.hpp"

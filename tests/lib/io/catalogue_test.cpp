@@ -23,8 +23,8 @@ using kvlab::InputError;
 using kvlab::ModelSpec;
 using nlohmann::json;
 
-const std::string kFixtures =
-    (std::filesystem::path(__FILE__).parent_path() / "data" / "configs").string();
+const std::string kFixtures =  // tests/data/configs
+    (std::filesystem::path(__FILE__).parent_path().parent_path().parent_path() / "data" / "configs").string();
 
 std::string fixture(const std::string& name) { return kFixtures + "/" + name; }
 

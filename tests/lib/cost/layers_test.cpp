@@ -32,8 +32,8 @@ using namespace kvlab;
 using nlohmann::json;
 using u64 = std::uint64_t;
 
-const std::string kFixtures =
-    (std::filesystem::path(__FILE__).parent_path() / "data" / "configs").string();
+const std::string kFixtures =  // tests/data/configs
+    (std::filesystem::path(__FILE__).parent_path().parent_path().parent_path() / "data" / "configs").string();
 
 std::string fixture(const std::string& name) { return kFixtures + "/" + name; }
 
