@@ -14,11 +14,16 @@
 #   tests/claims_commands.sh path/to/kvlab [path/to/claims.md]
 #   tests/claims_commands.sh --self-test path/to/kvlab   broken copies of claims.md must each fail,
 #                                                        naming the broken row and command
+#   tests/claims_commands.sh --run path/to/kvlab [path/to/claims.md]   also runs, from the
+#       repository root, every command with options and no placeholder that is quick and needs
+#       nothing first (no benchmark, `machine`, `bench`, `all`, `selftest`, `quiz`, `train`,
+#       `model`, env prefix, --plot or --gpu local), and wants exit 0 from each: every claim held,
+#       and no exit 2 from a combination of options that reading cannot see.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(dirname "$here")
 if [ $# -lt 1 ] || [ "$1" = -h ] || [ "$1" = --help ]; then
-  sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'
+  sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'
   if [ $# -ge 1 ]; then exit 0; else exit 2; fi
 fi
 
@@ -29,8 +34,9 @@ if [ "$1" = --self-test ]; then
   tmp=$(mktemp -d)
   trap 'rm -rf "$tmp"' EXIT
   fail=0 n=0
-  # ROW<TAB>TEXT IN THAT ROW<TAB>ITS REPLACEMENT<TAB>A LINE THE CHECK MUST PRINT (ROW "-": the
-  # replacement applies to every row). Each case breaks one thing in a copy of the page.
+  # ROW<TAB>TEXT IN THAT ROW<TAB>ITS REPLACEMENT<TAB>A LINE THE CHECK MUST PRINT[<TAB>--run] (ROW
+  # "-": the replacement applies to every row; --run: the case is seen only by running the
+  # commands). Each case breaks one thing in a copy of the page.
   cases=$(cat <<'EOF'
 000-0.3	`kvlab fragmentation`	`kvlab fragmentaton`	FAIL: 000-0.3: `kvlab fragmentaton`: 'fragmentaton' is neither a check (kvlab list) nor a built-in command (kvlab --help)
 000-1.1a	--gpu h100-sxm	--gpus h100-sxm	FAIL: 000-1.1a: `kvlab roofline --model llama-3-70b --params 70e9 --gpus h100-sxm --batch 1 --ctx 4096`: --gpus is not an option of `kvlab roofline`
@@ -38,7 +44,7 @@ if [ "$1" = --self-test ]; then
 000-0.1a	--kv-dtype fp16`	--kv-dtype fp12`	FAIL: 000-0.1a: `kvlab kv-size --model llama-3-70b --ctx 4096 --kv-dtype fp12`: --kv-dtype fp12 is not one of {fp32,fp16,bf16,fp8,int8,int4}
 000-1.1a	--params 70e9	--params 0.5	FAIL: 000-1.1a: `kvlab roofline --model llama-3-70b --params 0.5 --gpu h100-sxm --batch 1 --ctx 4096`: --params 0.5 is outside [1, 1000000000000000]
 000-7.4d	--k 4	--k four	FAIL: 000-7.4d: `kvlab spec-etau --alpha 0.6 --k four`: --k four is not an integer (INT:INT in [0, 256])
-004-1.4f	`… --kv-heads 64`	`… --kv-head 64`	FAIL: 004-1.4f: `… --kv-head 64`: --kv-head is not an option of `kvlab kv-size`
+004-1.4f	`… --kv-heads 1`	`… --kv-head 1`	FAIL: 004-1.4f: `… --kv-head 1`: --kv-head is not an option of `kvlab kv-size`
 004-B2b	--model llama-3-8b	--model llama-3-8x	FAIL: 004-B2b: `kvlab kv-size --model llama-3-8x --batch 16 --ctx 8192 --kv-dtype bf16`: --model llama-3-8x is not a catalogue model (data/models)
 004-A2	hf_llama_2_7b.json	hf_llama_2_7x.json	FAIL: 004-A2: `kvlab kv-size --config tests/data/configs/hf_llama_2_7x.json`: --config tests/data/configs/hf_llama_2_7x.json: no such file in the repository
 000-4.1	| `kvlab cheatsheet 000-4.1` (judged	| `kvlab cheatsheet 000-4.7` (judged	FAIL: 000-4.1: `kvlab cheatsheet 000-4.7`: table 000-4.7 is not one of
@@ -49,9 +55,10 @@ if [ "$1" = --self-test ]; then
 000-0.5	`kvlab rope-breaks-absorb`	—	FAIL: 000-0.5: status 'checked', but the command cell names no registered check
 -	`kvlab jacobi`	`kvlab tree-verify`	FAIL: check 'jacobi' (registered, source
 000-8.6	`kvlab spec-wallclock` (a benchmark)	kvlab spec-wallclock (a benchmark)	FAIL: 000-8.6: the command cell names no `kvlab` command in backticks
+004-1.5g	--model llama-2-7b --params 7e9 --batch 64	--batch 64	FAIL: 004-1.5g: `kvlab roofline --batch 64 --ctx 4096`: exit 2, want 0 (every claim held) kvlab: --batch: needs --model or --config	--run
 EOF
 )
-  while IFS=$'\t' read -r row old new want; do
+  while IFS=$'\t' read -r row old new want mode; do
     n=$((n + 1))
     broken="$tmp/claims_$n.md"
     if ! python3 - "$doc" "$broken" "$row" "$old" "$new" <<'PY'
@@ -68,7 +75,7 @@ if hits == 0 or (row != "-" and hits != 1):
 open(dst, "w", encoding="utf-8").write("\n".join(lines))
 PY
     then fail=1; continue; fi
-    got=$("$0" "$kvlab" "$broken"); rc=$?
+    got=$("$0" $mode "$kvlab" "$broken"); rc=$?
     if [ "$rc" != 1 ] || ! printf '%s\n' "$got" | grep -qF -- "$want"; then
       echo "FAIL: self-test case $n ($row: '$old' -> '$new'): exit $rc, want 1 with the line"
       echo "  $want"
@@ -82,14 +89,16 @@ PY
   exit $fail
 fi
 
+run=""
+if [ "$1" = --run ]; then run=run; shift; [ $# -ge 1 ] || { echo "usage: tests/claims_commands.sh --run path/to/kvlab [path/to/claims.md]"; exit 2; }; fi
 kvlab=$1
 doc="${2:-$root/docs/claims.md}"
 [ -x "$kvlab" ] || { echo "usage: tests/claims_commands.sh path/to/kvlab [path/to/claims.md] ($kvlab: not an executable)"; exit 2; }
 [ -r "$doc" ] || { echo "FAIL: cannot read $doc"; exit 1; }
-exec python3 - "$kvlab" "$doc" "$root" <<'PY'
+exec python3 - "$kvlab" "$doc" "$root" "$run" <<'PY'
 import json, math, os, re, subprocess, sys
 
-kvlab, doc_path, root = sys.argv[1:4]
+kvlab, doc_path, root, mode = sys.argv[1:5]
 fails = []
 
 
@@ -296,6 +305,21 @@ def command_spec(where, tokens):
             return spec, rest
 
 
+# Built-ins that are quick and write nothing; every other built-in is left to its own tests.
+RUN_BUILTINS = {"cheatsheet", "explain", "errata", "plan", "list", "info"}
+to_run = {}  # kvlab's arguments -> the first row that names them
+
+
+def runnable(spec, args, span):
+    """A command --run runs: options given, no placeholder, quick, and needing nothing first."""
+    sub = spec.path[0]
+    if not args or span.split()[0] != "kvlab" or "--plot" in args or "local" in args:
+        return False
+    if any(placeholder(a) or "{" in a or "|" in a for a in args):
+        return False
+    return (sub in checks and not checks[sub]["bench"]) or sub in RUN_BUILTINS
+
+
 # The claim rows and, from each table's header, the columns `command` and `status`.
 cols, rows, named, ncmd = None, 0, set(), 0
 for line in open(doc_path, encoding="utf-8").read().split("\n"):
@@ -332,6 +356,8 @@ for line in open(doc_path, encoding="utf-8").read().split("\n"):
             if spec.path[0] in checks:
                 row_checks.add(spec.path[0])
             check_args(where, spec, args, fragment=False)
+            if runnable(spec, args, span):
+                to_run.setdefault(tuple(tokens[1:]), f"{rid}: `{span}`")
         elif tokens and (tokens[0] == "…" or is_flag(tokens[0])):
             if last is None:
                 fail(f"{where}: an option with no `kvlab` command before it in the cell")
@@ -356,4 +382,15 @@ if fails:
     sys.exit(1)
 print(f"ok: docs/claims.md: {ncmd} commands in {rows} rows name registered checks or built-in commands "
       f"with their own options and allowed values; all {len(checks)} checks appear")
+if mode == "run":
+    bad = 0
+    for args, where in to_run.items():
+        r = subprocess.run([kvlab, *args], cwd=root, capture_output=True, text=True, timeout=600)
+        if r.returncode != 0:
+            err = (r.stderr.strip().splitlines() or [""])[-1]
+            print(f"FAIL: {where}: exit {r.returncode}, want 0 (every claim held) {err}")
+            bad += 1
+    if bad:
+        sys.exit(1)
+    print(f"ok: the {len(to_run)} commands with options that run quickly exit 0 from the repository root")
 PY
