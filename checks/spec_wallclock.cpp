@@ -561,13 +561,17 @@ std::vector<Expectation> judge_spec_wallclock(const SpecWallclockMeasured& m) {
                             best.measured};
   against_model.headline = true;
   rows.push_back(std::move(against_model));
-  rows.push_back({fmt::format("spread of the repeats' speedups at the best K ({}), relative to the measured one", at),
-                  "benchmark hygiene", "ratio", 0.0, kMaxSpread,
-                  fmt::format("at most {:.0f}%: a larger spread means other processes took the machine during the runs, and "
-                              "the two claims above are not measured", kMaxSpread * 100),
-                  best.measured > 0 ? spread / best.measured : 1.0});
+  // The two hygiene rows need two timings to compare; with one (--repeats 1, one --k) they could not
+  // fail, so they are left out and the notes say so.
+  if (best.speedups.size() >= 2)
+    rows.push_back({fmt::format("spread of the repeats' speedups at the best K ({}), relative to the measured one", at),
+                    "benchmark hygiene", "ratio", 0.0, kMaxSpread,
+                    fmt::format("at most {:.0f}%: a larger spread means other processes took the machine during the runs, "
+                                "and the two claims above are not measured", kMaxSpread * 100),
+                    best.measured > 0 ? spread / best.measured : 1.0});
+  if (m.plain.size() < 2) return rows;
   const auto [plain_lo, plain_hi] = std::minmax_element(m.plain.begin(), m.plain.end());
-  const bool plain_nan = m.plain.empty() || std::any_of(m.plain.begin(), m.plain.end(), [](double s) { return std::isnan(s); });
+  const bool plain_nan = std::any_of(m.plain.begin(), m.plain.end(), [](double s) { return std::isnan(s); });
   rows.push_back({fmt::format("the {} plain decodings (the same work each): slowest / fastest − 1", m.plain.size()),
                   "benchmark hygiene", "ratio", 0.0, kMaxPlainSpread,
                   fmt::format("at most {:.0f}%: the same decoding timed further apart means other processes took the "
@@ -675,15 +679,20 @@ void add_notes(const SpecWallclockMeasured& m, Result& r) {
   r.notes.push_back(fmt::format(
       "target: random mini-GPT d {}, {} layers, {} heads / {} K/V heads of {}, vocab {}: {:.0f} MB of float32 weights per "
       "step{}; fast path ({} threads, {} kernels). Drafts: int8 and int4 per-row absmax copies of every matrix, and the "
-      "first {} of {} blocks + the head (layer-skip). Prompt {} tokens, {} new tokens per run, {} repeats; greedy on both "
+      "first {} of {} blocks + the head (layer-skip). Prompt {} tokens, {} new tokens per run, {} repeat{}; greedy on both "
       "sides; the wall-clocks are of the decode phase (the prompt's prefill timed and left out, on both sides).",
       config.d_model, config.n_layer, config.n_head, config.n_kv_head, config.head_dim, config.vocab_size,
       m.target_bytes / 1e6,
       m.target_bytes >= 4 * llc ? "" : " (NOT 4× a 32 MB last-level cache: partly cache-resident, the speedup means less)",
-      fast_threads(), fast_isa(), o.skip_layers, config.n_layer, kPrompt, o.new_tokens, o.repeats));
+      fast_threads(), fast_isa(), o.skip_layers, config.n_layer, kPrompt, o.new_tokens, o.repeats,
+      o.repeats == 1 ? "" : "s"));
   r.notes.push_back(fmt::format("machine: {}{}; load average {:.2f} at the start, {:.2f} at the end (the repeats are "
                                 "interleaved, so every ratio is measured under the same load).",
                                 m.cpu.empty() ? "CPU model unknown" : m.cpu, "", m.load_start, m.load_end));
+  if (o.repeats < 2)
+    r.notes.push_back(fmt::format("one repeat: the spread of the repeats is not judged{}, so nothing here tells a quiet "
+                                  "machine from a busy one (give --repeats 2 or more).",
+                                  m.plain.size() < 2 ? ", nor that of the plain decodings" : ""));
   std::int64_t same = 0, runs = 0;
   for (const Row& row : m.rows) same += row.same, runs += row.runs;
   if (m.long_case)

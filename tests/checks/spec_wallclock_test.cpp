@@ -3,8 +3,10 @@
 // that costs K + 1 decode steps (no batching) makes speculative decoding slower and fails.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <memory>
+#include <string>
 
 #include "checks/spec_wallclock.hpp"
 #include "core/error.hpp"
@@ -108,6 +110,32 @@ TEST_CASE("spec-wallclock: holds on a sound synthetic machine; a loop with uncou
   CHECK_FALSE(worse.passed());
   CHECK_FALSE(worse.expectations[0].holds());
   CHECK(worse.metric_value("speedup_measured_best") < 1.0);
+}
+
+TEST_CASE("spec-wallclock: with one repeat the hygiene rows, which could not fail, are left out and the notes say so") {
+  checks::SpecWallclockOptions o;
+  o.new_tokens = 240;
+  o.repeats = 1;
+  const checks::RunContext ctx;
+  const Synthetic sound;
+  const Result one = checks::run_spec_wallclock(o, ctx, sound.parts());
+  CHECK(one.passed());
+  REQUIRE(one.expectations.size() == 3);  // the two claims, and the plain decodings (one per K) compared
+  CHECK(one.expectations[2].quantity.find("plain decodings") != std::string::npos);
+  const auto said = [&](const std::string& words) {
+    return std::any_of(one.notes.begin(), one.notes.end(), [&](const std::string& n) { return n.find(words) != std::string::npos; });
+  };
+  CHECK(said("one repeat: the spread of the repeats is not judged"));
+  CHECK_FALSE(said("nor that of the plain decodings"));
+
+  o.ks = {4};  // one plain decoding: nothing to compare it with either
+  const Result single = checks::run_spec_wallclock(o, ctx, sound.parts());
+  CHECK(single.expectations.size() == 2);
+  CHECK(std::any_of(single.notes.begin(), single.notes.end(),
+                    [](const std::string& n) { return n.find("nor that of the plain decodings") != std::string::npos; }));
+
+  o.repeats = 2;  // two repeats: both rows are back
+  CHECK(checks::run_spec_wallclock(o, ctx, sound.parts()).expectations.size() == 4);
 }
 
 TEST_CASE("spec-wallclock --long-context: the window draft's rows, bytes and metrics, shown beside the judged rows") {
