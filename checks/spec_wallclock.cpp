@@ -44,8 +44,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdlib>
-#include <fstream>
 #include <map>
 #include <memory>
 #include <optional>
@@ -181,21 +179,6 @@ double long_work_seconds(const SpecWallclockOptions& o) {
 // processes only ever add time): ratio = min(a) / min(b).
 double cost_ratio(const std::vector<double>& a, const std::vector<double>& b) {
   return *std::min_element(a.begin(), a.end()) / *std::min_element(b.begin(), b.end());
-}
-
-std::string cpu_model() {
-  std::ifstream in("/proc/cpuinfo");
-  for (std::string line; std::getline(in, line);)
-    if (line.rfind("model name", 0) == 0) {
-      const auto colon = line.find(':');
-      return colon == std::string::npos ? "" : line.substr(line.find_first_not_of(' ', colon + 1));
-    }
-  return "";
-}
-
-double load_average() {
-  double l[1];
-  return getloadavg(l, 1) == 1 ? l[0] : -1.0;
 }
 
 // The fast path on this machine: the target, its three self-drafts and the prompt.
@@ -497,7 +480,7 @@ SpecWallclockMeasured measure_spec_wallclock(const SpecWallclockOptions& in, con
                         "a smaller model, fewer --k values, --new-tokens or --repeats");
   auto machine = std::make_shared<Machine>();
   const SpecWallclockParts p = m.real ? real_parts(machine, ctx.seed) : parts;
-  m.load_start = load_average();
+  m.load_start = load_average_1min();
   p.build(m.config, o.skip_layers);
 
   const std::vector<DraftKind> kinds(std::begin(kKinds), std::end(kKinds));
@@ -513,7 +496,7 @@ SpecWallclockMeasured measure_spec_wallclock(const SpecWallclockOptions& in, con
     m.long_case = measure_long_context(
         o, long_parts.build ? long_parts : real_long_parts(lm, ctx.seed, *o.context, {*o.sink, *o.recent}, o.new_tokens));
   }
-  m.load_end = load_average();
+  m.load_end = load_average_1min();
 
   for (DraftKind kind : kinds) {
     const auto& ct = pairs.c_target[kind];
@@ -527,7 +510,7 @@ SpecWallclockMeasured measure_spec_wallclock(const SpecWallclockOptions& in, con
     finish(r, draft->c, cost_ratio(pairs.v_verify[r.k], pairs.v_target[r.k]));
   }
   m.target_bytes = p.target_bytes();
-  m.cpu = cpu_model();
+  m.cpu = cpu_model_name();
   return m;
 }
 

@@ -214,8 +214,7 @@ int run_bench(const BenchFlags& f, std::ostream& out) {
                                 duration_text(decode_work(f, batch_max).seconds), f.d_models.size(),
                                 f.batches.size(), f.repeats, f.vs_torch ? ", then the same in PyTorch" : ""));
   double runs_done = 0;
-  double load[1] = {-1};
-  getloadavg(load, 1);
+  const double load = load_average_1min();
   Table t{fmt::format("decode tokens/s, {} layers, ctx {}, {} steps x {} repeats, {} threads", f.layers, f.ctx,
                       f.steps, f.repeats, fast_threads()),
           {"d_model", "weights MiB", "batch", "kvlab tok/s", "kvlab range", "GB/s"}, {}};
@@ -333,11 +332,11 @@ int run_bench(const BenchFlags& f, std::ostream& out) {
   }
   progress.finish();
   if (f.format == "json") {
-    out << nlohmann::json{{"load_average_1min", load[0]}, {"threads", fast_threads()}, {"rows", rows}}.dump(2) << '\n';
+    out << nlohmann::json{{"load_average_1min", load}, {"threads", fast_threads()}, {"rows", rows}}.dump(2) << '\n';
   } else {
     write_table(out, t, parse_format(f.format));
     out << fmt::format("load average {:.2f} at the start; GB/s = the step's bytes (weights + KV, "
-                       "decode_step_cost) x steps/s\n", load[0]);
+                       "decode_step_cost) x steps/s\n", load);
   }
   return 0;
 }

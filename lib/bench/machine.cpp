@@ -116,8 +116,6 @@ std::uint64_t flat_from(const std::vector<BandwidthPoint>& curve, double within)
   return curve[i].total_bytes;
 }
 
-namespace {
-
 std::string cpu_model_name() {
   std::ifstream in("/proc/cpuinfo");
   std::string line;
@@ -129,7 +127,10 @@ std::string cpu_model_name() {
   return {};
 }
 
-}  // namespace
+double load_average_1min() {
+  double load[1];
+  return getloadavg(load, 1) == 1 ? load[0] : -1.0;
+}
 
 namespace {
 
@@ -165,8 +166,7 @@ MachineMeasurement measure_machine(const MachineOptions& o) {
   m.threads = fast_threads();
   m.cpu_model = cpu_model_name();
   m.gemm_backend = fast_gemm_backend();
-  double load[1];
-  if (getloadavg(load, 1) == 1) m.load_average = load[0];
+  m.load_average = load_average_1min();
 #ifdef _SC_LEVEL3_CACHE_SIZE
   long llc = sysconf(_SC_LEVEL3_CACHE_SIZE);
   if (llc <= 0) llc = sysconf(_SC_LEVEL2_CACHE_SIZE);

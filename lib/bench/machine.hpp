@@ -97,6 +97,12 @@ struct MachineOptions {
   std::function<void(int, int)> on_step;
 };
 
+/// This CPU's name, /proc/cpuinfo's first "model name" line; empty where there is none.
+std::string cpu_model_name();
+
+/// The 1-minute load average (getloadavg), or -1 when the system does not say.
+double load_average_1min();
+
 /// Runs the measurements. Throws std::invalid_argument for sizes out of range (see above).
 MachineMeasurement measure_machine(const MachineOptions& o);
 
