@@ -610,6 +610,15 @@ Table long_table(const SpecWallclockMeasured& m) {
   return tl;
 }
 
+// Speculative runs that emitted the plain greedy decoding's tokens, and all of them (both cases).
+std::pair<std::int64_t, std::int64_t> same_token_runs(const SpecWallclockMeasured& m) {
+  std::int64_t same = 0, runs = 0;
+  for (const Row& row : m.rows) same += row.same, runs += row.runs;
+  if (m.long_case)
+    for (const Row& row : m.long_case->rows) same += row.same, runs += row.runs;
+  return {same, runs};
+}
+
 std::string metric_key(DraftKind kind) {
   std::string key = draft_name(kind);
   std::replace(key.begin(), key.end(), '-', '_');
@@ -647,10 +656,7 @@ void add_metrics(const SpecWallclockMeasured& m, Result& r) {
     r.metric("long_context_kv_bytes_per_step", lc.kv_target);
     r.metric("long_context_kv_bytes_per_draft_step", lc.kv_draft);
   }
-  std::int64_t same = 0, runs = 0;
-  for (const Row& row : m.rows) same += row.same, runs += row.runs;
-  if (m.long_case)
-    for (const Row& row : m.long_case->rows) same += row.same, runs += row.runs;
+  const auto [same, runs] = same_token_runs(m);
   r.metric_exact("runs_with_same_tokens", static_cast<std::uint64_t>(same));
   r.metric_exact("runs", static_cast<std::uint64_t>(runs));
 }
@@ -676,10 +682,7 @@ void add_notes(const SpecWallclockMeasured& m, Result& r) {
     r.notes.push_back(fmt::format("one repeat: the spread of the repeats is not judged{}, so nothing here tells a quiet "
                                   "machine from a busy one (give --repeats 2 or more).",
                                   m.plain.size() < 2 ? ", nor that of the plain decodings" : ""));
-  std::int64_t same = 0, runs = 0;
-  for (const Row& row : m.rows) same += row.same, runs += row.runs;
-  if (m.long_case)
-    for (const Row& row : m.long_case->rows) same += row.same, runs += row.runs;
+  const auto [same, runs] = same_token_runs(m);
   r.notes.push_back(fmt::format("{} of {} speculative runs emitted exactly the plain greedy decoding's tokens (shown, "
                                 "not judged: both run the same rows through the same kernels; tests/lib/spec/fast_loop_test.cpp "
                                 "proves the equality).", same, runs));
