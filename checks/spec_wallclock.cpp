@@ -47,6 +47,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <utility>
 
 #include <fmt/format.h>
 
