@@ -28,3 +28,12 @@ expect_usage_error "must be a finite number in [0.01, 10] (got -1e400, beyond th
   spec-speedup --temperature -1e400
 expect_usage_error "(got 1e-400, too close to 0 for a double)" spec-alpha --alpha-target 1e-400
 expect_usage_error "'1e4x' is not a decimal number; must be a finite number in [0, 1]" spec-alpha --alpha-target 1e4x
+
+# max-batch --help shows its defaults as the other checks' help does (CLI11's =VALUE).
+mb_help=$("$kvlab" max-batch --help)
+mb_missing=""
+for shown in "TEXT=llama-3-70b" "TEXT=a100-80gb" "INT in [1, 4096]=8" "=4096" "}=fp16" "64]=2"; do
+  printf '%s' "$mb_help" | grep -qF -- "$shown" || mb_missing="$mb_missing '$shown'"
+done
+if [ -z "$mb_missing" ]; then echo "ok: max-batch --help shows its defaults"
+else echo "FAIL: max-batch --help does not show$mb_missing"; failures=$((failures + 1)); fi
