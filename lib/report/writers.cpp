@@ -158,18 +158,20 @@ void write_text(std::ostream& out, const Result& r, Lang lang) {
     write_text_table(out, t);
     out << '\n';
   }
+  // The section titles follow --lang; the lines under them are the check's own words (English).
   if (!r.notes.empty()) {
-    out << "notes:\n";
+    out << tr(lang, "notes:\n", "注：\n");
     for (const auto& n : r.notes) out << "  - " << n << '\n';
   }
   const auto errata = r.errata();
   if (!errata.empty()) {
-    out << "document errata (the document's figure, checked against kvlab's arithmetic; `kvlab errata` lists them all):\n";
-    for (const auto& e : errata) out << "  - ERRATUM " << e << '\n';
+    out << tr(lang, "document errata (the document's figure, checked against kvlab's arithmetic; `kvlab errata` lists them all):\n",
+              "文档勘误（文档的数字对照 kvlab 的算术；`kvlab errata --lang zh` 逐条中文解释）：\n");
+    for (const auto& e : errata) out << tr(lang, "  - ERRATUM ", "  - 勘误 ") << e << '\n';
   }
   if (r.warnings && !r.warnings->empty()) {
-    out << "warnings (kvlab is not sure of the totals above):\n";
-    for (const auto& w : *r.warnings) out << "  - warning: " << w << '\n';
+    out << tr(lang, "warnings (kvlab is not sure of the totals above):\n", "警告（kvlab 对上面的总数没有把握）：\n");
+    for (const auto& w : *r.warnings) out << tr(lang, "  - warning: ", "  - 警告：") << w << '\n';
   }
   out << verdict_line(r, h, lang) << '\n';
 }
@@ -424,9 +426,9 @@ void write_result(std::ostream& out, const Result& r, Format f, Lang lang) {
             << (h.quantity.empty() ? "" : " (" + md_escape(h.quantity) + ")") << '\n';
       out << "- **" << verdict_line(r, h, lang) << "**\n\n";
       for (const auto& t : all_tables(r, lang)) write_md_table(out, t);
-      for (const auto& e : r.errata()) out << "- ERRATUM " << e << "\n";
+      for (const auto& e : r.errata()) out << tr(lang, "- ERRATUM ", "- 勘误 ") << e << "\n";
       if (r.warnings)
-        for (const auto& w : *r.warnings) out << "- warning: " << w << "\n";
+        for (const auto& w : *r.warnings) out << tr(lang, "- warning: ", "- 警告：") << w << "\n";
       out << '\n';
       break;
     case Format::csv:  // the tables; '#' lines name the check, its headline and each table

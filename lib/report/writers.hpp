@@ -77,7 +77,8 @@ nlohmann::json to_json(const Result& r);
 /// Writes one result in the chosen format. Text opens with the headline (at most five lines: the
 /// check and its source, the claim, the document's and kvlab's figures, the verdict, the first
 /// erratum), then the evidence tables, notes, errata, and the verdict again. `lang` picks the
-/// language of the headline, the verdict words and the claims table's columns (notes stay English).
+/// language of the headline, the verdict words, the claims table's columns and the section titles
+/// (the notes themselves stay English).
 void write_result(std::ostream& out, const Result& r, Format f, Lang lang = Lang::en);
 
 /// How `kvlab all` shows its results.

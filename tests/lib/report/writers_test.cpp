@@ -134,6 +134,30 @@ TEST_CASE("all: one line per check, the errata count, and the summary line; --qu
   CHECK(full.str().find("claims checked") != std::string::npos);
 }
 
+TEST_CASE("text report in Chinese: the section titles too, not only the headline and the columns") {
+  Result r = max_batch_like();
+  r.notes.push_back("assumptions: weights sharded evenly");
+  r.warnings = std::vector<std::string>{"a total may be short"};
+  const std::string zh = text_of(r, Lang::zh);
+  CHECK(zh.find("\n注：\n  - assumptions: weights sharded evenly\n") != std::string::npos);
+  CHECK(zh.find("\n文档勘误（") != std::string::npos);
+  CHECK(zh.find("\n  - 勘误 ") != std::string::npos);
+  CHECK(zh.find("\n警告（") != std::string::npos);
+  CHECK(zh.find("  - 警告：a total may be short") != std::string::npos);
+  for (const char* english : {"notes:", "document errata (", "ERRATUM", "warnings (", "warning:"}) {
+    CAPTURE(english);
+    CHECK(zh.find(english) == std::string::npos);
+  }
+  std::ostringstream md;
+  write_result(md, r, Format::md, Lang::zh);
+  CHECK(md.str().find("- 勘误 ") != std::string::npos);
+  CHECK(md.str().find("- 警告：") != std::string::npos);
+  CHECK(md.str().find("ERRATUM") == std::string::npos);
+  const std::string en = text_of(r);
+  CHECK(en.find("\nnotes:\n") != std::string::npos);
+  CHECK(en.find("  - ERRATUM ") != std::string::npos);
+}
+
 TEST_CASE("display width: Chinese takes two columns; fit_width cuts by columns, not bytes") {
   CHECK(display_width("839 万") == 6);
   CHECK(display_width("成立") == 4);
