@@ -179,7 +179,10 @@ int run_one(Check& check, const CommonFlags& flags) {
 
 int run_all(const CommonFlags& flags, const AllFlags& all) {
   const auto format = kvlab::parse_format(flags.format);
-  const kvlab::AllView view{all.full, all.quiet, kvlab::resolve_lang(flags.lang)};
+  kvlab::AllView view;
+  view.full = all.full;
+  view.quiet = all.quiet;
+  view.lang = kvlab::resolve_lang(flags.lang);
   auto checks = kvlab::checks::make_all_checks();
   for (const auto& name : all.only) {  // a typo is refused before anything runs
     const bool known = std::any_of(checks.begin(), checks.end(), [&](const auto& c) { return c->name() == name; });
@@ -198,7 +201,10 @@ int run_all(const CommonFlags& flags, const AllFlags& all) {
     throw kvlab::InputError("--dtype f64: the CUDA backend computes in float32; use --dtype f32 or --device cpu");
   std::vector<kvlab::Result> results;
   for (auto& check : checks) {
-    if (!selected(*check)) continue;  // benchmarks take minutes: `all --bench` or `--only NAME`
+    if (!selected(*check)) {  // benchmarks take minutes: `all --bench` or `--only NAME`
+      if (all.only.empty()) view.skipped_benchmarks.push_back(check->name());  // said, not silent
+      continue;
+    }
     CommonFlags own = flags;
     own.dtype_given = f64_asked && check->uses_dtype();  // an explicit f64 keeps `auto` on the CPU
     if (cuda && !check->has_cuda()) own.device = "cpu";

@@ -5,6 +5,7 @@
 #include <ostream>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
 #include "core/error.hpp"
@@ -470,6 +471,14 @@ void write_all_summary(std::ostream& out, const std::vector<Result>& results, co
                        errata, errata_checks);
 }
 
+// The benchmarks `all` left out, one line, so that a reader does not take the count for all of kvlab.
+void write_skipped_benchmarks(std::ostream& out, const AllView& view) {
+  if (view.skipped_benchmarks.empty()) return;
+  out << fmt::format(fmt::runtime(tr(view.lang, "not run: the benchmarks {} (`kvlab all --bench` runs them too)\n",
+                                     "未运行：基准 {}（`kvlab all --bench` 连同它们一起运行）\n")),
+                     fmt::join(view.skipped_benchmarks, ", "));
+}
+
 }  // namespace
 
 void write_all(std::ostream& out, const std::vector<Result>& results, Format f, const AllView& view) {
@@ -478,7 +487,10 @@ void write_all(std::ostream& out, const std::vector<Result>& results, Format f, 
   const auto failed = static_cast<long>(results.size()) - passed;
   auto shown = [&](const Result& r) { return !view.quiet || !r.passed(); };
   if (f == Format::json) {
-    nlohmann::json j{{"results", nlohmann::json::array()}, {"passed", passed}, {"failed", failed}};
+    nlohmann::json j{{"results", nlohmann::json::array()},
+                     {"passed", passed},
+                     {"failed", failed},
+                     {"skipped_benchmarks", view.skipped_benchmarks}};
     for (const auto& r : results)
       if (shown(r)) j["results"].push_back(to_json(r));
     out << json_text(j) << '\n';
@@ -486,6 +498,7 @@ void write_all(std::ostream& out, const std::vector<Result>& results, Format f, 
   }
   if (f == Format::text && !view.full) {
     write_all_summary(out, results, view);
+    write_skipped_benchmarks(out, view);
     out << passed << " passed, " << failed << " failed\n";
     return;
   }
@@ -498,6 +511,7 @@ void write_all(std::ostream& out, const std::vector<Result>& results, Format f, 
   }
   if (f == Format::text) {
     if (errata > 0) out << errata << " document errata reported above (they do not fail a check)\n";
+    write_skipped_benchmarks(out, view);
     out << passed << " passed, " << failed << " failed\n";
   }
 }

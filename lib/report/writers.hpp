@@ -86,12 +86,15 @@ struct AllView {
   bool full = false;   ///< text: every check's complete report (default: one line per check)
   bool quiet = false;  ///< only the checks that did not hold (the counts still cover every check)
   Lang lang = Lang::en;
+  /// The benchmarks left out because `all` ran without --bench (and without --only), by name.
+  std::vector<std::string> skipped_benchmarks;
 };
 
 /// Writes the results of `kvlab all`. Text: one line per check (name, verdict, the headline's
-/// document and kvlab figures, at most 100 columns), the errata count, and the summary line
+/// document and kvlab figures, at most 100 columns), the errata count, a line naming the
+/// benchmarks left out (when some were) with the command that runs them, and the summary line
 /// "N passed, M failed"; with view.full each complete report instead. md/csv: each report. JSON:
-/// {"results": [...], "passed": N, "failed": M}.
+/// {"results": [...], "passed": N, "failed": M, "skipped_benchmarks": [NAME, ...]}.
 void write_all(std::ostream& out, const std::vector<Result>& results, Format f, const AllView& view = {});
 
 }  // namespace kvlab
