@@ -37,3 +37,11 @@ for shown in "TEXT=llama-3-70b" "TEXT=a100-80gb" "INT in [1, 4096]=8" "=4096" "}
 done
 if [ -z "$mb_missing" ]; then echo "ok: max-batch --help shows its defaults"
 else echo "FAIL: max-batch --help does not show$mb_missing"; failures=$((failures + 1)); fi
+
+# In Chinese a check's erratum lines read "勘误", and `kvlab errata --lang zh` greps for that.
+if "$kvlab" errata --lang zh | grep -qF '`kvlab all --full --lang zh | grep 勘误`' &&
+   "$kvlab" all --only max-batch --full --lang zh | grep -q '^  - 勘误 E4 '; then
+  echo "ok: errata --lang zh names the grep that finds the Chinese erratum lines"
+else
+  echo "FAIL: errata --lang zh and the Chinese erratum lines disagree"; failures=$((failures + 1))
+fi
