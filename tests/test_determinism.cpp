@@ -54,8 +54,8 @@ TEST_CASE("every check prints the same output twice for the same seed (timings a
         verdict_seen = verdict_seen || line.rfind(lang == Lang::zh ? "结论：" : "verdict: ", 0) == 0;
       CHECK(verdict_seen);
     }
-    // Column names are unique within a table: JSON keys each row's cells by them, and a repeated
-    // name would keep only its last column.
+    // Column names are unique within a table: csv, md and JSON's "columns" tell the columns apart
+    // by them, and a table written keyed by column (Result::table_keys) would keep only the last.
     for (const Table& t : a.tables) {
       CAPTURE(t.title);
       std::set<std::string> names;
