@@ -271,8 +271,7 @@ std::string plot_refusal(const Check& check, const std::vector<std::unique_ptr<C
   std::string drawing;
   for (const auto& c : checks)
     if (c->has_plot()) drawing += (drawing.empty() ? "" : ", ") + c->name();
-  return fmt::format("--plot: {} draws no plot (it sweeps no parameter); the checks that do: {}", check.name(),
-                     drawing);
+  return fmt::format("--plot: {} draws no plot; the checks that do: {}", check.name(), drawing);
 }
 
 /// `kvlab explain NAME`: the check's claim, source and derivation (Check::derivation), and the
@@ -467,14 +466,13 @@ int run_cli(int argc, char** argv) {
     std::string msg = e.what();
     for (auto& ch : msg)
       if (ch == '\n') ch = ' ';
-    const std::string command = command_of(app);
     for (std::size_t i = 0; i < checks.size(); ++i)
       if (subs[i]->parsed())
         if (const std::string refusal = plot_refusal(*checks[i], checks, argc, argv); !refusal.empty()) {
           std::cerr << "kvlab: " << refusal << '\n';
           return kExitUsage;
         }
-    std::cerr << "kvlab: " << msg << " (see " << command << " --help)\n";
+    std::cerr << "kvlab: " << msg << " (see " << command_of(app) << " --help)\n";
     return kExitUsage;
   } catch (const kvlab::InputError& e) {
     std::cerr << "kvlab: " << e.what() << '\n';
