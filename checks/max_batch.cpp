@@ -29,11 +29,6 @@ namespace {
 
 constexpr const char* kName = "max-batch";
 constexpr const char* kSource = "000 §2.3";
-constexpr const char* kDocModel = "llama-3-70b";
-constexpr const char* kDocGpu = "a100-80gb";
-constexpr std::uint64_t kDocGpus = 8;
-constexpr std::uint64_t kDocCtx = 4096;
-constexpr double kDocBytesPerParam = 2.0;
 // 000 §2.3's premise: of ≈ 500 GB left, "about 400 GB" go to the KV cache after activations and
 // the framework's own memory. An input of the document's estimate, not a result.
 constexpr double kDocKvBudgetBytes = 400e9;
@@ -68,13 +63,17 @@ double mixed_units_batch(const MaxBatchMeasured& m) {
 
 MaxBatchMeasured measure_max_batch(const MaxBatchOptions& o, const MaxBatchParts& parts) {
   MaxBatchMeasured r{.options = o};
-  r.document = !o.model && !o.gpu && !o.gpus && !o.ctx && !o.kv_dtype && !o.params && !o.weight_bytes;
-  const ModelSpec& m = r.model = with_option("--model", [&] { return parts.load_model(o.model.value_or(kDocModel)); });
-  r.gpu = with_option("--gpu", [&] { return parts.load_gpu(o.gpu.value_or(kDocGpu)); });
-  r.gpus = o.gpus ? positive_count("--gpus", *o.gpus) : kDocGpus;
-  r.ctx = o.ctx ? positive_count("--ctx", *o.ctx) : kDocCtx;
-  r.dtype = o.kv_dtype ? parse_cache_dtype(*o.kv_dtype) : CacheDtype::fp16;
-  r.bytes_per_param = o.weight_bytes.value_or(kDocBytesPerParam);
+  // 000 §2.3's setup (MaxBatchOptions' defaults), however it was asked for: the same deployment
+  // gets the same answer, the document's budget and figures included.
+  const MaxBatchOptions doc;
+  r.document = o.model == doc.model && o.gpu == doc.gpu && o.gpus == doc.gpus && o.ctx == doc.ctx &&
+               o.kv_dtype == doc.kv_dtype && !o.params && o.weight_bytes == doc.weight_bytes;
+  const ModelSpec& m = r.model = with_option("--model", [&] { return parts.load_model(o.model); });
+  r.gpu = with_option("--gpu", [&] { return parts.load_gpu(o.gpu); });
+  r.gpus = positive_count("--gpus", o.gpus);
+  r.ctx = positive_count("--ctx", o.ctx);
+  r.dtype = parse_cache_dtype(o.kv_dtype);
+  r.bytes_per_param = o.weight_bytes;
   if (!o.params && !m.num_parameters)
     throw InputError(fmt::format("--model {}: num_parameters missing; give --params", m.name));
   r.params = o.params.value_or(static_cast<double>(m.num_parameters.value_or(0)));
@@ -219,20 +218,19 @@ const CheckDef<MaxBatchOptions, MaxBatchMeasured>& max_batch_check() {
                    "= 1.25 GiB = 1.342 GB. With the document's 400 GB budget: floor(400 / 1.342) = 298;\n"
                    "its 320 = 400 / 1.25 divides GB by GiB (E4). MHA (64 K/V heads) would fit 37.\n"
                    "Source: 000 §2.3."},
-      // Unset options take 000 §2.3's setup (and with none of the first seven, its 400 GB budget):
-      // their defaults are written in the help, since an empty optional shows none.
-      .options = {{"--model", &MaxBatchOptions::model, Allowed::any_value(), "Catalogue model (default llama-3-70b)"},
-                  {"--gpu", &MaxBatchOptions::gpu, Allowed::any_value(), "Catalogue GPU (default a100-80gb)"},
-                  {"--gpus", &MaxBatchOptions::gpus, Allowed::integers(1, 4096),
-                   "GPUs the weights are sharded across (default 8)"},
+      // The defaults are 000 §2.3's setup (CLI11 shows them); --params and --kv-budget-gb, whose
+      // defaults depend on the others, say theirs in words (an empty optional shows none).
+      .options = {{"--model", &MaxBatchOptions::model, Allowed::any_value(), "Catalogue model (data/models)"},
+                  {"--gpu", &MaxBatchOptions::gpu, Allowed::any_value(), "Catalogue GPU (data/hardware)"},
+                  {"--gpus", &MaxBatchOptions::gpus, Allowed::integers(1, 4096), "GPUs the weights are sharded across"},
                   {"--ctx", &MaxBatchOptions::ctx, Allowed::tokens(std::int64_t{1} << 32),
-                   "Tokens per sequence, e.g. 4096, 4k, 128k (default 4096)"},
+                   "Tokens per sequence, e.g. 4096, 4k, 128k"},
                   {"--kv-dtype", &MaxBatchOptions::kv_dtype,
-                   Allowed::one_of({"fp32", "fp16", "bf16", "fp8", "int8", "int4"}), "Cache element type (default fp16)"},
+                   Allowed::one_of({"fp32", "fp16", "bf16", "fp8", "int8", "int4"}), "Cache element type"},
                   {"--params", &MaxBatchOptions::params, Allowed::reals(1.0, 1e15),
                    "Parameters N (default the model's num_parameters)"},
                   {"--weight-bytes", &MaxBatchOptions::weight_bytes, Allowed::reals(1.0 / 64, 64.0),
-                   "Bytes per parameter (default 2)"},
+                   "Bytes per parameter"},
                   {"--kv-budget-gb", &MaxBatchOptions::kv_budget_gb, Allowed::reals(0.0, 1e9),
                    "KV budget in GB (default: 400, the document's, for its setup; else all memory left)"}},
       .measure = [](const MaxBatchOptions& o, const RunContext&) { return measure_max_batch(o); },

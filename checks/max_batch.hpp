@@ -13,15 +13,16 @@
 
 namespace kvlab::checks {
 
-/// The flags of `kvlab max-batch`; unset fields take 000 §2.3's setup.
+/// The flags of `kvlab max-batch`; the defaults are 000 §2.3's setup (shown by --help, as every
+/// check's). The two left unset take a default that depends on the others.
 struct MaxBatchOptions {
-  std::optional<std::string> model;        ///< --model, default llama-3-70b
-  std::optional<std::string> gpu;          ///< --gpu, default a100-80gb
-  std::optional<std::int64_t> gpus;        ///< --gpus, default 8
-  std::optional<std::int64_t> ctx;         ///< --ctx, default 4096
-  std::optional<std::string> kv_dtype;     ///< --kv-dtype, default fp16
+  std::string model = "llama-3-70b";       ///< --model, a catalogue model
+  std::string gpu = "a100-80gb";           ///< --gpu, a catalogue GPU
+  std::int64_t gpus = 8;                   ///< --gpus the weights are sharded across
+  std::int64_t ctx = 4096;                 ///< --ctx, tokens per sequence
+  std::string kv_dtype = "fp16";           ///< --kv-dtype, the cache element type
   std::optional<double> params;            ///< --params, default the model's num_parameters
-  std::optional<double> weight_bytes;      ///< --weight-bytes per parameter, default 2
+  double weight_bytes = 2.0;               ///< --weight-bytes per parameter
   std::optional<double> kv_budget_gb;      ///< --kv-budget-gb, default 400 (document) or all left
 };
 
@@ -41,7 +42,7 @@ struct MaxBatchParts {
 /// reference bytes per sequence (from the catalogue's kv_bytes_per_token_16bit).
 struct MaxBatchMeasured {
   MaxBatchOptions options;
-  bool document = false;        ///< 000 §2.3's setup: no option but --kv-budget-gb given
+  bool document = false;        ///< 000 §2.3's setup: every option at its default, --kv-budget-gb aside
   ModelSpec model;              ///< as loaded
   GpuSpec gpu;                  ///< as loaded
   std::uint64_t gpus = 0, ctx = 0;

@@ -119,7 +119,7 @@ void greedy_counterexample(SpecResidualMeasured& m, const SpecResidualParts& par
 
 void present(const SpecResidualMeasured& m, Result& r) {
   Table table{"identity and one-step law per case (random pairs: the worst, in units of its bound)",
-              {"case", "α", "max |min + (1−α)p′ − p|", "bound", "max |law − p|", "bound"},
+              {"case", "α", "max |min + (1−α)p′ − p|", "identity bound", "max |law − p|", "bound"},
               {}};
   for (const ResidualCase& c : m.edges)
     table.rows.push_back({c.name, c.alpha, c.identity_error, residual_identity_bound(c), c.law_error,

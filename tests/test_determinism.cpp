@@ -7,6 +7,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <set>
 #include <sstream>
 
 #include "report/writers.hpp"
@@ -52,6 +53,16 @@ TEST_CASE("every check prints the same output twice for the same seed (timings a
       for (int n = 0; n < 5 && std::getline(text, line); ++n)
         verdict_seen = verdict_seen || line.rfind(lang == Lang::zh ? "结论：" : "verdict: ", 0) == 0;
       CHECK(verdict_seen);
+    }
+    // Column names are unique within a table: csv, md and JSON's "columns" tell the columns apart
+    // by them, and a table written keyed by column (Result::table_keys) would keep only the last.
+    for (const Table& t : a.tables) {
+      CAPTURE(t.title);
+      std::set<std::string> names;
+      for (const auto& column : t.columns) {
+        CAPTURE(column);
+        CHECK(names.insert(column).second);
+      }
     }
     // And every row can fail: a tolerance is a number, with its reason, narrower than the largest
     // deviation the quantity's own range allows (Expectation::attainable).

@@ -65,7 +65,7 @@ void write_text(const std::vector<Erratum>& entries, std::size_t total, Lang lan
     out << fmt::format(fmt::runtime(tr(lang,
                                        "{} are flagged by a check's ERRATUM line (`kvlab all --full | grep ERRATUM`); "
                                        "\"convention\" and \"rounding\" are not mistakes.\n",
-                                       "其中 {} 条由检查的 ERRATUM 行标出（`kvlab all --full | grep ERRATUM`）；"
+                                       "其中 {} 条由检查的勘误行标出（`kvlab all --full --lang zh | grep 勘误`）；"
                                        "“约定”和“取整”不算错误。\n")),
                        flagged);
     out << tr(lang,

@@ -29,6 +29,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <CLI/CLI.hpp>
@@ -178,7 +179,10 @@ int run_one(Check& check, const CommonFlags& flags) {
 
 int run_all(const CommonFlags& flags, const AllFlags& all) {
   const auto format = kvlab::parse_format(flags.format);
-  const kvlab::AllView view{all.full, all.quiet, kvlab::resolve_lang(flags.lang)};
+  kvlab::AllView view;
+  view.full = all.full;
+  view.quiet = all.quiet;
+  view.lang = kvlab::resolve_lang(flags.lang);
   auto checks = kvlab::checks::make_all_checks();
   for (const auto& name : all.only) {  // a typo is refused before anything runs
     const bool known = std::any_of(checks.begin(), checks.end(), [&](const auto& c) { return c->name() == name; });
@@ -197,7 +201,10 @@ int run_all(const CommonFlags& flags, const AllFlags& all) {
     throw kvlab::InputError("--dtype f64: the CUDA backend computes in float32; use --dtype f32 or --device cpu");
   std::vector<kvlab::Result> results;
   for (auto& check : checks) {
-    if (!selected(*check)) continue;  // benchmarks take minutes: `all --bench` or `--only NAME`
+    if (!selected(*check)) {  // benchmarks take minutes: `all --bench` or `--only NAME`
+      if (all.only.empty()) view.skipped_benchmarks.push_back(check->name());  // said, not silent
+      continue;
+    }
     CommonFlags own = flags;
     own.dtype_given = f64_asked && check->uses_dtype();  // an explicit f64 keeps `auto` on the CPU
     if (cuda && !check->has_cuda()) own.device = "cpu";
@@ -220,7 +227,11 @@ int list_checks(const std::vector<std::unique_ptr<Check>>& checks, const std::st
   if (format == "json") {
     nlohmann::json j = nlohmann::json::array();
     for (const auto& c : checks)
-      j.push_back({{"check", c->name()}, {"source", c->source()}, {"summary", c->summary()}, {"bench", c->is_bench()}});
+      j.push_back({{"check", c->name()},
+                   {"source", c->source()},
+                   {"summary", c->summary()},
+                   {"bench", c->is_bench()},
+                   {"plot", c->has_plot()}});
     std::cout << j.dump(2) << '\n';
     return 0;
   }
@@ -231,6 +242,36 @@ int list_checks(const std::vector<std::unique_ptr<Check>>& checks, const std::st
     t.rows.push_back({md ? "`" + c->name() + "`" : c->name(), c->source(), c->summary()});
   kvlab::write_table(std::cout, t, kvlab::parse_format(format));
   return 0;
+}
+
+/// The command whose --help a command-line error points at: "kvlab NAME" (or "kvlab NAME SUB")
+/// for the subcommand being parsed when it failed, "kvlab" before one was named. CLI11 lists a
+/// subcommand as parsed as soon as its name is read, so a refused option of a check names it.
+std::string command_of(const CLI::App& app) {
+  std::string command = "kvlab";
+  for (const CLI::App* sub = &app;;) {
+    const auto named = sub->get_subcommands();
+    if (named.empty()) return command;
+    sub = named.front();
+    command += " " + sub->get_name();
+  }
+}
+
+/// For `kvlab NAME --plot ...` on a check that draws no plot, the one line that says so and names
+/// the checks that do; "" when `check` draws or --plot is not among the arguments.
+std::string plot_refusal(const Check& check, const std::vector<std::unique_ptr<Check>>& checks, int argc,
+                         char** argv) {
+  if (check.has_plot()) return "";
+  bool asked = false;
+  for (int i = 2; i < argc; ++i) {
+    const std::string_view arg = argv[i];
+    asked = asked || arg == "--plot" || arg.starts_with("--plot=");
+  }
+  if (!asked) return "";
+  std::string drawing;
+  for (const auto& c : checks)
+    if (c->has_plot()) drawing += (drawing.empty() ? "" : ", ") + c->name();
+  return fmt::format("--plot: {} draws no plot; the checks that do: {}", check.name(), drawing);
 }
 
 /// `kvlab explain NAME`: the check's claim, source and derivation (Check::derivation), and the
@@ -425,7 +466,13 @@ int run_cli(int argc, char** argv) {
     std::string msg = e.what();
     for (auto& ch : msg)
       if (ch == '\n') ch = ' ';
-    std::cerr << "kvlab: " << msg << " (see kvlab --help)\n";
+    for (std::size_t i = 0; i < checks.size(); ++i)
+      if (subs[i]->parsed())
+        if (const std::string refusal = plot_refusal(*checks[i], checks, argc, argv); !refusal.empty()) {
+          std::cerr << "kvlab: " << refusal << '\n';
+          return kExitUsage;
+        }
+    std::cerr << "kvlab: " << msg << " (see " << command_of(app) << " --help)\n";
     return kExitUsage;
   } catch (const kvlab::InputError& e) {
     std::cerr << "kvlab: " << e.what() << '\n';

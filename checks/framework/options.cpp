@@ -5,6 +5,7 @@
 
 #include <charconv>
 #include <cmath>
+#include <cstdlib>
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
@@ -21,6 +22,11 @@ Validator wrap(CLI::Validator v) { return Validator(std::make_shared<const CLI::
 // The name Refused gives its validator, so that Option::check knows to hide the allowed values.
 constexpr const char* kRefusedName = "kvlab-refused";
 
+/// Whether a decimal that std::from_chars found out of a double's range is too large (1e400) rather
+/// than too close to 0 (1e-400): strtod gives ±HUGE_VAL for the first (kvlab never calls
+/// setlocale, so it reads the same decimal point as from_chars).
+bool overflows(const std::string& decimal) { return std::isinf(std::strtod(decimal.c_str(), nullptr)); }
+
 }  // namespace
 
 Validator FiniteRange(double lo, double hi) {
@@ -31,8 +37,11 @@ Validator FiniteRange(double lo, double hi) {
         const char* last = first + input.size();
         if (first != last && *first == '+') ++first;  // from_chars takes no leading '+'
         const auto [end, ec] = std::from_chars(first, last, v, std::chars_format::general);
-        if (first == last || end != last || ec != std::errc())
+        if (first == last || end != last || (ec != std::errc() && ec != std::errc::result_out_of_range))
           return fmt::format("'{}' is not a decimal number; must be a finite number in [{}, {}]", input, lo, hi);
+        if (ec == std::errc::result_out_of_range)  // a number all the same, beyond what a double holds
+          return fmt::format("must be a finite number in [{}, {}] (got {}, {} a double)", lo, hi, input,
+                             overflows(input) ? "beyond the range of" : "too close to 0 for");
         if (!std::isfinite(v) || v < lo || v > hi)
           return fmt::format("must be a finite number in [{}, {}] (got {})", lo, hi, input);
         return {};

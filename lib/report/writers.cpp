@@ -5,6 +5,7 @@
 #include <ostream>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
 #include "core/error.hpp"
@@ -158,18 +159,20 @@ void write_text(std::ostream& out, const Result& r, Lang lang) {
     write_text_table(out, t);
     out << '\n';
   }
+  // The section titles follow --lang; the lines under them are the check's own words (English).
   if (!r.notes.empty()) {
-    out << "notes:\n";
+    out << tr(lang, "notes:\n", "注：\n");
     for (const auto& n : r.notes) out << "  - " << n << '\n';
   }
   const auto errata = r.errata();
   if (!errata.empty()) {
-    out << "document errata (the document's figure, checked against kvlab's arithmetic; `kvlab errata` lists them all):\n";
-    for (const auto& e : errata) out << "  - ERRATUM " << e << '\n';
+    out << tr(lang, "document errata (the document's figure, checked against kvlab's arithmetic; `kvlab errata` lists them all):\n",
+              "文档勘误（文档的数字对照 kvlab 的算术；`kvlab errata --lang zh` 逐条中文解释）：\n");
+    for (const auto& e : errata) out << tr(lang, "  - ERRATUM ", "  - 勘误 ") << e << '\n';
   }
   if (r.warnings && !r.warnings->empty()) {
-    out << "warnings (kvlab is not sure of the totals above):\n";
-    for (const auto& w : *r.warnings) out << "  - warning: " << w << '\n';
+    out << tr(lang, "warnings (kvlab is not sure of the totals above):\n", "警告（kvlab 对上面的总数没有把握）：\n");
+    for (const auto& w : *r.warnings) out << tr(lang, "  - warning: ", "  - 警告：") << w << '\n';
   }
   out << verdict_line(r, h, lang) << '\n';
 }
@@ -424,9 +427,9 @@ void write_result(std::ostream& out, const Result& r, Format f, Lang lang) {
             << (h.quantity.empty() ? "" : " (" + md_escape(h.quantity) + ")") << '\n';
       out << "- **" << verdict_line(r, h, lang) << "**\n\n";
       for (const auto& t : all_tables(r, lang)) write_md_table(out, t);
-      for (const auto& e : r.errata()) out << "- ERRATUM " << e << "\n";
+      for (const auto& e : r.errata()) out << tr(lang, "- ERRATUM ", "- 勘误 ") << e << "\n";
       if (r.warnings)
-        for (const auto& w : *r.warnings) out << "- warning: " << w << "\n";
+        for (const auto& w : *r.warnings) out << tr(lang, "- warning: ", "- 警告：") << w << "\n";
       out << '\n';
       break;
     case Format::csv:  // the tables; '#' lines name the check, its headline and each table
@@ -468,6 +471,14 @@ void write_all_summary(std::ostream& out, const std::vector<Result>& results, co
                        errata, errata_checks);
 }
 
+// The benchmarks `all` left out, one line, so that a reader does not take the count for all of kvlab.
+void write_skipped_benchmarks(std::ostream& out, const AllView& view) {
+  if (view.skipped_benchmarks.empty()) return;
+  out << fmt::format(fmt::runtime(tr(view.lang, "not run: the benchmarks {} (`kvlab all --bench` runs them too)\n",
+                                     "未运行：基准 {}（`kvlab all --bench` 连同它们一起运行）\n")),
+                     fmt::join(view.skipped_benchmarks, ", "));
+}
+
 }  // namespace
 
 void write_all(std::ostream& out, const std::vector<Result>& results, Format f, const AllView& view) {
@@ -476,7 +487,10 @@ void write_all(std::ostream& out, const std::vector<Result>& results, Format f, 
   const auto failed = static_cast<long>(results.size()) - passed;
   auto shown = [&](const Result& r) { return !view.quiet || !r.passed(); };
   if (f == Format::json) {
-    nlohmann::json j{{"results", nlohmann::json::array()}, {"passed", passed}, {"failed", failed}};
+    nlohmann::json j{{"results", nlohmann::json::array()},
+                     {"passed", passed},
+                     {"failed", failed},
+                     {"skipped_benchmarks", view.skipped_benchmarks}};
     for (const auto& r : results)
       if (shown(r)) j["results"].push_back(to_json(r));
     out << json_text(j) << '\n';
@@ -484,6 +498,7 @@ void write_all(std::ostream& out, const std::vector<Result>& results, Format f, 
   }
   if (f == Format::text && !view.full) {
     write_all_summary(out, results, view);
+    write_skipped_benchmarks(out, view);
     out << passed << " passed, " << failed << " failed\n";
     return;
   }
@@ -496,6 +511,7 @@ void write_all(std::ostream& out, const std::vector<Result>& results, Format f, 
   }
   if (f == Format::text) {
     if (errata > 0) out << errata << " document errata reported above (they do not fail a check)\n";
+    write_skipped_benchmarks(out, view);
     out << passed << " passed, " << failed << " failed\n";
   }
 }

@@ -77,7 +77,8 @@ nlohmann::json to_json(const Result& r);
 /// Writes one result in the chosen format. Text opens with the headline (at most five lines: the
 /// check and its source, the claim, the document's and kvlab's figures, the verdict, the first
 /// erratum), then the evidence tables, notes, errata, and the verdict again. `lang` picks the
-/// language of the headline, the verdict words and the claims table's columns (notes stay English).
+/// language of the headline, the verdict words, the claims table's columns and the section titles
+/// (the notes themselves stay English).
 void write_result(std::ostream& out, const Result& r, Format f, Lang lang = Lang::en);
 
 /// How `kvlab all` shows its results.
@@ -85,12 +86,15 @@ struct AllView {
   bool full = false;   ///< text: every check's complete report (default: one line per check)
   bool quiet = false;  ///< only the checks that did not hold (the counts still cover every check)
   Lang lang = Lang::en;
+  /// The benchmarks left out because `all` ran without --bench (and without --only), by name.
+  std::vector<std::string> skipped_benchmarks;
 };
 
 /// Writes the results of `kvlab all`. Text: one line per check (name, verdict, the headline's
-/// document and kvlab figures, at most 100 columns), the errata count, and the summary line
+/// document and kvlab figures, at most 100 columns), the errata count, a line naming the
+/// benchmarks left out (when some were) with the command that runs them, and the summary line
 /// "N passed, M failed"; with view.full each complete report instead. md/csv: each report. JSON:
-/// {"results": [...], "passed": N, "failed": M}.
+/// {"results": [...], "passed": N, "failed": M, "skipped_benchmarks": [NAME, ...]}.
 void write_all(std::ostream& out, const std::vector<Result>& results, Format f, const AllView& view = {});
 
 }  // namespace kvlab

@@ -75,3 +75,22 @@ TEST_CASE("max-batch: judge fails a batch one sequence off, a cache one byte off
   off.capacity.left_bytes -= 1e6;  // 1 MB less left than 640 GB − the weights
   CHECK_FALSE(checks::judge_max_batch(off)[2].holds());
 }
+
+TEST_CASE("max-batch: its defaults are 000 §2.3's setup, shown by --help; the setup asked for explicitly is the same") {
+  const checks::MaxBatchOptions defaults;
+  CHECK(defaults.model == "llama-3-70b");
+  CHECK(defaults.gpu == "a100-80gb");
+  CHECK(defaults.gpus == 8);
+  CHECK(defaults.ctx == 4096);
+  CHECK(defaults.kv_dtype == "fp16");
+  CHECK(defaults.weight_bytes == 2.0);
+  CHECK(checks::measure_max_batch(defaults).document);
+  checks::MaxBatchOptions o;
+  o.gpus = 8;  // `--gpus 8`: the document's deployment, its 400 GB budget and its figures
+  CHECK(checks::measure_max_batch(o).document);
+  o.gpus = 4;
+  CHECK_FALSE(checks::measure_max_batch(o).document);
+  o = {};
+  o.params = 70e9;
+  CHECK_FALSE(checks::measure_max_batch(o).document);
+}

@@ -7,6 +7,8 @@
 #include <sstream>
 #include <string>
 
+#include <nlohmann/json.hpp>
+
 #include "core/error.hpp"
 #include "report/lang.hpp"
 #include "report/writers.hpp"
@@ -132,6 +134,58 @@ TEST_CASE("all: one line per check, the errata count, and the summary line; --qu
   CHECK(quiet.str().find("broken") != std::string::npos);
   write_all(full, results, Format::text, AllView{.full = true});
   CHECK(full.str().find("claims checked") != std::string::npos);
+}
+
+TEST_CASE("all: the benchmarks left out are named, with the command that runs them, before the count") {
+  const std::vector<Result> results{max_batch_like()};
+  const AllView view{.skipped_benchmarks = {"spec-wallclock", "cpu-roofline"}};
+  for (const bool full : {false, true}) {
+    std::ostringstream out;
+    AllView v = view;
+    v.full = full;
+    write_all(out, results, Format::text, v);
+    const std::string s = out.str();
+    CAPTURE(s);
+    const auto line = s.find("not run: the benchmarks spec-wallclock, cpu-roofline (`kvlab all --bench` runs them too)\n");
+    REQUIRE(line != std::string::npos);
+    CHECK(line < s.find("1 passed, 0 failed"));  // the count stays the last line
+  }
+  std::ostringstream zh, none, json, json_none;
+  AllView in_zh = view;
+  in_zh.lang = Lang::zh;
+  write_all(zh, results, Format::text, in_zh);
+  CHECK(zh.str().find("未运行：基准 spec-wallclock, cpu-roofline") != std::string::npos);
+  write_all(none, results, Format::text);
+  CHECK(none.str().find("not run") == std::string::npos);  // --bench or --only: nothing left out
+  write_all(json, results, Format::json, view);
+  CHECK(nlohmann::json::parse(json.str())["skipped_benchmarks"] ==
+        nlohmann::json::array({"spec-wallclock", "cpu-roofline"}));
+  write_all(json_none, results, Format::json);
+  CHECK(nlohmann::json::parse(json_none.str())["skipped_benchmarks"] == nlohmann::json::array());
+}
+
+TEST_CASE("text report in Chinese: the section titles too, not only the headline and the columns") {
+  Result r = max_batch_like();
+  r.notes.push_back("assumptions: weights sharded evenly");
+  r.warnings = std::vector<std::string>{"a total may be short"};
+  const std::string zh = text_of(r, Lang::zh);
+  CHECK(zh.find("\n注：\n  - assumptions: weights sharded evenly\n") != std::string::npos);
+  CHECK(zh.find("\n文档勘误（") != std::string::npos);
+  CHECK(zh.find("\n  - 勘误 ") != std::string::npos);
+  CHECK(zh.find("\n警告（") != std::string::npos);
+  CHECK(zh.find("  - 警告：a total may be short") != std::string::npos);
+  for (const char* english : {"notes:", "document errata (", "ERRATUM", "warnings (", "warning:"}) {
+    CAPTURE(english);
+    CHECK(zh.find(english) == std::string::npos);
+  }
+  std::ostringstream md;
+  write_result(md, r, Format::md, Lang::zh);
+  CHECK(md.str().find("- 勘误 ") != std::string::npos);
+  CHECK(md.str().find("- 警告：") != std::string::npos);
+  CHECK(md.str().find("ERRATUM") == std::string::npos);
+  const std::string en = text_of(r);
+  CHECK(en.find("\nnotes:\n") != std::string::npos);
+  CHECK(en.find("  - ERRATUM ") != std::string::npos);
 }
 
 TEST_CASE("display width: Chinese takes two columns; fit_width cuts by columns, not bytes") {

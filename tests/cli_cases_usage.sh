@@ -1,0 +1,47 @@
+# What the front end tells a user who typed something wrong: the help to read, why --plot is
+# refused, a number beyond a double's range; and what --help shows.
+# Sourced by tests/cli_test.sh, which defines $kvlab, failures, expect_exit and expect_usage_error.
+
+# A refused option points at the help of the command it was given to, where its options are.
+expect_usage_error "(see kvlab spec-speedup --help)" spec-speedup --no-such-option
+expect_usage_error "(see kvlab spec-speedup --help)" spec-speedup --prompts
+expect_usage_error "(see kvlab model init --help)" model init --no-such-option
+expect_usage_error "(see kvlab --help)" --no-such-option
+
+# --plot on a check that draws nothing: one line naming the check and the checks that draw.
+expect_usage_error "--plot: kv-invariance draws no plot" kv-invariance --plot x.svg
+expect_usage_error "roofline" kv-invariance --plot=term
+expect_usage_error "--plot: max-batch draws no plot" max-batch --seed 1 --plot term
+if "$kvlab" list --format json | python3 -c '
+import json, sys
+plot = {c["check"]: c["plot"] for c in json.load(sys.stdin)}
+assert plot["roofline"] and not plot["kv-invariance"], plot'; then
+  echo "ok: list --format json says which checks draw (\"plot\")"
+else
+  echo "FAIL: list --format json has no \"plot\" trait"; failures=$((failures + 1))
+fi
+
+# A decimal beyond a double is a number out of range (the range said), not "not a decimal number".
+expect_usage_error "--alpha-target: must be a finite number in [0, 1] (got 1e400, beyond the range of a double)" \
+  spec-alpha --alpha-target 1e400
+expect_usage_error "must be a finite number in [0.01, 10] (got -1e400, beyond the range of a double)" \
+  spec-speedup --temperature -1e400
+expect_usage_error "(got 1e-400, too close to 0 for a double)" spec-alpha --alpha-target 1e-400
+expect_usage_error "'1e4x' is not a decimal number; must be a finite number in [0, 1]" spec-alpha --alpha-target 1e4x
+
+# max-batch --help shows its defaults as the other checks' help does (CLI11's =VALUE).
+mb_help=$("$kvlab" max-batch --help)
+mb_missing=""
+for shown in "TEXT=llama-3-70b" "TEXT=a100-80gb" "INT in [1, 4096]=8" "=4096" "}=fp16" "64]=2"; do
+  printf '%s' "$mb_help" | grep -qF -- "$shown" || mb_missing="$mb_missing '$shown'"
+done
+if [ -z "$mb_missing" ]; then echo "ok: max-batch --help shows its defaults"
+else echo "FAIL: max-batch --help does not show$mb_missing"; failures=$((failures + 1)); fi
+
+# In Chinese a check's erratum lines read "勘误", and `kvlab errata --lang zh` greps for that.
+if "$kvlab" errata --lang zh | grep -qF '`kvlab all --full --lang zh | grep 勘误`' &&
+   "$kvlab" all --only max-batch --full --lang zh | grep -q '^  - 勘误 E4 '; then
+  echo "ok: errata --lang zh names the grep that finds the Chinese erratum lines"
+else
+  echo "FAIL: errata --lang zh and the Chinese erratum lines disagree"; failures=$((failures + 1))
+fi
