@@ -45,3 +45,17 @@ if "$kvlab" errata --lang zh | grep -qF '`kvlab all --full --lang zh | grep å‹˜è
 else
   echo "FAIL: errata --lang zh and the Chinese erratum lines disagree"; failures=$((failures + 1))
 fi
+
+# --dtype and --device in a check's --help: a check that would refuse them says so there.
+case "$("$kvlab" kv-size --help)" in
+  *"Not taken: kv-size does not compute with a model dtype"*"kv-size has no CUDA implementation (cuda is refused)"*)
+    echo "ok: kv-size --help says --dtype is not taken and --device is the CPU" ;;
+  *) echo "FAIL: kv-size --help offers --dtype and --device as if it used them"; failures=$((failures + 1)) ;;
+esac
+case "$("$kvlab" incremental-vs-full --help)" in
+  *"Not taken"*|*"no CUDA implementation"*)
+    echo "FAIL: incremental-vs-full --help refuses --dtype or --device, which it uses"; failures=$((failures + 1)) ;;
+  *"Model arithmetic: f64"*) echo "ok: incremental-vs-full --help offers --dtype and --device" ;;
+  *) echo "FAIL: incremental-vs-full --help lacks --dtype's help"; failures=$((failures + 1)) ;;
+esac
+expect_usage_error "--dtype: kv-size does not compute with a model dtype" kv-size --dtype f32

@@ -88,7 +88,9 @@ struct AllFlags {
   std::vector<std::string> only;  ///< run only these checks ("" = all)
 };
 
-void add_common_flags(CLI::App& sub, CommonFlags& f) {
+/// The flags every check (and `kvlab all`) takes. With `check`, the help of --dtype and --device
+/// says where that check does not use them, as resolve() will refuse them.
+void add_common_flags(CLI::App& sub, CommonFlags& f, const Check* check = nullptr) {
   sub.add_option("--format", f.format, "Output: text (default), md, csv (tables only) or json")
       ->check(CLI::IsMember({"text", "md", "csv", "json"}));
   sub.add_option("--lang", f.lang,
@@ -96,11 +98,15 @@ void add_common_flags(CLI::App& sub, CommonFlags& f) {
       ->check(CLI::IsMember({"en", "zh"}));
   sub.add_option("--seed", f.seed, "Seed of every random draw (same seed, same output)")
       ->check(kvlab::checks::IntRange(0, std::numeric_limits<std::int64_t>::max()));
-  sub.add_option("--dtype", f.dtype, "Model arithmetic: f64 (default, as the course) or f32")
+  const bool dtype = !check || check->uses_dtype(), device = !check || check->has_cuda();
+  sub.add_option("--dtype", f.dtype,
+                 dtype ? "Model arithmetic: f64 (default, as the course) or f32"
+                       : "Not taken: " + check->name() + " does not compute with a model dtype")
       ->check(CLI::IsMember({"f64", "f32"}));
   sub.add_option("--device", f.device,
-                 "cpu, cuda or auto (default: the GPU when built in, present and the check's device path covers "
-                 "the run; float32 there)")
+                 device ? "cpu, cuda or auto (default: the GPU when built in, present and the check's device path "
+                          "covers the run; float32 there)"
+                        : "auto (default) or cpu, both the CPU: " + check->name() + " has no CUDA implementation (cuda is refused)")
       ->check(CLI::IsMember({"cpu", "cuda", "auto"}));
 }
 
@@ -394,7 +400,7 @@ int run_cli(int argc, char** argv) {
   for (std::size_t i = 0; i < checks.size(); ++i) {
     auto* sub = app.add_subcommand(checks[i]->name(), checks[i]->summary());
     sub->footer(fmt::format("Source: {}\n{}", checks[i]->source(), checks[i]->description()));
-    add_common_flags(*sub, flags[i]);
+    add_common_flags(*sub, flags[i], checks[i].get());
     checks[i]->bind(option_sets.emplace_back(*sub));
     if (checks[i]->has_plot())
       sub->add_option("--plot", flags[i].plot,
