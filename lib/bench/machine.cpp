@@ -122,7 +122,8 @@ std::string cpu_model_name() {
   while (std::getline(in, line))
     if (line.rfind("model name", 0) == 0) {
       const auto colon = line.find(':');
-      if (colon != std::string::npos) return line.substr(line.find_first_not_of(' ', colon + 1));
+      const auto name = colon == std::string::npos ? colon : line.find_first_not_of(" \t", colon + 1);
+      if (name != std::string::npos) return line.substr(name);
     }
   return {};
 }
