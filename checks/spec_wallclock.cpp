@@ -525,6 +525,10 @@ const Row& best_row(const std::vector<Row>& rows) {
   return *best;
 }
 
+std::string repeats_text(const Row& row) {
+  return row.speedups.size() == 1 ? "1 repeat" : fmt::format("{} repeats", row.speedups.size());
+}
+
 std::string best_at(const Row& best) { return fmt::format("{} draft, K = {}", draft_name(best.kind), best.k); }
 
 }  // namespace
@@ -534,14 +538,14 @@ std::vector<Expectation> judge_spec_wallclock(const SpecWallclockMeasured& m) {
   const double spread = best.hi - best.lo, tolerance = std::max(kWithin * best.predicted, spread);
   const std::string at = best_at(best);
   std::vector<Expectation> rows;
-  rows.push_back({fmt::format("best measured speedup ({}; best of {} repeats on each side), capped at 1", at, best.speedups.size()),
+  rows.push_back({fmt::format("best measured speedup ({}; best of {} on each side), capped at 1", at, repeats_text(best)),
                   "000 §7.4, §9.2", "×", 1.0, 0.0,
                   "the claim: speculative decoding is not slower than the target alone at the best K",
                   nan_min(1.0, best.measured)});
   Expectation against_model{fmt::format("measured speedup at the best K ({}) against the prediction τ̄/(verify_cost + f·c)", at),
                             "000 §7.4", "×", best.predicted, tolerance,
-                            fmt::format("max({:.0f}% of the prediction, the range of the {} repeats {:.3f}–{:.3f})",
-                                        kWithin * 100, best.speedups.size(), best.lo, best.hi),
+                            fmt::format("max({:.0f}% of the prediction, the range of the {} {:.3f}–{:.3f})",
+                                        kWithin * 100, repeats_text(best), best.lo, best.hi),
                             best.measured};
   against_model.headline = true;
   rows.push_back(std::move(against_model));
@@ -676,13 +680,16 @@ void add_notes(const SpecWallclockMeasured& m, Result& r) {
       m.target_bytes >= 4 * llc ? "" : " (NOT 4× a 32 MB last-level cache: partly cache-resident, the speedup means less)",
       fast_threads(), fast_isa(), o.skip_layers, config.n_layer, kPrompt, o.new_tokens, o.repeats,
       o.repeats == 1 ? "" : "s"));
-  r.notes.push_back(fmt::format("machine: {}{}; load average {:.2f} at the start, {:.2f} at the end (the repeats are "
-                                "interleaved, so every ratio is measured under the same load).",
-                                m.cpu.empty() ? "CPU model unknown" : m.cpu, "", m.load_start, m.load_end));
+  r.notes.push_back(fmt::format("machine: {}; load average {:.2f} at the start, {:.2f} at the end (the repeats are "
+                                "interleaved, so a steady load weighs on both sides of every ratio alike; a load that "
+                                "comes and goes shows in the benchmark-hygiene rows).",
+                                m.cpu.empty() ? "CPU model unknown" : m.cpu, m.load_start, m.load_end));
   if (o.repeats < 2)
-    r.notes.push_back(fmt::format("one repeat: the spread of the repeats is not judged{}, so nothing here tells a quiet "
-                                  "machine from a busy one (give --repeats 2 or more).",
-                                  m.plain.size() < 2 ? ", nor that of the plain decodings" : ""));
+    r.notes.push_back(m.plain.size() < 2
+                          ? std::string("one repeat and one --k: neither hygiene row has two timings to compare, so "
+                                        "nothing here tells a quiet machine from a busy one (give --repeats 2 or more).")
+                          : fmt::format("one repeat: the spread of the repeats is not judged, only that of the {} plain "
+                                        "decodings (give --repeats 2 or more for both).", m.plain.size()));
   const auto [same, runs] = same_token_runs(m);
   r.notes.push_back(fmt::format("{} of {} speculative runs emitted exactly the plain greedy decoding's tokens (shown, "
                                 "not judged: both run the same rows through the same kernels; tests/lib/spec/fast_loop_test.cpp "
