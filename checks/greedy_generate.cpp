@@ -229,10 +229,16 @@ void present(const GreedyGenerateMeasured& m, Result& r) {
 }
 
 std::string claim(const GreedyGenerateMeasured& m) {
-  return fmt::format("Greedy generation of {} tokens after a {}-token prompt: the KV-cached generator outputs "
-                     "exactly the naive generator's tokens, also past block_size = {} (where it re-prefills "
-                     "the slid window every step).",
-                     m.options.new_tokens, m.options.prompt, m.config.block_size);
+  const std::int64_t n = m.options.new_tokens, prompt = m.options.prompt, block = m.config.block_size;
+  const std::string claim = fmt::format(
+      "Greedy generation of {} tokens after a {}-token prompt: the KV-cached generator outputs exactly the naive "
+      "generator's tokens",
+      n, prompt);
+  // The sequence passes block_size when prompt + n − 1 positions exceed it (the last token is not fed).
+  if (prompt + n - 1 > block)
+    return claim + fmt::format(", also past block_size = {} (where it re-prefills the slid window every step).", block);
+  return claim + fmt::format(". This run stays within block_size = {}: give --new-tokens above {} to go past it, "
+                             "where the window slides.", block, block - prompt + 1);
 }
 
 }  // namespace
