@@ -48,7 +48,7 @@ fi
 
 # --dtype and --device in a check's --help: a check that would refuse them says so there.
 case "$("$kvlab" kv-size --help)" in
-  *"Not taken: kv-size does not compute with a model dtype"*"kv-size has no CUDA implementation (cuda is refused)"*)
+  *"Not taken: kv-size offers no choice of model dtype"*"kv-size has no CUDA implementation (cuda is refused)"*)
     echo "ok: kv-size --help says --dtype is not taken and --device is the CPU" ;;
   *) echo "FAIL: kv-size --help offers --dtype and --device as if it used them"; failures=$((failures + 1)) ;;
 esac
@@ -58,4 +58,16 @@ case "$("$kvlab" incremental-vs-full --help)" in
   *"Model arithmetic: f64"*) echo "ok: incremental-vs-full --help offers --dtype and --device" ;;
   *) echo "FAIL: incremental-vs-full --help lacks --dtype's help"; failures=$((failures + 1)) ;;
 esac
-expect_usage_error "--dtype: kv-size does not compute with a model dtype" kv-size --dtype f32
+expect_usage_error "--dtype: kv-size offers no choice of model dtype" kv-size --dtype f32
+expect_usage_error "(see kvlab cpu-roofline --help)" cpu-roofline --dtype f32
+# --device cuda on a check without a CUDA path says so on any machine, before whether a GPU is here.
+expect_usage_error "--device cuda: kv-size has no CUDA implementation" kv-size --device cuda
+# An integer with leading zeros is read in base 10, as its range was checked: 010 is ten, not
+# octal eight (CLI11 converts with strtoll's base 0 after the validator accepted the digits).
+if [ "$("$kvlab" max-batch --gpus 010 --format json)" = "$("$kvlab" max-batch --gpus 10 --format json)" ] &&
+   [ "$("$kvlab" spec-alpha --seed 010 --format json)" = "$("$kvlab" spec-alpha --seed 10 --format json)" ] &&
+   [ "$("$kvlab" max-batch --gpus 08 --format json)" = "$("$kvlab" max-batch --format json)" ]; then
+  echo "ok: --gpus 010 is ten, --seed 010 is ten, --gpus 08 is eight"
+else
+  echo "FAIL: a leading zero changed an integer option's value"; failures=$((failures + 1))
+fi

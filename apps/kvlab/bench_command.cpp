@@ -147,15 +147,15 @@ CLI::App* add_bench_command(CLI::App& app, BenchFlags& f) {
       "a GPU: 'skipped', exit 0.");
   sub->add_option("what", f.what, "The benchmark: decode or kernels")->required()->check(CLI::IsMember({"decode", "kernels"}));
   sub->add_option("--d-model", f.d_models, "Model widths, multiples of 64 in [64, 4096] (default 256 512 1024 2048)")
-      ->check(kvlab::checks::IntRange(64, 4096));
-  sub->add_option("--batch", f.batches, "Batch sizes, 1 to 64 (default 1 8)")->check(kvlab::checks::IntRange(1, 64));
-  sub->add_option("--layers", f.layers, "Layers, 1 to 32 (default 4)")->check(kvlab::checks::IntRange(1, 32));
+      ->transform(kvlab::checks::IntRange(64, 4096));
+  sub->add_option("--batch", f.batches, "Batch sizes, 1 to 64 (default 1 8)")->transform(kvlab::checks::IntRange(1, 64));
+  sub->add_option("--layers", f.layers, "Layers, 1 to 32 (default 4)")->transform(kvlab::checks::IntRange(1, 32));
   sub->add_option("--ctx", f.ctx, "Cached positions before the timed steps, 1 to 8192 (default 128)")
-      ->check(kvlab::checks::IntRange(1, 8192));
+      ->transform(kvlab::checks::IntRange(1, 8192));
   sub->add_option("--steps", f.steps, "Decode steps per timed run, 1 to 1000 (default 16)")
-      ->check(kvlab::checks::IntRange(1, 1000));
+      ->transform(kvlab::checks::IntRange(1, 1000));
   sub->add_option("--repeats", f.repeats, "Timed runs per configuration, 1 to 100 (default 3; kernels: 20)")
-      ->check(kvlab::checks::IntRange(1, 100))
+      ->transform(kvlab::checks::IntRange(1, 100))
       ->each([&f](const std::string&) { f.repeats_given = true; });
   sub->add_flag("--vs-torch", f.vs_torch, "Also run the same model in PyTorch, side by side");
   sub->add_option("--python", f.python,
@@ -163,20 +163,20 @@ CLI::App* add_bench_command(CLI::App& app, BenchFlags& f) {
   sub->add_option("--script", f.script, "The PyTorch driver (default bench/torch_decode.py of the source tree)");
   sub->add_option("--format", f.format, "text (default), md or json")->check(CLI::IsMember({"text", "md", "json"}));
   sub->add_option("--kv-ctx", f.kv_ctx, "kernels: cached positions per sequence, 1 to 1048576 (default 4096 32768 131072)")
-      ->check(kvlab::checks::IntRange(1, 1048576));
+      ->transform(kvlab::checks::IntRange(1, 1048576));
   sub->add_option("--heads", f.heads, "kernels: query/KV head pairs as H/KV, e.g. 32/8 (default 32/8 32/32)");
   sub->add_option("--head-dim", f.head_dim, "kernels: head_dim, 1 to 256 (default 128)")
-      ->check(kvlab::checks::IntRange(1, 256));
+      ->transform(kvlab::checks::IntRange(1, 256));
   sub->add_option("--block-size", f.block_size, "kernels: paged block size in positions, 1 to 1024 (default 16)")
-      ->check(kvlab::checks::IntRange(1, 1024));
+      ->transform(kvlab::checks::IntRange(1, 1024));
   sub->add_option("--cache", f.cache, "kernels: cache storage, f32 (default) or bf16")
       ->check(CLI::IsMember({"f32", "bf16"}));
   sub->add_option("--gemm-m", f.gemm_m, "kernels: SGEMM rows (tokens), 1 to 65536 (default 8 512 4096)")
-      ->check(kvlab::checks::IntRange(1, 65536));
+      ->transform(kvlab::checks::IntRange(1, 65536));
   sub->add_option("--gemm-d", f.gemm_d, "kernels: d_model of the SGEMM shapes, 64 to 16384 (default 4096)")
-      ->check(kvlab::checks::IntRange(64, 16384));
+      ->transform(kvlab::checks::IntRange(64, 16384));
   sub->add_option("--copy-mib", f.copy_mib, "kernels: device-to-device copy size in MiB, 64 to 16384 (default 2048)")
-      ->check(kvlab::checks::IntRange(64, 16384));
+      ->transform(kvlab::checks::IntRange(64, 16384));
   return sub;
 }
 

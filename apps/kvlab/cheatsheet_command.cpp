@@ -34,7 +34,7 @@ CLI::App* add_cheatsheet_command(CLI::App& app, CheatsheetFlags& f) {
   sub->add_option("--ctx", f.ctx, fmt::format("Cached tokens per sequence, 1 to {} (4k, 128k, 1M accepted)", kMaxCheatsheetCtx))
       ->transform(kvlab::checks::TokenCount(static_cast<std::int64_t>(kMaxCheatsheetCtx)));
   sub->add_option("--batch", f.batch, fmt::format("Sequences, 1 to {}", kMaxCheatsheetBatch))
-      ->check(kvlab::checks::IntRange(1, static_cast<std::int64_t>(kMaxCheatsheetBatch)));
+      ->transform(kvlab::checks::IntRange(1, static_cast<std::int64_t>(kMaxCheatsheetBatch)));
   std::vector<std::string> dtypes;
   for (CacheDtype d : all_cache_dtypes()) dtypes.push_back(cache_dtype_name(d));
   sub->add_option("--kv-dtype", f.kv_dtype, "Cache element type: fp32, fp16, bf16, fp8, int8 or int4")

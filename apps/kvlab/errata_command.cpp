@@ -52,8 +52,8 @@ std::string kind_counts(const std::vector<Erratum>& entries, Lang lang) {
 }
 
 std::string flagged_text(const Erratum& e, Lang lang) {
-  if (e.flagged_by.empty()) return std::string(tr(lang, "no ERRATUM line", "无 ERRATUM 行"));
-  return fmt::format("{}{}", tr(lang, "ERRATUM line of ", "ERRATUM 行来自 "), fmt::join(e.flagged_by, ", "));
+  if (e.flagged_by.empty()) return std::string(tr(lang, "no ERRATUM line", "无勘误行"));
+  return fmt::format("{}{}", tr(lang, "ERRATUM line of ", "勘误行来自 "), fmt::join(e.flagged_by, ", "));
 }
 
 void write_text(const std::vector<Erratum>& entries, std::size_t total, Lang lang, std::ostream& out) {

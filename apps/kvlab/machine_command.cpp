@@ -31,11 +31,11 @@ CLI::App* add_machine_command(CLI::App& app, MachineFlags& f) {
       "helping (a VM may report the host's L3). --save writes the entry for `kvlab roofline --gpu "
       "local` and `kvlab cpu-roofline` (path: $KVLAB_LOCAL_HARDWARE, else ~/.config/kvlab/local.json).");
   sub->add_option("--size-mib", f.size_mib, "MiB per STREAM array, 16 to 16384 (default 512)")
-      ->check(kvlab::checks::IntRange(16, 16384));
+      ->transform(kvlab::checks::IntRange(16, 16384));
   sub->add_option("--repeats", f.repeats, "Independent runs of each measurement, 1 to 100 (default 5)")
-      ->check(kvlab::checks::IntRange(1, 100));
+      ->transform(kvlab::checks::IntRange(1, 100));
   sub->add_option("--gemm-n", f.gemm_n, "GEMM size n (n x n x n), 64 to 8192 (default 2048)")
-      ->check(kvlab::checks::IntRange(64, 8192));
+      ->transform(kvlab::checks::IntRange(64, 8192));
   sub->add_flag("--curve", f.curve, "Also the copy bandwidth over working sets from 256 KiB up");
   sub->add_flag("--save", f.save, "Write the entry where `--gpu local` finds it");
   sub->add_option("--format", f.format, "text (default) or json (the entry only)")

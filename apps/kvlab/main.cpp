@@ -97,11 +97,12 @@ void add_common_flags(CLI::App& sub, CommonFlags& f, const Check* check = nullpt
                  "Language of the headline, verdicts and column names: en or zh (default: KVLAB_LANG, else en)")
       ->check(CLI::IsMember({"en", "zh"}));
   sub.add_option("--seed", f.seed, "Seed of every random draw (same seed, same output)")
-      ->check(kvlab::checks::IntRange(0, std::numeric_limits<std::int64_t>::max()));
+      ->transform(kvlab::checks::IntRange(0, std::numeric_limits<std::int64_t>::max()));
   const bool dtype = !check || check->uses_dtype(), device = !check || check->has_cuda();
   sub.add_option("--dtype", f.dtype,
                  dtype ? "Model arithmetic: f64 (default, as the course) or f32"
-                       : "Not taken: " + check->name() + " does not compute with a model dtype")
+                       : "Not taken: " + check->name() + " offers no choice of model dtype (no model, or one at a fixed "
+                               "precision)")
       ->check(CLI::IsMember({"f64", "f32"}));
   sub.add_option("--device", f.device,
                  device ? "cpu, cuda or auto (default: the GPU when built in, present and the check's device path "
@@ -113,7 +114,8 @@ void add_common_flags(CLI::App& sub, CommonFlags& f, const Check* check = nullpt
 kvlab::checks::RunContext resolve(const CommonFlags& f, const Check& check) {
   if (f.dtype_given && !check.uses_dtype())
     throw kvlab::InputError("--dtype: " + check.name() +
-                            " does not compute with a model dtype; --dtype applies to the model checks");
+                            " offers no choice of model dtype (no model, or one at a fixed precision); --dtype "
+                            "applies to the model checks (see kvlab " + check.name() + " --help)");
   kvlab::checks::RunContext ctx;
   ctx.seed = static_cast<std::uint64_t>(f.seed);
   ctx.dtype = kvlab::parse_dtype(f.dtype);

@@ -97,7 +97,7 @@ CLI::App* add_model_command(CLI::App& app, ModelInitFlags& f) {
   init->footer("Weights as MiniGPT(config, seed) draws them (nanoGPT's init), stored under Hugging Face "
                "GPT-2-like names with the config in the metadata key kvlab.config. Every model check "
                "reads such a file with --weights.");
-  init->add_option("--seed", f.seed, "Seed of the weights")->check(IntRange(0, std::numeric_limits<std::int64_t>::max()));
+  init->add_option("--seed", f.seed, "Seed of the weights")->transform(IntRange(0, std::numeric_limits<std::int64_t>::max()));
   init->add_option("--out", f.out, "Output file (FILE.safetensors)")->required();
   add_model_shape_options(*init, {&f.n_layer, &f.d_model, &f.n_head, &f.n_kv_head, &f.head_dim, &f.block_size,
                                   &f.vocab_size},
@@ -105,8 +105,8 @@ CLI::App* add_model_command(CLI::App& app, ModelInitFlags& f) {
                            .min_derived = 1, .min_block = 1, .max_block = kMaxBlock, .max_vocab = kMaxVocab});
   init->add_option("--positional", f.positional, "learned or rope")->check(CLI::IsMember({"learned", "rope"}));
   init->add_option("--rope-theta", f.rope_theta, "RoPE base")->check(FiniteRange(1.0000001, 1e12));
-  init->add_option("--window", f.sliding_window, "Sliding window W (0 = off)")->check(IntRange(0, kMaxBlock));
-  init->add_option("--cla-share", f.cla_share, "Layers sharing one K/V (1 = off)")->check(IntRange(1, kMaxLayers));
+  init->add_option("--window", f.sliding_window, "Sliding window W (0 = off)")->transform(IntRange(0, kMaxBlock));
+  init->add_option("--cla-share", f.cla_share, "Layers sharing one K/V (1 = off)")->transform(IntRange(1, kMaxLayers));
   init->add_option("--store", f.dtype, "Storage dtype: F32 (default), F64, BF16, F16")
       ->check(CLI::IsMember({"F32", "F64", "BF16", "F16"}));
   return init;
@@ -123,7 +123,7 @@ CLI::App* add_perplexity_command(CLI::App& app, PerplexityFlags& f) {
   p->add_option("--text", f.text, "Text file read as bytes (needs vocab_size 256); default: fortunes validation")
       ->check(kvlab::checks::PathGiven());
   p->add_option("--max-windows", f.max_windows, "Evaluate this many evenly spaced windows (0 = all)")
-      ->check(kvlab::checks::IntRange(0, 1'000'000));
+      ->transform(kvlab::checks::IntRange(0, 1'000'000));
   p->add_option("--dtype", f.dtype, "f32 (default) or f64")->check(CLI::IsMember({"f32", "f64"}));
   p->add_option("--format", f.format, "text or json")->check(CLI::IsMember({"text", "json"}));
   return p;

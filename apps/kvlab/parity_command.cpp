@@ -24,7 +24,7 @@ CLI::App* add_parity_command(CLI::App& app, ParityFlags& f) {
       "launch. Verdict: no NaN/Inf, then max |got - ref| / scale <= bound, the bound derived from the "
       "dtype (float32 gamma_n, bf16 storage 2^-8; docs/gpu.md). Exit 0 all passed or skipped, 1 a row failed.");
   sub->add_option("--seed", f.seed, "Seed of the random inputs (same seed, same inputs)")
-      ->check(kvlab::checks::IntRange(0, std::numeric_limits<std::int64_t>::max()));
+      ->transform(kvlab::checks::IntRange(0, std::numeric_limits<std::int64_t>::max()));
   sub->add_option("--runner", f.runner,
                   "cuda (default: the GPU kernels) or cpu-f32 (a float32 CPU stand-in: tests the comparison)")
       ->check(CLI::IsMember({"cuda", "cpu-f32"}));

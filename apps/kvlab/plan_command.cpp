@@ -289,7 +289,7 @@ CLI::App* add_plan_command(CLI::App& app, PlanFlags& f) {
   sub->add_option("--memory", f.memory, "Device memory, e.g. 80GiB or 141GB (bare: bytes); overrides --gpu's")
       ->type_name("SIZE");
   sub->add_option("--tp", f.tp, "Tensor-parallel devices: weights and K/V heads split over N (default 1)")
-      ->check(kvlab::checks::IntRange(1, 1024));
+      ->transform(kvlab::checks::IntRange(1, 1024));
   sub->add_option("--ctx", f.ctx, "Tokens per sequence, or a list: 4096, 4k, 32k,128k, 1M (required)")
       ->delimiter(',')
       ->type_name("TOKENS");

@@ -35,9 +35,9 @@ CLI::App* add_quiz_command(CLI::App& app, QuizFlags& f) {
       "(E[τ] of speculative decoding). Each answer is accepted within a stated relative tolerance; "
       "the worked formula follows. The numbers come from the same library functions as the checks.");
   quiz->add_option("--seed", f.seed, "Seed of the drawn parameters (same seed, same quiz)")
-      ->check(kvlab::checks::IntRange(0, std::numeric_limits<std::int64_t>::max()));
+      ->transform(kvlab::checks::IntRange(0, std::numeric_limits<std::int64_t>::max()));
   quiz->add_option("--count", f.count, "Number of questions, 1 to 100 (default 5)")
-      ->check(kvlab::checks::IntRange(1, 100));
+      ->transform(kvlab::checks::IntRange(1, 100));
   quiz->add_option("--kind", f.kinds, "Only these kinds (repeatable): kv-cache, decode-bound, ridge, gqa-ratio, etau")
       ->check(CLI::IsMember({"kv-cache", "decode-bound", "ridge", "gqa-ratio", "etau"}));
   quiz->add_flag("--answers", f.answers, "Print every question with its answer and working; ask nothing");

@@ -313,14 +313,14 @@ CLI::App* add_selftest_command(CLI::App& app, SelftestFlags& f) {
       "gives {\"questions\": [{\"id\", \"source\", ...}]}. --lang zh (or KVLAB_LANG=zh) asks in Chinese.");
   st->add_flag("--answers", f.answers, "Print every question, then the answers with the worked arithmetic; ask nothing");
   st->add_option("--seed", f.seed, "Seed of the draw (default: from the random device, printed)")
-      ->check(kvlab::checks::IntRange(0, std::numeric_limits<std::int64_t>::max()));
+      ->transform(kvlab::checks::IntRange(0, std::numeric_limits<std::int64_t>::max()));
   st->add_option("--lang", f.lang, "en or zh (default: KVLAB_LANG, else en)");
   st->add_option("--format", f.format, "text (default), md (worksheet) or json (with --answers)")
       ->check(CLI::IsMember({"text", "md", "json"}));
   st->add_option("--only", f.only, "Only this layer (repeatable): intuition, derivation, engineering")
       ->check(CLI::IsMember({"intuition", "derivation", "engineering"}));
   st->add_option("--count", f.count, "Ask this many questions, drawn with the seed (default: all)")
-      ->check(kvlab::checks::IntRange(1, 100));
+      ->transform(kvlab::checks::IntRange(1, 100));
   return st;
 }
 

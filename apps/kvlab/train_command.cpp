@@ -46,26 +46,26 @@ CLI::App* add_train_command(CLI::App& app, TrainFlags& f) {
   add_model_shape_options(*t, {&f.n_layer, &f.d_model, &f.n_head, &f.n_kv_head, &f.head_dim, &f.block_size},
                           {.max_layers = 64, .max_dim = 4096, .max_heads = 256, .max_head_dim = 1024,
                            .min_derived = 0, .min_block = 2, .max_block = 4096});
-  t->add_option("--steps", f.steps, "Optimizer steps, 1 to 10,000,000 (default 1000)")->check(IntRange(1, 10000000));
-  t->add_option("--batch", f.batch, "Sequences per step, 1 to 4096 (default 16)")->check(IntRange(1, 4096));
+  t->add_option("--steps", f.steps, "Optimizer steps, 1 to 10,000,000 (default 1000)")->transform(IntRange(1, 10000000));
+  t->add_option("--batch", f.batch, "Sequences per step, 1 to 4096 (default 16)")->transform(IntRange(1, 4096));
   t->add_option("--lr", f.lr, "Peak learning rate, in [1e-6, 1] (default 3e-3)")->check(FiniteRange(1e-6, 1.0));
   t->add_option("--warmup", f.warmup, "Linear warm-up steps, 0 to 10,000,000 (default 50)")
-      ->check(IntRange(0, 10000000));
+      ->transform(IntRange(0, 10000000));
   t->add_option("--weight-decay", f.weight_decay, "AdamW decoupled weight decay, in [0, 1] (default 0.1)")
       ->check(FiniteRange(0.0, 1.0));
   t->add_option("--grad-clip", f.grad_clip, "Global gradient-norm clip, in [0, 1e6]; 0 = off (default 1)")
       ->check(FiniteRange(0.0, 1e6));
   t->add_option("--seed", f.seed, "Seed of the initial weights and the data order (default 1)")
-      ->check(IntRange(0, std::numeric_limits<std::int64_t>::max()));
+      ->transform(IntRange(0, std::numeric_limits<std::int64_t>::max()));
   t->add_option("--threads", f.threads, "Worker threads, 1 to 64 (default 2); the result does not depend on it")
-      ->check(IntRange(1, 64));
+      ->transform(IntRange(1, 64));
   t->add_option("--eval-windows", f.eval_windows,
                 "Validation windows of block_size+1 bytes, evenly spaced; 0 = all (default), 1 to 1,000,000")
-      ->check(IntRange(0, 1000000));
+      ->transform(IntRange(0, 1000000));
   t->add_option("--stop-after", f.stop_after,
                 "Run only the first N steps of the --steps schedule (same learning rates), 0 to 10,000,000; "
                 "0 = all (default)")
-      ->check(IntRange(0, 10000000));
+      ->transform(IntRange(0, 10000000));
   t->add_option("--loss-log", f.loss_log, "Write every step's loss, lr and gradient norm to FILE (TSV)")
       ->each([&f](const std::string&) { f.loss_log_given = true; });
   t->add_option("--out", f.out, "Write the trained model to FILE.safetensors (it appears when training is done)")

@@ -21,6 +21,11 @@ Validator wrap(CLI::Validator v) { return Validator(std::make_shared<const CLI::
 
 // The name Refused gives its validator, so that Option::check knows to hide the allowed values.
 constexpr const char* kRefusedName = "kvlab-refused";
+// The name IntRange gives its validator, so that Option::check applies it as a transform: it
+// rewrites the value it accepted in canonical decimal, which CLI11 then converts. CLI11 reads an
+// integer with strtoll's base 0, so "010" would be 8 and "0x10" 16 after IntRange accepted the
+// first as ten (from_chars reads base 10 only).
+constexpr const char* kIntRangeName = "kvlab-int-range";
 
 /// Whether a decimal that std::from_chars found out of a double's range is too large (1e400) rather
 /// than too close to 0 (1e-400): strtod gives ±HUGE_VAL for the first (kvlab never calls
@@ -61,9 +66,10 @@ Validator IntRange(std::int64_t lo, std::int64_t hi) {
           return fmt::format("'{}' is not an integer; must be an integer in [{}, {}]", input, lo, hi);
         if (ec == std::errc::result_out_of_range || v < lo || v > hi)
           return fmt::format("must be an integer in [{}, {}] (got {})", lo, hi, input);
+        input = std::to_string(v);  // "010" -> "10", "+5" -> "5": what CLI11 converts is what was checked
         return {};
       },
-      fmt::format("INT in [{}, {}]", lo, hi)));
+      fmt::format("INT in [{}, {}]", lo, hi), kIntRangeName));
 }
 
 Validator TokenCount(std::int64_t hi) {
@@ -104,7 +110,10 @@ Option* Option::check(const Validator& v) {
       } catch (const CLI::OptionNotFound&) {
         break;
       }
-  impl_->check(cli);
+  if (cli.get_name() == kIntRangeName)
+    impl_->transform(cli);
+  else
+    impl_->check(cli);
   return this;
 }
 

@@ -39,9 +39,10 @@ Device resolve_device(DeviceRequest request, bool check_has_cuda, const std::str
   std::string why;
   const bool have_gpu = !cuda_devices(&why).empty();
   if (request == DeviceRequest::automatic) return have_gpu && check_has_cuda ? Device::cuda : Device::cpu;
-  if (!have_gpu) throw InputError("--device cuda: " + why + "; use --device cpu");
+  // The check's own limit first: it holds on every machine, a missing GPU only on this one.
   if (!check_has_cuda)
     throw InputError("--device cuda: " + check + " has no CUDA implementation yet; use --device cpu");
+  if (!have_gpu) throw InputError("--device cuda: " + why + "; use --device cpu");
   return Device::cuda;
 }
 
