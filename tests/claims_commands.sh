@@ -17,8 +17,9 @@
 #   tests/claims_commands.sh --run path/to/kvlab [path/to/claims.md]   also runs, from the
 #       repository root, every command with options and no placeholder that is quick and needs
 #       nothing first (no benchmark, `machine`, `bench`, `all`, `selftest`, `quiz`, `train`,
-#       `model`, env prefix, --plot or --gpu local), and wants exit 0 from each: every claim held,
-#       and no exit 2 from a combination of options that reading cannot see.
+#       `model`, env prefix, --gpu local, nor an option that writes a file: --plot, --out, --save,
+#       --loss-log, also as --opt=VALUE), and wants exit 0 from each: every claim held, and no
+#       exit 2 from a combination of options that reading cannot see.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(dirname "$here")
@@ -313,7 +314,10 @@ to_run = {}  # kvlab's arguments -> the first row that names them
 def runnable(spec, args, span):
     """A command --run runs: options given, no placeholder, quick, and needing nothing first."""
     sub = spec.path[0]
-    if not args or span.split()[0] != "kvlab" or "--plot" in args or "local" in args:
+    writes = ("--plot", "--out", "--save", "--loss-log")  # never write into the repository
+    if not args or span.split()[0] != "kvlab" or "local" in args:
+        return False
+    if any(a == w or a.startswith(w + "=") for a in args for w in writes):
         return False
     if any(placeholder(a) or "{" in a or "|" in a for a in args):
         return False
