@@ -23,8 +23,8 @@ Validator wrap(CLI::Validator v) { return Validator(std::make_shared<const CLI::
 constexpr const char* kRefusedName = "kvlab-refused";
 // The name IntRange gives its validator, so that Option::check applies it as a transform: it
 // rewrites the value it accepted in canonical decimal, which CLI11 then converts. CLI11 reads an
-// integer with strtoll's base 0, so "010" would be 8 and "0x10" 16 after IntRange accepted the
-// first as ten (from_chars reads base 10 only).
+// integer with strtoll's base 0, so "010" would otherwise become 8 after IntRange had accepted it
+// as ten.
 constexpr const char* kIntRangeName = "kvlab-int-range";
 
 /// Whether a decimal that std::from_chars found out of a double's range is too large (1e400) rather

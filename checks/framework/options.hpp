@@ -34,7 +34,7 @@ class Validator {
  public:
   explicit Validator(std::shared_ptr<const CLI::Validator> impl) : impl_(std::move(impl)) {}
   /// The CLI11 validator, so that code binding CLI11 directly (apps/kvlab/*_command.cpp) can
-  /// write `->check(IntRange(1, 64))` too.
+  /// write `->check(FiniteRange(0, 1))` too, and `->transform(IntRange(1, 64))` (see IntRange).
   operator const CLI::Validator&() const { return *impl_; }
 
  private:
@@ -45,7 +45,10 @@ class Validator {
 /// ("0x10"), surrounding spaces, trailing text and out-of-range values.
 Validator FiniteRange(double lo, double hi);
 
-/// Accepts a base-10 integer in [lo, hi]; rejects anything else, naming the allowed range.
+/// Accepts a base-10 integer in [lo, hi]; rejects anything else, naming the allowed range. It
+/// rewrites what it accepted in canonical decimal ("010" -> "10"), since CLI11 converts integers
+/// with strtoll's base 0 (octal after a leading 0): Option::check applies it as a transform, and
+/// code binding CLI11 directly must write `->transform(IntRange(...))`, not `->check`.
 Validator IntRange(std::int64_t lo, std::int64_t hi);
 
 /// Accepts a token count in [1, hi]: digits, or digits with k (× 1,024) or M (× 1,048,576), e.g.
