@@ -88,6 +88,11 @@ struct AllFlags {
   std::vector<std::string> only;  ///< run only these checks ("" = all)
 };
 
+/// Why `check` refuses --dtype: the --help line and the refusal say the same.
+std::string no_dtype_reason(const Check& check) {
+  return check.name() + " offers no choice of model dtype (no model, or one at a fixed precision)";
+}
+
 /// The flags every check (and `kvlab all`) takes. With `check`, the help of --dtype and --device
 /// says where that check does not use them, as resolve() will refuse them.
 void add_common_flags(CLI::App& sub, CommonFlags& f, const Check* check = nullptr) {
@@ -101,8 +106,7 @@ void add_common_flags(CLI::App& sub, CommonFlags& f, const Check* check = nullpt
   const bool dtype = !check || check->uses_dtype(), device = !check || check->has_cuda();
   sub.add_option("--dtype", f.dtype,
                  dtype ? "Model arithmetic: f64 (default, as the course) or f32"
-                       : "Not taken: " + check->name() + " offers no choice of model dtype (no model, or one at a fixed "
-                               "precision)")
+                       : "Not taken: " + no_dtype_reason(*check))
       ->check(CLI::IsMember({"f64", "f32"}));
   sub.add_option("--device", f.device,
                  device ? "cpu, cuda or auto (default: the GPU when built in, present and the check's device path "
@@ -113,9 +117,8 @@ void add_common_flags(CLI::App& sub, CommonFlags& f, const Check* check = nullpt
 
 kvlab::checks::RunContext resolve(const CommonFlags& f, const Check& check) {
   if (f.dtype_given && !check.uses_dtype())
-    throw kvlab::InputError("--dtype: " + check.name() +
-                            " offers no choice of model dtype (no model, or one at a fixed precision); --dtype "
-                            "applies to the model checks (see kvlab " + check.name() + " --help)");
+    throw kvlab::InputError("--dtype: " + no_dtype_reason(check) + "; --dtype applies to the model checks (see kvlab " +
+                            check.name() + " --help)");
   kvlab::checks::RunContext ctx;
   ctx.seed = static_cast<std::uint64_t>(f.seed);
   ctx.dtype = kvlab::parse_dtype(f.dtype);
