@@ -228,17 +228,22 @@ void present(const GreedyGenerateMeasured& m, Result& r) {
                     "(abs-pos-window, rope-relative).");
 }
 
+// Steps j = 1 .. n − 1 see a sequence of prompt + j tokens; the window has slid, and the cached
+// generator re-prefills it, once that exceeds block_size: j >= block − prompt + 1.
+std::int64_t first_slid_step(const GreedyGenerateMeasured& m) {
+  return std::max<std::int64_t>(1, m.config.block_size - m.options.prompt + 1);
+}
+
 std::string claim(const GreedyGenerateMeasured& m) {
   const std::int64_t n = m.options.new_tokens, prompt = m.options.prompt, block = m.config.block_size;
   const std::string claim = fmt::format(
       "Greedy generation of {} tokens after a {}-token prompt: the KV-cached generator outputs exactly the naive "
       "generator's tokens",
       n, prompt);
-  // The sequence passes block_size when prompt + n − 1 positions exceed it (the last token is not fed).
-  if (prompt + n - 1 > block)
+  if (n > first_slid_step(m))
     return claim + fmt::format(", also past block_size = {} (where it re-prefills the slid window every step).", block);
-  return claim + fmt::format(". This run stays within block_size = {}: give --new-tokens above {} to go past it, "
-                             "where the window slides.", block, block - prompt + 1);
+  return claim + fmt::format(". This run never feeds more than block_size = {} positions, so the window never "
+                             "slides: give --new-tokens above {} to test past it.", block, first_slid_step(m));
 }
 
 }  // namespace
@@ -256,9 +261,7 @@ GreedyGenerateMeasured measure_greedy_generate(const GreedyGenerateOptions& o, c
 std::vector<Expectation> judge_greedy_generate(const GreedyGenerateMeasured& m) {
   const std::int64_t n = m.options.new_tokens, block = m.config.block_size;
   const std::int64_t total = m.options.prompt + n;
-  // Steps j = 1 .. n − 1 see a sequence of prompt + j tokens; the window has slid once that
-  // exceeds block_size: j >= block − prompt + 1.
-  const std::int64_t first_slid = std::max<std::int64_t>(1, block - m.options.prompt + 1);
+  const std::int64_t first_slid = first_slid_step(m);
   Expectation same{
       .quantity = fmt::format("generated tokens that differ, cached vs naive ({} tokens, {} past block_size {})", n,
                               std::max<std::int64_t>(0, total - block), block),
