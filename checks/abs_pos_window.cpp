@@ -158,6 +158,7 @@ const CheckDef<AbsPosWindowOptions, AbsPosWindowMeasured>& abs_pos_window_check(
                .order = 315,
                .source = "004 §1.6 (group 7)",
                .summary = "sliding window: learned positions change K (rebuild); RoPE scores unchanged",
+               .claim_zh = "滑动窗口：学习式位置编码下 K 会变（需重建）；RoPE 下分数不变",
                .description =
                    "Slides a block_size window by one token: with learned positions the same token's K at\n"
                    "position 1 and at position 0 differ in every layer; with RoPE the kept cache and a new\n"

@@ -143,6 +143,7 @@ const CheckDef<AttnParamsOptions, AttnParamsMeasured>& attn_params_check() {
                .order = 105,
                .source = "000 §4.2",
                .summary = "K+V parameters: MHA 2D², MQA 2·D·d_head, GQA 2·G·D·d_head",
+               .claim_zh = "K+V 投影参数量：MHA 2D²，MQA 2·D·d_head，GQA 2·G·D·d_head",
                .description =
                    "Builds mini-GPTs of one shape (D = H·d_head) as MHA, MQA and GQA and counts the elements\n"
                    "of the K and V projection matrices in every layer, against 000 §4.2's formulas and the\n"

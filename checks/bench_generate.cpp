@@ -221,6 +221,7 @@ const CheckDef<BenchGenerateOptions, BenchGenerateMeasured>& bench_generate_chec
                .order = 360,
                .source = kSource,
                .summary = "naive vs cached generation: work counted (judged), per-token time and plot (shown)",
+               .claim_zh = "朴素与带缓存生成：计数的工作量（判定）与每 token 时间（展示）",
                .description =
                    "Generates greedily with a small mini-GPT, naively and with the KV cache, for lengths 32 and\n"
                    "64 (--long: 16 .. 255, with 004 §B.5's 64, 128, 255). Judges the counted work against\n"

@@ -151,6 +151,7 @@ const CheckDef<BidirectionalOptions, BidirectionalMeasured>& bidirectional_check
                .order = 305,
                .source = "004 §1.2",
                .summary = "bidirectional mask: an appended token changes old K/V (no KV cache for BERT)",
+               .claim_zh = "双向掩码下追加一个 token 会改变旧的 K/V（所以 BERT 没有 KV Cache）",
                .description =
                    "Compares the K/V of the first n positions for prefixes of n and n + 1 tokens, in a causal\n"
                    "and a bidirectional mini-GPT with the same weights: the causal ones are identical, the\n"

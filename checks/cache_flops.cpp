@@ -180,6 +180,7 @@ const CheckDef<CacheFlopsOptions, CacheFlopsMeasured>& cache_flops_check() {
                .order = 300,
                .source = "004 §1.1 (group 3); §0.1, §1.5",
                .summary = "generation FLOPs: naive O(T²d² + T³d) vs cached O(Td² + T²d), counted",
+               .claim_zh = "生成的 FLOPs：朴素 O(T²d² + T³d)，有缓存 O(Td² + T²d)，逐项计数",
                .description =
                    "Counts the multiply-adds of the mini-GPT's loops while it generates T tokens through one\n"
                    "layer, naively and with the KV cache, checks them against the closed forms, and tabulates\n"

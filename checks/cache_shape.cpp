@@ -217,6 +217,7 @@ const CheckDef<CacheShapeOptions, CacheShapeMeasured>& cache_shape_check() {
                .order = 45,
                .source = "000 §A.2 [b]; 000 §2.1, §2.2, §4.2",
                .summary = "MHA/GQA/MQA/MLA cache shapes and bytes on real buffers = formula",
+               .claim_zh = "KV Cache 张量的形状与字节数与公式一致",
                .description =
                    "Runs batch sequences through mini-GPTs of one shape as MHA, GQA, MQA (PreallocCache) and\n"
                    "MLA (LatentCache), reads each cache's tensor shapes and bytes off its buffers, and compares\n"

@@ -135,6 +135,7 @@ const CheckDef<CatVsPreallocOptions, CatVsPreallocMeasured>& cat_vs_prealloc_che
                .order = 55,
                .source = "004 §3.1 (group 8)",
                .summary = "torch.cat moves n(n+1)/2 positions, preallocation n (2048× at 4096)",
+               .claim_zh = "torch.cat 逐步拼接移动 n(n+1)/2 个位置，预分配只写 n 个（4096 时约 2048 倍）",
                .description =
                    "Appends tokens one at a time to kvlab's ConcatCache (new buffer + copy each step, as\n"
                    "torch.cat) and PreallocCache (one buffer, in-place writes) and compares their counters\n"

@@ -121,6 +121,7 @@ const CheckDef<CausalMaskOptions, CausalMaskMeasured>& causal_mask_check() {
                .order = 335,
                .source = "004 §3.3; 000 §6.3",
                .summary = "mask for T queries over S keys = tril(S − T); is_causal sees key 0 only",
+               .claim_zh = "T 个 query 对 S 个 key 的掩码 = tril(对角线偏移 S − T)；is_causal 只对齐到 key 0",
                .description =
                    "Builds the causal mask from absolute positions for prefill (T = S), decode (T = 1) and\n"
                    "a chunk (T < S), compares it with ones(T, S).tril(S − T) and with the mask the attention\n"

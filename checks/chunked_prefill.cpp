@@ -337,6 +337,7 @@ const CheckDef<ChunkedPrefillOptions, ChunkedPrefillMeasured>& chunked_prefill_c
                .order = 470,
                .source = kSource,
                .summary = "A 4096-token prompt stalls decodes 100+ ms unless chunked (Sarathi-Serve): simulated stalls",
+               .claim_zh = "长提示的预填充会让解码停顿，分块预填充（Sarathi-Serve）消除停顿",
                .description =
                    "Simulates --decoders requests decoding on a 7B model on an A100-80GB when a --long-prompt "
                    "request arrives, served with whole-prompt prefill and with --chunk prompt tokens per step "

@@ -177,6 +177,7 @@ const CheckDef<ClaOptions, ClaMeasured>& cla_check() {
                .order = 160,
                .source = "003 part 2, Q3; 004 §2.7",
                .summary = "cross-layer attention: cache and K/V weights ÷ 2; decode = full",
+               .claim_zh = "跨层注意力（CLA）：缓存与 K/V 权重减半；解码与完整计算一致",
                .description =
                    "Builds a mini-GPT whose adjacent layers share one K/V projection and one cache layer\n"
                    "(CLA), counts the positions its real cache stores and the K/V parameters against the\n"

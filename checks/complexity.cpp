@@ -253,6 +253,7 @@ const CheckDef<ComplexityOptions, ComplexityMeasured>& complexity_check() {
                .order = 370,
                .source = kSource,
                .summary = "prefill, decode and generation FLOPs counted vs O(N²d), O(td + d²), O((N+T)³d), O((N+T)²d)",
+               .claim_zh = "预填充、解码与生成的 FLOPs 计数，对照 O(N²d)、O(td + d²)、O((N+T)³d)、O((N+T)²d)",
                .description =
                    "Counts the FLOPs of one MHA layer call by call through the naive and cached generation\n"
                    "loops, compares them with closed forms over a sweep of prompt lengths, and measures the\n"

@@ -272,6 +272,7 @@ const CheckDef<ContinuousBatchingOptions, ContinuousBatchingMeasured>& continuou
                .order = 460,
                .source = kSource,
                .summary = kSummary,
+               .claim_zh = "静态批处理与迭代级（Orca）连续批处理在同一模拟请求流上：吞吐、TTFT、TPOT",
                .description =
                    "Serves one seeded ShareGPT-like trace (--requests at Poisson --rate) with static batching "
                    "and with iteration-level scheduling, both limited to --max-batch running requests, on a "

@@ -556,6 +556,7 @@ const CheckDef<CpuRooflineOptions, CpuRooflineMeasured>& cpu_roofline_check() {
                .order = 505,
                .source = "004 §1.5 (group 5); 000 §3.1",
                .summary = "benchmark: kvlab's f32 decode/prefill against this machine's measured roofline",
+               .claim_zh = "基准：kvlab 的 f32 解码/预填充对照本机实测的 Roofline",
                .description =
                    "Measures this machine's memory bandwidth and float32 GEMM rate, then times kvlab's fast\n"
                    "float32 decode (batch 1..64 x context 128..4096) and prefill of a bench-size mini-GPT against\n"

@@ -317,6 +317,7 @@ const CheckDef<FragmentationOptions, FragmentationMeasured>& fragmentation_check
                .order = 450,
                .source = kSource,
                .summary = kSummary,
+               .claim_zh = "KV 显存利用率与 batch：按最大长度预分配、按实际长度连续分配、分页",
                .description =
                    "Serves one seeded ShareGPT-like trace (--requests, all queued at t = 0 unless --rate) with "
                    "continuous batching in --kv-tokens slots of KV memory, once with max-length "

@@ -106,6 +106,7 @@ const CheckDef<GqaEqualsMhaOptions, GqaEqualsMhaMeasured>& gqa_equals_mha_check(
                .order = 320,
                .source = "004 §2.3 (group 6)",
                .summary = "GQA with G = h equals MHA: max difference exactly 0",
+               .claim_zh = "G = h 时 GQA 就是 MHA：最大差恰为 0",
                .description =
                    "Runs the library's grouped-query kernel with as many K/V heads as query heads against\n"
                    "a head-by-head multi-head attention on random q, K, V (prefill and one decode query).\n"

@@ -171,6 +171,7 @@ const CheckDef<GqaLayoutOptions, GqaLayoutMeasured>& gqa_layout_check() {
                .order = 340,
                .source = "004 §3.4; 000 §4.2; 003 Q6",
                .summary = "repeat_interleave = expand+reshape = grouped kernel [0,0,1,1]; repeat tiles [0,1,0,1]",
+               .claim_zh = "repeat_interleave = expand+reshape = 分组内核 [0,0,1,1]；repeat 得到 [0,1,0,1]",
                .description =
                    "Gives each K/V head a distinct constant and reads back which one each query head sees\n"
                    "under repeat_interleave, expand + reshape, the native grouped kernel and repeat; then\n"

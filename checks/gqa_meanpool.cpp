@@ -178,6 +178,7 @@ const CheckDef<GqaMeanpoolOptions, GqaMeanpoolMeasured>& gqa_meanpool_check() {
                .order = 325,
                .source = "004 §2.4 (group 6); 003 Q6",
                .summary = "MHA → GQA by mean-pooling K/V heads: loss shrinks as a group's heads get closer",
+               .claim_zh = "MHA → GQA 对 K/V 头做均值池化：组内各头越接近，损失越小",
                .description =
                    "Converts an 8-head MHA mini-GPT to GQA with G = 2 and G = 1 by averaging each group's K/V\n"
                    "projections, on random weights and on heads made redundant (spread ε within a group),\n"

@@ -293,6 +293,7 @@ const CheckDef<GreedyGenerateOptions, GreedyGenerateMeasured>& greedy_generate_c
                .order = 350,
                .source = "004 §3.5 (test 2), §1.6",
                .summary = "cached greedy generation = naive generation, token for token, past block_size too",
+               .claim_zh = "带缓存的贪心生成与朴素生成逐 token 一致，超过 block_size 后亦然",
                .description =
                    "Generates greedily twice from one seeded mini-GPT with learned positions: naively (the\n"
                    "whole window recomputed every step) and through the KV cache (prefill, then one token per\n"

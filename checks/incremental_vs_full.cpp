@@ -329,6 +329,7 @@ const CheckDef<IncrementalOptions, IncrementalMeasured>& incremental_vs_full_che
                .order = 20,
                .source = "004 §1.3, §3.5 (group 2)",
                .summary = "cached decode = full forward (MHA, GQA, MQA, chunked prefill, RoPE, MLA)",
+               .claim_zh = "带 KV Cache 的增量解码与完整前向一致（MHA、GQA、MQA、分块预填充、RoPE、MLA）",
                .description =
                    "Prefills a prompt, decodes the rest one token at a time through the KV cache, and\n"
                    "compares every logit with one forward pass over the whole sequence; then again with\n"

@@ -284,6 +284,7 @@ const CheckDef<Int8OutliersOptions, Int8OutliersMeasured>& int8_outliers_check()
                .order = 180,
                .source = "003 part 4, Q7",
                .summary = "absmax int8 matmul breaks on outlier features; LLM.int8() decomposition restores it",
+               .claim_zh = "absmax int8 矩阵乘法遇离群特征失效；LLM.int8() 的分解能恢复精度",
                .description =
                    "Multiplies seeded X W in double, in vector-wise absmax int8 with and without planted\n"
                    "outlier feature dimensions, and with LLM.int8()'s mixed-precision decomposition; checks each\n"

@@ -280,6 +280,7 @@ const CheckDef<IntensityOptions, IntensityMeasured>& intensity_check() {
                .order = 375,
                .source = kSource,
                .summary = "arithmetic intensity: MLP ∝ batch, decode attention ≈ 1 for any batch, prefill ∝ prompt",
+               .claim_zh = "算术强度：MLP 随 batch 增长，解码注意力对任何 batch 都约为 1，预填充随提示长度增长",
                .description =
                    "Counts one layer's FLOPs term by term against 000 §3.1, then the intensity (FLOP/B, 16-bit)\n"
                    "of the decode MLP and decode attention over batches 1..512 and of prefill over prompt\n"

@@ -179,6 +179,7 @@ const CheckDef<JacobiOptions, JacobiMeasured>& jacobi_check() {
                .order = 250,
                .source = kSource,
                .summary = "Jacobi iteration reaches the greedy output of n tokens in at most n parallel forwards",
+               .claim_zh = "Jacobi 迭代至多 n 次并行前向即可得到 n 个 token 的贪心输出",
                .description =
                    "A mini-GPT (V = 32): for --prompts prompts and blocks of n = 1, 2, 4, ... --block\n"
                    "tokens from two initial blocks, Jacobi iteration (one forward per iteration, argmax at\n"

@@ -190,6 +190,7 @@ const CheckDef<KvInvarianceOptions, KvInvarianceMeasured>& kv_invariance_check()
                .order = 10,
                .source = "004 §1.2 (group 1)",
                .summary = "past K/V never change: n vs n+1 tokens, max diff exactly 0",
+               .claim_zh = "过去 token 的 K/V 不会因后续 token 而改变：n 与 n+1 个 token 时的最大差恰为 0（004 §1.2）",
                .description =
                    "Runs an n-token and an (n+1)-token prefix of one seeded sequence through a mini-GPT and\n"
                    "compares the cached K and V of the first n positions in every layer. The course's\n"

@@ -564,6 +564,7 @@ const CheckDef<KvQuantOptions, KvQuantMeasured>& kv_quant_check() {
                .order = 170,
                .source = "000 §4.5; 003 part 4",
                .summary = "quantized KV cache: bytes (fp8/int8 2×, int4 4× less scales), error bounds, KIVI per-channel K",
+               .claim_zh = "KV Cache 量化：fp8/int8 省一半、int4 省四分之三（另加 scale），误差有界；KIVI 按通道量化 K",
                .description =
                    "Writes seeded K/V through kvlab's quantized cache (fp16, int8/4/2 asymmetric with KIVI's\n"
                    "layout, fp8 e4m3/e5m2 with a scale), counts the bytes of its packed buffers, checks every\n"

@@ -607,6 +607,7 @@ const CheckDef<KvSizeOptions, KvSizeMeasured>& kv_size_check() {
                .source = "004 §1.4 (group 4); 000 §0, §2.2, §2.3, §4.2; 003 Q5",
                .summary = "KV-cache bytes per token and in total (MHA/GQA/MQA/MLA, any cache dtype), for the "
                           "course's models or any config.json",
+               .claim_zh = "KV Cache 大小 = 2 × 层数 × KV 头数 × head_dim × 序列长度 × batch × 每元素字节数",
                .description =
                    "Without --model or --config: the course's KV-cache figures (004 §1.4's four-model "
                    "table and 70B estimate with its MHA/MQA variants, 000's LLaMA-3-70B and DeepSeek-V2 "

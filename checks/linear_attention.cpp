@@ -200,6 +200,7 @@ const CheckDef<LinearAttentionOptions, LinearAttentionMeasured>& linear_attentio
                .order = 165,
                .source = "003 part 3",
                .summary = "linear attention / SSM: constant state and work per token; KV grows",
+               .claim_zh = "线性注意力：状态大小不随 t 增长，而 KV Cache 与 softmax 计算随 t 线性增长",
                .description =
                    "Decodes T tokens through one linear-attention head (φ = elu + 1; decay 1 and 0.9) and,\n"
                    "on the same q, k, v, through softmax attention over a KV cache. Measures the bytes each\n"

@@ -208,6 +208,7 @@ const CheckDef<MaxBatchOptions, MaxBatchMeasured>& max_batch_check() {
                .order = 390,
                .source = kSource,
                .summary = "70B + 4K + GQA on 8 × A100-80GB: weights, memory left, max batch (≈ 320, E4: 298)",
+               .claim_zh = "70B + 4K + GQA 在 8 × A100-80GB 上：权重、剩余显存与最大 batch",
                .description =
                    "Sizes a deployment: weights (N × bytes/param, sharded), the memory left on --gpus × --gpu,\n"
                    "the KV cache of one --ctx sequence, and the largest batch a KV budget holds. Without\n"

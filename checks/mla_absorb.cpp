@@ -251,6 +251,7 @@ const CheckDef<MlaAbsorbOptions, MlaAbsorbMeasured>& mla_absorb_check() {
                .order = 120,
                .source = "000 §4.3.3",
                .summary = "MLA absorbed = naive logits; FLOPs and bytes per decode step",
+               .claim_zh = "MLA 矩阵吸收后的 logits 与朴素计算一致；每个解码步的 FLOPs 与字节",
                .description =
                    "Runs one MLA mini-GPT with the naive path (up-project K and V from the latent cache)\n"
                    "and the absorbed path (W_UQ W_UKᵀ per head, W_UV folded into W_O), prefill then cached\n"

@@ -248,6 +248,7 @@ const CheckDef<MlaCacheOptions, MlaCacheMeasured>& mla_cache_check() {
                .order = 110,
                .source = "000 §4.3.2, §4.4.3, §A.2 [c]",
                .summary = "MLA caches d_c + d_r per token: 576 vs GQA 2048 vs MHA 16384",
+               .claim_zh = "MLA 每 token 只缓存 d_c + d_r = 576 个元素，GQA 为 2048，MHA 为 16384",
                .description =
                    "Counts the cache elements per token of an MLA model (DeepSeek-V2), a GQA model\n"
                    "(LLaMA-3-70B) and that model as MHA, from the catalogue's shapes, compares the ratios\n"

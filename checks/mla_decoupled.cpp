@@ -148,6 +148,7 @@ const CheckDef<MlaDecoupledOptions, MlaDecoupledMeasured>& mla_decoupled_check()
                .order = 140,
                .source = "000 §4.4.2, §6.3",
                .summary = "decoupled RoPE: score = absorbed content + RoPE dot; cached = full",
+               .claim_zh = "解耦 RoPE：分数 = 吸收后的内容项 + RoPE 点积；缓存版与完整计算一致",
                .description =
                    "On an MLA mini-GPT with a decoupled RoPE channel: checks the score split\n"
                    "[q_C; q_R]·[k_C; k_R] = c_Q W̃_QK c_KVᵀ + q_R·k_R, that absorbed cached decode equals one\n"

@@ -281,6 +281,7 @@ const CheckDef<PagedCacheOptions, PagedCacheMeasured>& paged_cache_check() {
                .order = 400,
                .source = "000 §5.3, §6.2, §A.2 [f]",
                .summary = "block tables [12, 7, 34, 19] / [12, 7, 5], ref counts, copy-on-write, audit",
+               .claim_zh = "块表 [12, 7, 34, 19] / [12, 7, 5]、引用计数、写时复制（copy-on-write）",
                .description =
                    "Replays 000 §5.3's block-table example on kvlab's paged pool with K/V data in it: A and B\n"
                    "share two blocks, A's write into a shared block is copied (COW), an exhausted pool\n"

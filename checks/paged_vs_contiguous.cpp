@@ -252,6 +252,7 @@ const CheckDef<PagedVsContiguousOptions, PagedVsContiguousMeasured>& paged_vs_co
                .order = 410,
                .source = "000 §5.2",
                .summary = "paged decode = contiguous decode (block sizes 1, 16, > sequence)",
+               .claim_zh = "分页解码与连续缓存解码一致（块大小 1、16、大于序列）",
                .description =
                    "Prefills and decodes two sequences in lockstep through one paged pool (their blocks\n"
                    "interleave) and compares every logit with the same sequences decoded through the\n"

@@ -212,6 +212,7 @@ const CheckDef<ParallelSamplingOptions, ParallelSamplingMeasured>& parallel_samp
                .order = 430,
                .source = "000 §5.2",
                .summary = "n samples of one prompt share its blocks: F + n·(⌈L/B⌉ − F) vs n·⌈L/B⌉",
+               .claim_zh = "同一提示的 n 个样本共享其块：F + n·(⌈L/B⌉ − F) 对 n·⌈L/B⌉",
                .description =
                    "Prefills one prompt in a paged pool, forks n samples from it and samples new tokens for\n"
                    "each; counts the blocks in use against the formula and against n private copies, the\n"

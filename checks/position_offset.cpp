@@ -143,6 +143,7 @@ const CheckDef<PositionOffsetOptions, PositionOffsetMeasured>& position_offset_c
                .order = 330,
                .source = "004 §3.2",
                .summary = "forgetting the start position: no error, different logits",
+               .claim_zh = "忘记起始位置：不报错，但 logits 不同",
                .description =
                    "Prefills a prompt and decodes through the KV cache with the right start position and\n"
                    "with it forgotten (each new token at position 0), and compares both with one full\n"

@@ -291,6 +291,7 @@ const CheckDef<PrefixCacheOptions, PrefixCacheMeasured>& prefix_cache_check() {
                .order = 420,
                .source = "000 §3.4; 003 part 6",
                .summary = "shared system prompt: blocks reused by chained hash, COW mid-block, logits unchanged",
+               .claim_zh = "共享系统提示：按链式哈希复用块，块中途写时复制，logits 不变",
                .description =
                    "Serves requests that share a system prompt through one paged pool with prefix caching:\n"
                    "hit rate, prefill tokens saved and blocks shared against a token-list reference, a\n"

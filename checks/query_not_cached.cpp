@@ -168,6 +168,7 @@ const CheckDef<QueryNotCachedOptions, QueryNotCachedMeasured>& query_not_cached_
                .order = 310,
                .source = "004 §1.2",
                .summary = "the last output needs its own q and all K/V; earlier queries change nothing",
+               .claim_zh = "最后一个输出只需要它自己的 q 和全部 K/V；更早的 query 不影响结果（所以不缓存 Q）",
                .description =
                    "Decodes the last token from a cache of K/V only and compares with a full recompute;\n"
                    "replaces every earlier query (the last output keeps its bits) and perturbs each key and\n"

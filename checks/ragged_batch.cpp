@@ -169,6 +169,7 @@ const CheckDef<RaggedBatchOptions, RaggedBatchMeasured>& ragged_batch_check() {
                .order = 380,
                .source = kSource,
                .summary = "ragged batch: MLP over flattened tokens = per request; attention stays per request",
+               .claim_zh = "不等长 batch：展平后的 MLP 与逐请求计算一致；注意力仍按请求分开",
                .description =
                    "Stacks requests of different lengths into one [Σ n, d] matrix, runs a block's MLP once over\n"
                    "it and attention per request, and compares with each request run alone; then shows what\n"

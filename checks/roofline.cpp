@@ -1025,6 +1025,7 @@ const CheckDef<RooflineOptions, RooflineMeasured>& roofline_check() {
                .order = 50,
                .source = "004 §1.5 (group 5); 000 §1.1, §3.1; 003 Q6",
                .summary = "Decode-step roofline: FLOPs, bytes, intensity vs the GPU's ridge, step time and tokens/s",
+               .claim_zh = "解码步的 Roofline：FLOPs、字节、算术强度与 GPU 的拐点（ridge point），步时与 tokens/s",
                .description =
                    "Without --model or --config: 004 §1.5's decode table on an A100-80GB, with the "
                    "assumptions that reproduce it (N = 7e9 at 2 B, llama-2-7b's MHA cache, ctx 1024 for "

@@ -159,6 +159,7 @@ const CheckDef<RopeBreaksAbsorbOptions, RopeBreaksAbsorbMeasured>& rope_breaks_a
                .order = 130,
                .source = "000 §4.4.1",
                .summary = "RoPE on the MLA latent: W_UQ R_(s−t) W_UKᵀ changes with s − t",
+               .claim_zh = "在 MLA 潜向量上直接加 RoPE：W_UQ R_(s−t) W_UKᵀ 随 s − t 变化，无法吸收",
                .description =
                    "Checks the score identity (R_t q_C)·(R_s k_C) = c_Q W_UQ R_(s−t) W_UKᵀ c_KVᵀ on an MLA\n"
                    "mini-GPT's up-projections, then shows that the middle matrix differs from its value at\n"

@@ -219,6 +219,7 @@ const CheckDef<RopeRelativeOptions, RopeRelativeMeasured>& rope_relative_check()
                .order = 100,
                .source = "000 §4.4.1; 004 §1.6",
                .summary = "RoPE: R_tᵀR_s = R_(s−t); scores unchanged when both positions shift",
+               .claim_zh = "RoPE：R_tᵀR_s = R_(s−t)；两个位置同时平移时注意力分数不变",
                .description =
                    "Builds the rotation R_t from the library's apply_rope and checks R_tᵀR_s = R_(s−t)\n"
                    "entry by entry, the score (R_t q)·(R_s k) against qᵀR_(s−t)k written out, and the score\n"

@@ -399,6 +399,7 @@ const CheckDef<SlidingWindowOptions, SlidingWindowMeasured>& sliding_window_chec
                .order = 150,
                .source = "004 §2.7, §1.6; 003 part 2",
                .summary = "rolling cache of W = window-masked attention; memory W; reach l·(W − 1)",
+               .claim_zh = "滑动窗口：大小为 W 的滚动缓存 = 窗口掩码注意力；显存封顶为 W；感受野随层数增长",
                .description =
                    "Decodes a sliding-window mini-GPT (RoPE by default) through a rolling cache of W positions\n"
                    "that wraps around several times and compares every logit with one full forward under an\n"

@@ -350,6 +350,7 @@ const CheckDef<SpecAlphaOptions, SpecAlphaMeasured>& spec_alpha_check() {
                .source = kSource,
                .summary = "acceptance rate α = Σ min(p, q) = 1 − TV against a rejection sampler (100k draws by "
                           "default)",
+               .claim_zh = "接受率 α = Σ min(p, q) = 1 − TV(p, q)，与拒绝采样器的实测比较",
                .description =
                    "For seeded random target/draft pairs (p, q) and the edge cases p = q, disjoint supports,\n"
                    "one-hot q and q(x) = 0 where p(x) > 0: α by formula, 1 − TV(p, q), and the acceptance\n"

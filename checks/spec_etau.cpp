@@ -438,6 +438,7 @@ const CheckDef<SpecEtauOptions, SpecEtauMeasured>& spec_etau_check() {
                .order = 70,
                .source = kSource,
                .summary = "tokens per speculative step E[τ] = (1 − α^(K+1))/(1 − α) against simulation; α × K table",
+               .claim_zh = "每个投机步的期望 token 数 E[τ] = (1 − α^(K+1))/(1 − α)，与模拟比较",
                .description =
                    "E[τ] by formula against simulated speculative steps (real rejection sampling per draft\n"
                    "position from a (p, q) pair with the chosen α, bonus token when all K pass), within a\n"

@@ -115,6 +115,7 @@ const CheckDef<SpecExactOptions, SpecExactMeasured>& spec_exact_check() {
                .order = 220,
                .source = kSource,
                .summary = "speculative decoding's output law = the target's (V = 8): TV bound and chi-square",
+               .claim_zh = "投机解码的输出分布等于目标模型的分布（TV 上界与卡方检验）",
                .description =
                    "Target and draft mini-GPTs over V = 8: the exact law of --new-tokens tokens by\n"
                    "enumeration, against --samples sequences from direct sampling, the loop with a soft\n"

@@ -240,6 +240,7 @@ const CheckDef<SpecGreedyOptions, SpecGreedyMeasured>& spec_greedy_check() {
                .order = 210,
                .source = kSource,
                .summary = "temperature 0: speculative decoding = the target's greedy decoding, token for token",
+               .claim_zh = "温度为 0 时，投机解码与目标模型的贪心解码逐 token 一致",
                .description =
                    "Two mini-GPTs (target: 2 layers, d_model 64; draft: 1 layer, d_model 32, and the target\n"
                    "itself), greedy, --prompts seeded prompts of 5 tokens, --new-tokens each, --k drafts\n"

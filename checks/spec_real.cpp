@@ -478,6 +478,7 @@ const CheckDef<SpecRealOptions, SpecRealMeasured>& spec_real_check() {
                .order = 520,
                .source = kSource,
                .summary = "Trained pair on fortunes text: α at T = 1 and 0, tokens/step vs E[τ], speedup vs E[τ]/(1 + Kc)",
+               .claim_zh = "在 fortunes 文本上训练的一对模型：T = 1 与 0 时的 α、每步 token 数对照 E[τ]、加速比",
                .description =
                    "The trained target/draft of data/weights (docs/weights.md) on validation text of the\n"
                    "fortunes package: α teacher-forced beside Leviathan et al.'s Table 3; for K = 1..8 at\n"

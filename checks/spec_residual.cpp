@@ -242,6 +242,7 @@ const CheckDef<SpecResidualOptions, SpecResidualMeasured>& spec_residual_check()
                .source = kSource,
                .summary = "residual p′ = max(0, p − q)/(1 − α): min(p, q) + (1 − α)·p′ = p and the one-step law "
                           "is p (closed form)",
+               .claim_zh = "残差分布 p′ = max(0, p − q)/(1 − α)：min(p, q) + (1 − α)·p′ = p，一步输出分布就是 p",
                .description =
                    "For --pairs seeded random (p, q) pairs over --vocab tokens and the edge cases\n"
                    "q(x) = 0 where p(x) > 0, p = q, disjoint supports and one-hot q: the identity\n"

@@ -247,6 +247,7 @@ const CheckDef<SpecSamplerOptions, SpecSamplerMeasured>& spec_sampler_check() {
                .source = kSource,
                .summary = "temperature/top-k/top-p on the target: the output is p̃ for any draft sampler; a "
                           "greedy draft lowers α",
+               .claim_zh = "目标模型上的温度/top-k/top-p：任何草稿采样器下输出都是 p̃；贪心草稿降低 α",
                .description =
                    "Target and draft mini-GPTs over V = 8, the target sampling with --temperature,\n"
                    "--top-k, --top-p (p̃), five draft samplers (greedy, T 0.05, the target's T, T 1, the\n"

@@ -426,6 +426,7 @@ const CheckDef<SpecSpeedupOptions, SpecSpeedupMeasured>& spec_speedup_check() {
                .order = 235,
                .source = kSource,
                .summary = "K = 1..8 with two mini-GPTs: α and tokens/step vs E[τ]; speedup E[τ]/(1 + Kc) vs wall-clock",
+               .claim_zh = "两个 mini-GPT、K = 1..8：α 与每步 token 数对照 E[τ]；加速比 E[τ]/(1 + Kc) 对照实测",
                .description =
                    "Target (2 layers, d_model 64) and draft (1 layer, d_model 16) mini-GPTs, K = 1..8,\n"
                    "--prompts prompts × --new-tokens tokens each: α observed against the exact α of the\n"

@@ -768,6 +768,7 @@ const CheckDef<SpecWallclockOptions, SpecWallclockMeasured>& spec_wallclock_chec
                .order = 236,
                .source = kSource,
                .summary = "benchmark: speculative decoding's wall-clock speedup with int8/int4/layer-skip self-drafts on this CPU",
+               .claim_zh = "基准：在本机的访存受限目标模型上，投机解码的墙钟加速比",
                .description =
                    "Times a memory-bound random mini-GPT on the fast float32 path decoding greedily alone, and with\n"
                    "speculative decoding from three self-drafts built from its own weights (int8, int4, its first\n"

@@ -403,6 +403,7 @@ const CheckDef<TreeVerifyOptions, TreeVerifyMeasured>& tree_verify_check() {
                .order = 260,
                .source = kSource,
                .summary = "tree attention = per-path verification (5^N paths); multi-candidate sampling is exact",
+               .claim_zh = "树注意力 = 逐路径验证（5^N 条路径）；多候选采样仍是无损的",
                .description =
                    "A Medusa-style static tree (top --top-k of each of --heads heads) and its pruned\n"
                    "subtree (--keep nodes) through ONE masked target forward, against a causal forward per\n"

@@ -297,6 +297,7 @@ const CheckDef<TypicalAcceptanceOptions, TypicalAcceptanceMeasured>& typical_acc
                .order = 240,
                .source = kSource,
                .summary = "Medusa's typical acceptance is not exact (TV above the bound); rejection sampling is",
+               .claim_zh = "Medusa 的 typical acceptance 不是无损的（TV 超出上界）；拒绝采样是无损的",
                .description =
                    "Next-token (p, q) from the target and draft mini-GPTs (V = 8) for --contexts prompts:\n"
                    "closed-form law of the emitted token under rejection sampling (= p) and under Medusa's\n"

@@ -55,7 +55,6 @@
 #include "framework/check.hpp"
 #include "framework/options.hpp"
 #include "framework/path_option.hpp"
-#include "framework/translations.hpp"
 #include "report/lang.hpp"
 
 namespace {
@@ -182,7 +181,6 @@ int run_one(Check& check, const CommonFlags& flags) {
   }
   const kvlab::Lang lang = kvlab::resolve_lang(flags.lang);
   kvlab::Result result = check.run(resolve(flags, check));
-  result.claim_zh = kvlab::checks::claim_zh(check.name());
   kvlab::write_result(std::cout, result, format, lang);
   if (plot) draw_plots(result, *plot, format);
   return result.passed() ? 0 : kExitFail;
@@ -226,7 +224,6 @@ int run_all(const CommonFlags& flags, const AllFlags& all) {
     if (flags.dtype != "f64" && !check->uses_dtype())  // one rule for every check, not a note in each
       results.back().notes.push_back("--dtype " + flags.dtype + " does not apply here: " + check->name() +
                                      " has no model dtype to choose (`kvlab " + check->name() + " --help` says what it computes in).");
-    results.back().claim_zh = kvlab::checks::claim_zh(check->name());
   }
   kvlab::write_all(std::cout, results, format, view);
   for (const auto& r : results)

@@ -46,6 +46,9 @@ class Check {
   virtual std::string name() const = 0;     ///< subcommand, e.g. "kv-size"
   virtual std::string source() const = 0;   ///< e.g. "004 §1.4 (group 4); 000 §0, §2.2, §2.3"
   virtual std::string summary() const = 0;  ///< one line for `kvlab list`
+  /// The claim in Chinese for `--lang zh` (the course is written in Chinese; the student reads the
+  /// headline in its terms: 预填充 prefill, 解码 decode, 接受率 α). A unit test keeps it present.
+  virtual std::string claim_zh() const { return {}; }
   /// Longer --help text: what the check shows and how to read its output.
   virtual std::string description() const { return summary(); }
   /// The derivation behind the claim, for `kvlab explain NAME`: a few lines of argument or

@@ -8,7 +8,8 @@
 // The table drives everything that used to be written by hand in several places: the CLI11
 // binding (defaults shown by CLI11, not typed into the help), validation (one function for the
 // command line and for unit tests: validate_options), `kvlab list --options`, and the ctest and
-// bench lists (`kvlab list --format json`). The framework fills Result's check, source and claim.
+// bench lists (`kvlab list --format json`). The framework fills Result's check, source, claim and
+// claim_zh.
 //
 // Unit tests call measure with faulty parts and judge on hand-made Measured values; the test of
 // every check at its defaults (tests/checks/framework_test.cpp) refuses an expectation that could
@@ -55,6 +56,7 @@ struct CheckSpec {
   int order = 0;            ///< position in document order (`list`, `all`); unique
   std::string_view source;       ///< document sections, e.g. "004 §3.3; 000 §6.3"
   std::string_view summary;      ///< one line for `kvlab list`
+  std::string_view claim_zh;     ///< the claim in Chinese (`--lang zh`), one line, in the course's terms
   std::string_view description;  ///< the --help footer: what it shows and how to read the output
   std::string_view derivation;   ///< `kvlab explain NAME`: the argument or arithmetic, ending with its source
   std::string_view claim;        ///< Result::claim when the claim does not depend on the options
@@ -190,6 +192,7 @@ Result run_check(const CheckDef<O, M>& def, const O& options, const RunContext& 
   r.check = def.spec.name;
   r.source = def.spec.source;
   r.claim = def.claim ? def.claim(measured) : std::string(def.spec.claim);
+  r.claim_zh = def.spec.claim_zh;
   for (Expectation& e : def.judge(measured)) r.expect(std::move(e));
   if (def.present) def.present(measured, r);
   return r;
@@ -204,6 +207,7 @@ class SpecCheck final : public Check {
   std::string name() const override { return std::string(def_.spec.name); }
   std::string source() const override { return std::string(def_.spec.source); }
   std::string summary() const override { return std::string(def_.spec.summary); }
+  std::string claim_zh() const override { return std::string(def_.spec.claim_zh); }
   std::string description() const override {
     return std::string(def_.spec.description.empty() ? def_.spec.summary : def_.spec.description);
   }

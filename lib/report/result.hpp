@@ -157,7 +157,7 @@ struct Result {
   /// kvlab's answer in words for the headline, when the headline row's measured value alone
   /// would not say it (kv-size: "16 GiB (17,179,869,184 B)"); "" = the headline row's figure.
   std::string answer;
-  /// The claim in Chinese for `--lang zh`; the front end fills it from the checks' translations
+  /// The claim in Chinese for `--lang zh`; the check framework fills it from the check's spec
   /// ("" = none: the English claim is shown).
   std::string claim_zh;
 

@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 
 #include <set>
+#include <string>
 
 #include "checks/causal_mask.hpp"
 #include "core/error.hpp"
@@ -55,4 +56,18 @@ TEST_CASE("framework: a row whose tolerance spans its whole attainable range is 
   CHECK_FALSE(e.tolerance < e.largest_possible_deviation());  // the framework's test refuses this row
   e.tolerance = 2.0;
   CHECK(e.tolerance < e.largest_possible_deviation());
+}
+
+TEST_CASE("every check's claim has a Chinese translation, and the framework puts it in the Result") {
+  for (const auto& check : checks::make_all_checks()) {
+    CAPTURE(check->name());
+    const std::string zh = check->claim_zh();
+    REQUIRE_FALSE(zh.empty());
+    // At least one CJK ideograph (UTF-8 lead byte 0xE4..0xE9): a translation, not a copy.
+    bool cjk = false;
+    for (unsigned char c : zh) cjk = cjk || (c >= 0xE4 && c <= 0xE9);
+    CHECK(cjk);
+  }
+  const Result r = checks::run_causal_mask({}, {});
+  CHECK(r.claim_zh == checks::causal_mask_check().spec.claim_zh);
 }
