@@ -43,6 +43,7 @@
 #include "model/f32_kernels.hpp"
 #include "model/fast_gpt.hpp"
 #include "framework/options.hpp"
+#include "reference/roofline.hpp"
 
 namespace kvlab::checks {
 namespace {
@@ -259,7 +260,7 @@ double point_seconds(const CpuRooflineOptions& o, const StepCost& s) {
 void finish(RoofPoint& pt, const MachineRoof& roof) {
   if (pt.times.empty()) throw std::runtime_error("cpu-roofline: a timer returned no timings");
   pt.median_s = median(pt.times);
-  pt.bound_s = std::max(pt.cost.bytes / roof.bandwidth_bytes_per_s, pt.cost.flops / roof.flops_per_s);
+  pt.bound_s = reference::roofline_seconds({pt.cost.flops, pt.cost.bytes}, roof.flops_per_s, roof.bandwidth_bytes_per_s);
 }
 
 // The decode grid (batch x context within --max-cached-tokens) and every prompt's prefill.

@@ -60,9 +60,8 @@ PrefillBound prefill_bound(const ModelSpec& m, const GpuSpec& g, double params_u
   p.flops = 2.0 * params_used * static_cast<double>(tokens) +
             static_cast<double>(batch) * prefill_attention_flops(m, ctx);
   p.bytes = read * bytes_per_param + static_cast<double>(kv_bytes);
-  const double t_compute = p.flops / g.bf16_flops_per_s, t_memory = p.bytes / g.bandwidth_bytes_per_s;
-  p.bound = t_compute >= t_memory ? Bound::compute : Bound::memory;
-  p.time_s = std::max(t_compute, t_memory);
+  const RooflineTime t = roofline_time(p.flops, p.bytes, g.bf16_flops_per_s, g.bandwidth_bytes_per_s);
+  p.bound = t.bound, p.time_s = t.time_s;
   return p;
 }
 

@@ -96,6 +96,15 @@ const char* weight_model_name(WeightModel w) {
 
 double ridge_flops_per_byte(const GpuSpec& g) { return g.bf16_flops_per_s / g.bandwidth_bytes_per_s; }
 
+RooflineTime roofline_time(double flops, double bytes, double peak_flops_per_s, double bandwidth_bytes_per_s) {
+  RooflineTime t;
+  t.memory_s = bytes / bandwidth_bytes_per_s;
+  t.compute_s = flops / peak_flops_per_s;
+  t.bound = t.memory_s >= t.compute_s ? Bound::memory : Bound::compute;
+  t.time_s = std::max(t.memory_s, t.compute_s);
+  return t;
+}
+
 WeightRead weight_read(double n_params, const std::optional<MoeQuery>& moe, std::uint64_t batch) {
   if (batch == 0) throw InputError("batch: must be >= 1 sequence (got 0)");
   const WeightSplit w = split_of(n_params, moe);
@@ -152,10 +161,8 @@ DecodeStep decode_step(const ModelSpec& m, const GpuSpec& g, const DecodeQuery& 
   s.bytes = s.weight_bytes + static_cast<double>(s.kv_bytes);
   s.intensity = s.flops / s.bytes;
   s.ridge = ridge_flops_per_byte(g);
-  s.time_memory_s = s.bytes / g.bandwidth_bytes_per_s;
-  s.time_compute_s = s.flops / g.bf16_flops_per_s;
-  s.bound = s.time_memory_s >= s.time_compute_s ? Bound::memory : Bound::compute;
-  s.time_s = std::max(s.time_memory_s, s.time_compute_s);
+  const RooflineTime t = roofline_time(s.flops, s.bytes, g.bf16_flops_per_s, g.bandwidth_bytes_per_s);
+  s.time_memory_s = t.memory_s, s.time_compute_s = t.compute_s, s.bound = t.bound, s.time_s = t.time_s;
   s.tokens_per_s = b / s.time_s;
   return s;
 }

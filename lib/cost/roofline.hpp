@@ -46,6 +46,15 @@ enum class Bound { memory, compute };
 /// "memory" or "compute".
 const char* bound_name(Bound b);
 
+/// A step's time on the roofline, the one place the library writes it: memory time = bytes /
+/// bandwidth, compute time = FLOPs / peak (seconds), the step time their max, the bound memory when
+/// the memory time is at least the compute time. Inputs: FLOPs, bytes, FLOP/s, B/s (positive rates).
+struct RooflineTime {
+  double memory_s = 0.0, compute_s = 0.0, time_s = 0.0;
+  Bound bound = Bound::memory;
+};
+RooflineTime roofline_time(double flops, double bytes, double peak_flops_per_s, double bandwidth_bytes_per_s);
+
 /// The ridge point of `g`: bf16_flops_per_s / bandwidth_bytes_per_s, FLOP/B (A100-80GB: 153.0).
 double ridge_flops_per_byte(const GpuSpec& g);
 

@@ -33,9 +33,8 @@ StepTime StepTimeModel::cost(const StepWork& w) const {
   if (tokens == 0.0) return t;
   t.flops = 2.0 * n_params_ * tokens + attn_per_pair_ * pairs;
   t.bytes = weight_bytes_ + kv_per_token_ * kv_read;
-  t.time_compute_s = t.flops / peak_;
-  t.time_memory_s = t.bytes / bandwidth_;
-  t.time_s = std::max(t.time_compute_s, t.time_memory_s);
+  const RooflineTime r = roofline_time(t.flops, t.bytes, peak_, bandwidth_);
+  t.time_compute_s = r.compute_s, t.time_memory_s = r.memory_s, t.time_s = r.time_s;
   return t;
 }
 

@@ -300,3 +300,16 @@ TEST_CASE("roofline, MoE: the compute-bound batch is the first integer batch at 
     CHECK(cb.batch == doctest::Approx(static_cast<double>(cb.min_batch)).epsilon(1.0 / cb.min_batch));
   }
 }
+
+TEST_CASE("roofline_time: the max of the two times, and which one bounds (memory on a tie)") {
+  using kvlab::Bound, kvlab::RooflineTime, kvlab::roofline_time;
+  const RooflineTime c = roofline_time(8.0, 1.0, 2.0, 1.0);  // 4 s of compute, 1 s of memory
+  CHECK(c.compute_s == 4.0);
+  CHECK(c.memory_s == 1.0);
+  CHECK(c.time_s == 4.0);
+  CHECK(c.bound == Bound::compute);
+  const RooflineTime m = roofline_time(1.0, 6.0, 1.0, 2.0);  // 1 s against 3 s
+  CHECK(m.time_s == 3.0);
+  CHECK(m.bound == Bound::memory);
+  CHECK(roofline_time(2.0, 2.0, 1.0, 1.0).bound == Bound::memory);
+}
