@@ -471,12 +471,21 @@ void write_all_summary(std::ostream& out, const std::vector<Result>& results, co
                        errata, errata_checks);
 }
 
-// The benchmarks `all` left out, one line, so that a reader does not take the count for all of kvlab.
-void write_skipped_benchmarks(std::ostream& out, const AllView& view) {
-  if (view.skipped_benchmarks.empty()) return;
-  out << fmt::format(fmt::runtime(tr(view.lang, "not run: the benchmarks {} (`kvlab all --bench` runs them too)\n",
-                                     "未运行：基准 {}（`kvlab all --bench` 连同它们一起运行）\n")),
-                     fmt::join(view.skipped_benchmarks, ", "));
+// The lines that close `kvlab all` in every format but JSON: the benchmarks left out (so that a
+// reader does not take the count for all of kvlab) and last "N passed, M failed". csv writes them
+// as `#` comment lines, md as paragraphs.
+void write_all_counts(std::ostream& out, long passed, long failed, Format f, const AllView& view) {
+  const std::string lead = f == Format::csv ? "# " : "";
+  const std::string end = f == Format::md ? "\n\n" : "\n";
+  if (!view.skipped_benchmarks.empty())
+    out << lead
+        << fmt::format(fmt::runtime(tr(view.lang, "not run: the benchmarks {} (`kvlab all --bench` runs them too)",
+                                       "未运行：基准 {}（`kvlab all --bench` 连同它们一起运行）")),
+                       fmt::join(view.skipped_benchmarks, ", "))
+        << end;
+  out << lead
+      << fmt::format(fmt::runtime(tr(view.lang, "{} passed, {} failed", "{} 项通过，{} 项未通过")), passed, failed)
+      << '\n';
 }
 
 }  // namespace
@@ -498,8 +507,7 @@ void write_all(std::ostream& out, const std::vector<Result>& results, Format f, 
   }
   if (f == Format::text && !view.full) {
     write_all_summary(out, results, view);
-    write_skipped_benchmarks(out, view);
-    out << passed << " passed, " << failed << " failed\n";
+    write_all_counts(out, passed, failed, f, view);
     return;
   }
   std::size_t errata = 0;  // those reported above: --quiet leaves out the checks that held
@@ -509,11 +517,11 @@ void write_all(std::ostream& out, const std::vector<Result>& results, Format f, 
     write_result(out, r, f, view.lang);
     if (f == Format::text) out << '\n';
   }
-  if (f == Format::text) {
-    if (errata > 0) out << errata << " document errata reported above (they do not fail a check)\n";
-    write_skipped_benchmarks(out, view);
-    out << passed << " passed, " << failed << " failed\n";
-  }
+  if (f == Format::text && errata > 0)
+    out << fmt::format(fmt::runtime(tr(view.lang, "{} document errata reported above (they do not fail a check)\n",
+                                       "上文报告了 {} 条文档勘误（勘误不使检查失败）\n")),
+                       errata);
+  write_all_counts(out, passed, failed, f, view);
 }
 
 }  // namespace kvlab

@@ -93,7 +93,8 @@ struct AllView {
 /// Writes the results of `kvlab all`. Text: one line per check (name, verdict, the headline's
 /// document and kvlab figures, at most 100 columns), the errata count, a line naming the
 /// benchmarks left out (when some were) with the command that runs them, and the summary line
-/// "N passed, M failed"; with view.full each complete report instead. md/csv: each report. JSON:
+/// "N passed, M failed" (in the view's language); with view.full each complete report instead. md/csv:
+/// each report, then the same two closing lines (csv: as `#` comment lines). JSON:
 /// {"results": [...], "passed": N, "failed": M, "skipped_benchmarks": [NAME, ...]}.
 void write_all(std::ostream& out, const std::vector<Result>& results, Format f, const AllView& view = {});
 

@@ -164,6 +164,25 @@ TEST_CASE("all: the benchmarks left out are named, with the command that runs th
   CHECK(nlohmann::json::parse(json_none.str())["skipped_benchmarks"] == nlohmann::json::array());
 }
 
+TEST_CASE("all in md and csv: the benchmarks left out and the count close the output too, also under --quiet") {
+  const std::vector<Result> results{max_batch_like()};
+  for (const Format f : {Format::md, Format::csv}) {
+    std::ostringstream out, quiet;
+    write_all(out, results, f, AllView{.skipped_benchmarks = {"cpu-roofline"}});
+    const std::string s = out.str(), lead = f == Format::csv ? "# " : "";
+    CAPTURE(s);
+    const auto line = s.find(lead + "not run: the benchmarks cpu-roofline");
+    REQUIRE(line != std::string::npos);
+    CHECK(line > s.find("claims checked"));  // after the reports
+    CHECK(s.ends_with(lead + "1 passed, 0 failed\n"));
+    write_all(quiet, results, f, AllView{.quiet = true});  // every check held: only the count is left
+    CHECK(quiet.str() == lead + "1 passed, 0 failed\n");
+  }
+  std::ostringstream zh;
+  write_all(zh, results, Format::text, AllView{.lang = Lang::zh});
+  CHECK(zh.str().ends_with("1 项通过，0 项未通过\n"));
+}
+
 TEST_CASE("text report in Chinese: the section titles too, not only the headline and the columns") {
   Result r = max_batch_like();
   r.notes.push_back("assumptions: weights sharded evenly");
