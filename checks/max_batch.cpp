@@ -84,7 +84,17 @@ MaxBatchMeasured measure_max_batch(const MaxBatchOptions& o, const MaxBatchParts
   std::optional<double> budget;
   if (o.kv_budget_gb) budget = *o.kv_budget_gb * kGB;
   else if (r.document) budget = kDocKvBudgetBytes;
-  r.capacity = with_option("--gpus, --gpu, --model, --params, --weight-bytes, --kv-budget-gb", [&] {
+  // First without the budget, so that weights too large for the GPUs blame the deployment and a
+  // budget beyond what the weights leave blames --kv-budget-gb alone, with the figures.
+  const BatchCapacity deployment = with_option("--gpus, --gpu, --model, --params, --weight-bytes", [&] {
+    return parts.capacity(m, r.gpu, r.gpus, r.params, r.bytes_per_param, r.ctx, r.dtype, std::nullopt);
+  });
+  if (o.kv_budget_gb && !(*budget <= deployment.left_bytes))
+    throw InputError(fmt::format("--kv-budget-gb: must be in [0, {:.6g}], the GB that {} × {} ({:.6g} GB) leave after "
+                                 "{:.6g} GB of weights (got {:.6g})",
+                                 deployment.left_bytes / kGB, r.gpus, r.gpu.name, deployment.memory_bytes / kGB,
+                                 deployment.weight_bytes / kGB, *o.kv_budget_gb));
+  r.capacity = with_option("--kv-budget-gb", [&] {
     return parts.capacity(m, r.gpu, r.gpus, r.params, r.bytes_per_param, r.ctx, r.dtype, budget);
   });
   r.reference_kv_bytes = reference_bytes(m, r.ctx, r.dtype);

@@ -7,6 +7,11 @@ expect_usage_error "(see kvlab spec-speedup --help)" spec-speedup --no-such-opti
 expect_usage_error "(see kvlab spec-speedup --help)" spec-speedup --prompts
 expect_usage_error "(see kvlab model init --help)" model init --no-such-option
 expect_usage_error "(see kvlab --help)" --no-such-option
+# The unknown option is named first, before a missing required one; options before the command's
+# name are told where they go.
+expect_usage_error "--bogus: not an option of kvlab model init" model init --bogus
+expect_usage_error "--colour: not an option of kvlab kv-size" kv-size --colour=red
+expect_usage_error "options go after the command's name: kvlab kv-size --seed 3" --seed 3 kv-size
 
 # --plot on a check that draws nothing: one line naming the check and the checks that draw.
 expect_usage_error "--plot: kv-invariance draws no plot" kv-invariance --plot x.svg
@@ -71,3 +76,7 @@ if [ "$("$kvlab" max-batch --gpus 010 --format json)" = "$("$kvlab" max-batch --
 else
   echo "FAIL: a leading zero changed an integer option's value"; failures=$((failures + 1))
 fi
+
+# A KV budget beyond what the weights leave blames --kv-budget-gb alone, with the figures.
+expect_usage_error "--kv-budget-gb: must be in [0, 498.893], the GB that 8 × a100-80gb (640 GB) leave after 141.107 GB of weights (got 500)" \
+  max-batch --kv-budget-gb 500

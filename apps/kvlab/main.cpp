@@ -265,6 +265,44 @@ std::string command_of(const CLI::App& app) {
   }
 }
 
+/// The first `--name` (or `--name=value`) among the arguments that no command on the parsed path
+/// (kvlab, its subcommand, a sub-subcommand) takes, or "". CLI11 reports a missing required option
+/// before an unexpected one (`kvlab model init --bogus` said "--out is required"), and an extra
+/// argument as a bare list; the unknown option is the mistake to name first.
+std::string unknown_option(const CLI::App& app, int argc, char** argv) {
+  std::vector<const CLI::App*> path{&app};
+  for (auto named = app.get_subcommands(); !named.empty(); named = named.front()->get_subcommands())
+    path.push_back(named.front());
+  for (int i = 1; i < argc; ++i) {
+    const std::string_view arg = argv[i];
+    if (arg == "--") break;  // what follows is positional
+    if (!arg.starts_with("--") || arg.size() == 2) continue;
+    const std::string flag(arg.substr(0, arg.find('=')));
+    const bool known = std::any_of(path.begin(), path.end(),
+                                   [&](const CLI::App* a) { return a->get_option_no_throw(flag) != nullptr; });
+    if (!known) return flag;
+  }
+  return "";
+}
+
+/// For `kvlab --seed 3 kv-size`: the options come before the command's name, where CLI11 would
+/// only say that "3 --seed" were not expected. The line that says where they go, or "" when
+/// argv[1] is not an option or no command is named after it.
+std::string misplaced_options(const CLI::App& app, int argc, char** argv) {
+  if (argc < 3 || argv[1][0] != '-') return "";
+  const std::string_view first = argv[1];
+  if (first == "-h" || first == "--help" || first == "--help-all" || first == "--version") return "";
+  for (int i = 2; i < argc; ++i)
+    for (const CLI::App* sub : app.get_subcommands({}))
+      if (sub->get_name() == argv[i]) {
+        std::string before;
+        for (int j = 1; j < i; ++j) before += std::string(j > 1 ? " " : "") + argv[j];
+        return fmt::format("options go after the command's name: kvlab {} {} (got '{}' before '{}')", argv[i],
+                           before, before, argv[i]);
+      }
+  return "";
+}
+
 /// For `kvlab NAME --plot ...` on a check that draws no plot, the one line that says so and names
 /// the checks that do; "" when `check` draws or --plot is not among the arguments.
 std::string plot_refusal(const Check& check, const std::vector<std::unique_ptr<Check>>& checks, int argc,
@@ -442,6 +480,8 @@ int run_cli(int argc, char** argv) {
       if (!known)
         throw kvlab::InputError("unknown command '" + command + "'; `kvlab list` shows the checks, `kvlab --help` the rest");
     }
+    if (const std::string misplaced = misplaced_options(app, argc, argv); !misplaced.empty())
+      throw kvlab::InputError(misplaced);
     app.parse(argc, argv);
     if (list->parsed()) return list_with_options ? list_options(subs) : list_checks(checks, list_format);
     if (info->parsed()) {
@@ -480,6 +520,8 @@ int run_cli(int argc, char** argv) {
           std::cerr << "kvlab: " << refusal << '\n';
           return kExitUsage;
         }
+    if (const std::string flag = unknown_option(app, argc, argv); !flag.empty())
+      msg = fmt::format("{}: not an option of {}", flag, command_of(app));
     std::cerr << "kvlab: " << msg << " (see " << command_of(app) << " --help)\n";
     return kExitUsage;
   } catch (const kvlab::InputError& e) {
