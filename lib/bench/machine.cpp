@@ -128,6 +128,38 @@ std::string cpu_model_name() {
   return {};
 }
 
+std::uint64_t last_level_cache_bytes() {
+  // sysfs: the cache levels the kernel was told of (a VM's own), index0, index1, ... until one is missing.
+  std::uint64_t best = 0;
+  int best_level = 0;
+  for (int i = 0; i < 16; ++i) {
+    const std::string dir = fmt::format("/sys/devices/system/cpu/cpu0/cache/index{}/", i);
+    std::ifstream level_in(dir + "level"), size_in(dir + "size"), type_in(dir + "type");
+    int level = 0;
+    std::string size, type;
+    if (!(level_in >> level) || !(size_in >> size)) break;
+    type_in >> type;
+    if (type == "Instruction" || level < best_level) continue;
+    std::size_t used = 0;
+    unsigned long long value = 0;
+    try {
+      value = std::stoull(size, &used);
+    } catch (const std::exception&) {
+      continue;
+    }
+    const std::string unit = size.substr(used);
+    const std::uint64_t bytes = unit == "K" ? value << 10 : unit == "M" ? value << 20 : unit.empty() ? value : 0;
+    if (bytes > 0) best = bytes, best_level = level;
+  }
+  if (best > 0) return best;
+#ifdef _SC_LEVEL3_CACHE_SIZE
+  long llc = sysconf(_SC_LEVEL3_CACHE_SIZE);
+  if (llc <= 0) llc = sysconf(_SC_LEVEL2_CACHE_SIZE);
+  if (llc > 0) return static_cast<std::uint64_t>(llc);
+#endif
+  return 0;
+}
+
 double load_average_1min() {
   double load[1];
   return getloadavg(load, 1) == 1 ? load[0] : -1.0;
@@ -168,11 +200,7 @@ MachineMeasurement measure_machine(const MachineOptions& o) {
   m.cpu_model = cpu_model_name();
   m.gemm_backend = fast_gemm_backend();
   m.load_average = load_average_1min();
-#ifdef _SC_LEVEL3_CACHE_SIZE
-  long llc = sysconf(_SC_LEVEL3_CACHE_SIZE);
-  if (llc <= 0) llc = sysconf(_SC_LEVEL2_CACHE_SIZE);
-  m.reported_llc_bytes = llc > 0 ? static_cast<std::uint64_t>(llc) : 0;
-#endif
+  m.reported_llc_bytes = last_level_cache_bytes();
   const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
   if (pages > 0 && page > 0) m.memory_bytes = static_cast<std::uint64_t>(pages) * static_cast<std::uint64_t>(page);
   m.stream_bytes_per_array = o.stream_bytes_per_array;

@@ -81,7 +81,7 @@ struct MachineMeasurement {
   std::vector<BandwidthPoint> curve;          ///< empty unless asked for
   std::uint64_t flat_from_bytes = 0;          ///< flat_from(curve, 0.15) (0 without a curve)
   std::string cpu_model;                      ///< /proc/cpuinfo "model name" (may be empty)
-  std::uint64_t reported_llc_bytes = 0;       ///< sysconf L3 (or L2) size, 0 when unknown
+  std::uint64_t reported_llc_bytes = 0;       ///< last_level_cache_bytes(), 0 when unknown
   std::uint64_t memory_bytes = 0;             ///< physical memory (sysconf), 0 when unknown
   std::string gemm_backend;                   ///< fast_gemm_backend()
   double load_average = -1.0;                 ///< 1-minute load average at the start (-1 unknown)
@@ -102,6 +102,12 @@ std::string cpu_model_name();
 
 /// The 1-minute load average (getloadavg), or -1 when the system does not say.
 double load_average_1min();
+
+/// The size of the last-level cache in bytes, 0 when unknown: the highest data or unified level
+/// in sysfs (/sys/devices/system/cpu/cpu0/cache, what the kernel was told: a VM's own figure),
+/// else sysconf's L3 (or L2), which glibc reads from CPUID and which in a VM can be the host's
+/// (measured: 256 MiB from sysconf where sysfs and lscpu say 32 MiB).
+std::uint64_t last_level_cache_bytes();
 
 /// Runs the measurements. Throws std::invalid_argument for sizes out of range (see above).
 MachineMeasurement measure_machine(const MachineOptions& o);

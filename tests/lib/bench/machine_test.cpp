@@ -2,6 +2,8 @@
 // median, and the measurements themselves on tiny sizes.
 #include <doctest/doctest.h>
 
+#include <cstdint>
+#include <fstream>
 #include <stdexcept>
 #include <vector>
 
@@ -23,4 +25,15 @@ TEST_CASE("machine: flat_from finds where the bandwidth curve stops falling; med
   CHECK(stream_bandwidth(StreamKernel::triad, 1 << 16, 1) > 0);
   CHECK(gemm_rate(32, 1) > 0);
   CHECK_THROWS_AS(stream_bandwidth(StreamKernel::copy, 8, 1), std::invalid_argument);
+}
+
+TEST_CASE("machine: the last-level cache size, as the kernel reports it, when it does") {
+  const std::uint64_t llc = last_level_cache_bytes();
+  std::ifstream sysfs("/sys/devices/system/cpu/cpu0/cache/index0/size");
+  if (!sysfs) {
+    MESSAGE("no cache sizes in sysfs here: only the sysconf fallback runs");
+    return;
+  }
+  CHECK(llc >= (64u << 10));  // at least a 64 KiB cache, at most 16 GiB: a size, not a misread unit
+  CHECK(llc <= (16ull << 30));
 }
