@@ -150,8 +150,13 @@ std::string gnuplot_script(const std::vector<Plot>& plots, const PlotTarget& tar
           s += fmt::format("{:.17g} {:.17g}\n", ser.x[k], ser.y[k]);
       s += "EOD\n";
     }
-    s += fmt::format("set title {}\nset xlabel {}\nset ylabel {}\n", quoted(plot.title),
-                     quoted(plot.x_label), quoted(plot.y_label));
+    // The dumb terminal cannot rotate text and leaves a vertical y label out: there it is written
+    // under the title instead.
+    const bool y_in_title = target.terminal && !plot.y_label.empty();
+    const std::string title = y_in_title ? quoted(plot.title) + " . \"\\n\" . " + quoted("y: " + plot.y_label)
+                                         : quoted(plot.title);
+    s += fmt::format("set title {}\nset xlabel {}\nset ylabel {}\n", title, quoted(plot.x_label),
+                     quoted(y_in_title ? "" : plot.y_label));
     const bool legend_ok = plot.legend.find_first_not_of("abcdefghijklmnopqrstuvwxyz ") == std::string::npos;
     // "set key default" first: a position of one plot (outside, below) must not carry over to the next.
     s += fmt::format("set key default\nset key {} box opaque\n", legend_ok ? plot.legend : "top left");

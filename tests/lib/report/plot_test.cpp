@@ -95,6 +95,7 @@ TEST_CASE("plot: with gnuplot installed, the terminal drawing and the SVG file")
   }
   const std::string drawing = render_plots(*gnuplot, {two_series()}, parse_plot_target("term"));
   CHECK(drawing.find("a test plot") != std::string::npos);
+  CHECK(drawing.find("y: y (units)") != std::string::npos);  // dumb cannot rotate: the y label under the title
   CHECK(render_plots(*gnuplot, {two_series()}, parse_plot_target("a.svg")).find("<svg") != std::string::npos);
 }
 
