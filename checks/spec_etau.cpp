@@ -336,7 +336,8 @@ void present_grid(const SpecEtauMeasured& m, Result& r) {
              {"α", "K", "E[τ] formula", "E[τ] simulated", "SE", "sample SD", "|Δ|/SE", "bound t", "|Δ|/(t + rounding)"},
              {}};
   Table grid{fmt::format("E[τ] (formula) and speedup E[τ]/(1 + K·c), c = {:g}", c_ratio),
-             {"α", "E[τ] K=1", "E[τ] K=2", "E[τ] K=4", "E[τ] K=8", "speedup K=1", "K=2", "K=4", "K=8", "best K"},
+             {"α", "E[τ] K=1", "E[τ] K=2", "E[τ] K=4", "E[τ] K=8", "speedup K=1", "speedup K=2", "speedup K=4",
+              "speedup K=8", "best K"},
              {}};
   Plot plot{"spec-etau: E[τ] against K, formula (lines) vs simulation (points)",
             "K (draft tokens per step)", "E[τ] (tokens per step)", false, false, {}, "outside right top"};
