@@ -11,7 +11,7 @@ expect_usage_error "(see kvlab --help)" --no-such-option
 # name are told where they go.
 expect_usage_error "--bogus: not an option of kvlab model init" model init --bogus
 expect_usage_error "--colour: not an option of kvlab kv-size" kv-size --colour=red
-expect_usage_error "options go after the command's name: kvlab kv-size --seed 3" --seed 3 kv-size
+expect_usage_error "options go after the command's name: kvlab kv-size [options] (got '--seed' before 'kv-size')" --seed 3 kv-size
 
 # --plot on a check that draws nothing: one line naming the check and the checks that draw.
 expect_usage_error "--plot: kv-invariance draws no plot" kv-invariance --plot x.svg
@@ -78,5 +78,11 @@ else
 fi
 
 # A KV budget beyond what the weights leave blames --kv-budget-gb alone, with the figures.
-expect_usage_error "--kv-budget-gb: must be in [0, 498.893], the GB that 8 × a100-80gb (640 GB) leave after 141.107 GB of weights (got 500)" \
+expect_usage_error "--kv-budget-gb: must be in [0, 498.892587], the GB that 8 × a100-80gb (640 GB) leave after 141.107 GB of weights (got 500)" \
   max-batch --kv-budget-gb 500
+
+# An option's value that starts with "--" is its value, not an unknown option; options before the
+# command's value are not taken for a command; what a user typed reaches stderr as one safe line.
+expect_usage_error "--seed" kv-size --model --bogus --seed abc
+expect_usage_error "options go after the command's name: kvlab all [options] (got '--only' before 'all')" --only kv-size all
+expect_usage_error "--bo?gus: not an option of kvlab kv-size" kv-size $'--bo\ngus'

@@ -265,10 +265,19 @@ std::string command_of(const CLI::App& app) {
   }
 }
 
+/// The option of the parsed path (kvlab, its subcommand, a sub-subcommand) named by `flag`
+/// ("--name"), or nullptr.
+const CLI::Option* option_on_path(const std::vector<const CLI::App*>& path, const std::string& flag) {
+  for (const CLI::App* a : path)
+    if (const CLI::Option* opt = a->get_option_no_throw(flag)) return opt;
+  return nullptr;
+}
+
 /// The first `--name` (or `--name=value`) among the arguments that no command on the parsed path
-/// (kvlab, its subcommand, a sub-subcommand) takes, or "". CLI11 reports a missing required option
-/// before an unexpected one (`kvlab model init --bogus` said "--out is required"), and an extra
-/// argument as a bare list; the unknown option is the mistake to name first.
+/// takes, or "". A known option's value is skipped, even when it starts with "--" (`--config
+/// --x.json`); `--` ends the scan. CLI11 reports a missing required option before an unexpected
+/// one (`kvlab model init --bogus` said "--out is required"), and an extra argument as a bare
+/// list; the unknown option is the mistake to name first.
 std::string unknown_option(const CLI::App& app, int argc, char** argv) {
   std::vector<const CLI::App*> path{&app};
   for (auto named = app.get_subcommands(); !named.empty(); named = named.front()->get_subcommands())
@@ -277,29 +286,32 @@ std::string unknown_option(const CLI::App& app, int argc, char** argv) {
     const std::string_view arg = argv[i];
     if (arg == "--") break;  // what follows is positional
     if (!arg.starts_with("--") || arg.size() == 2) continue;
-    const std::string flag(arg.substr(0, arg.find('=')));
-    const bool known = std::any_of(path.begin(), path.end(),
-                                   [&](const CLI::App* a) { return a->get_option_no_throw(flag) != nullptr; });
-    if (!known) return flag;
+    const auto eq = arg.find('=');
+    const std::string flag(arg.substr(0, eq));
+    if (flag == "--") return std::string(arg);  // "--=x": no name at all
+    const CLI::Option* opt = option_on_path(path, flag);
+    if (opt == nullptr) return flag;
+    if (eq == std::string_view::npos && opt->get_expected_max() > 0) ++i;  // its value
   }
   return "";
 }
 
-/// For `kvlab --seed 3 kv-size`: the options come before the command's name, where CLI11 would
-/// only say that "3 --seed" were not expected. The line that says where they go, or "" when
-/// argv[1] is not an option or no command is named after it.
+/// For `kvlab --seed 3 kv-size`: options before the command's name, where CLI11 would only say
+/// that "3 --seed" were not expected. The line that says where options go, or "" when argv[1] is
+/// not an option or no command is named after it. A word right after an option is taken for the
+/// option's value, not for a command (`kvlab --only kv-size all` names `all`).
 std::string misplaced_options(const CLI::App& app, int argc, char** argv) {
   if (argc < 3 || argv[1][0] != '-') return "";
   const std::string_view first = argv[1];
-  if (first == "-h" || first == "--help" || first == "--help-all" || first == "--version") return "";
-  for (int i = 2; i < argc; ++i)
+  if (first == "-h" || first == "--help" || first == "--version") return "";
+  for (int i = 2; i < argc; ++i) {
+    const bool value_of_option = argv[i - 1][0] == '-' && std::string_view(argv[i - 1]).find('=') == std::string_view::npos;
+    if (value_of_option) continue;
     for (const CLI::App* sub : app.get_subcommands({}))
-      if (sub->get_name() == argv[i]) {
-        std::string before;
-        for (int j = 1; j < i; ++j) before += std::string(j > 1 ? " " : "") + argv[j];
-        return fmt::format("options go after the command's name: kvlab {} {} (got '{}' before '{}')", argv[i],
-                           before, before, argv[i]);
-      }
+      if (sub->get_name() == argv[i])
+        return fmt::format("options go after the command's name: kvlab {} [options] (got '{}' before '{}')", argv[i],
+                           kvlab::terminal_safe(kvlab::fit_width(argv[1], 40)), argv[i]);
+  }
   return "";
 }
 
@@ -522,13 +534,14 @@ int run_cli(int argc, char** argv) {
         }
     if (const std::string flag = unknown_option(app, argc, argv); !flag.empty())
       msg = fmt::format("{}: not an option of {}", flag, command_of(app));
+    msg = kvlab::terminal_safe(msg);  // an argument's control bytes never reach the terminal
     std::cerr << "kvlab: " << msg << " (see " << command_of(app) << " --help)\n";
     return kExitUsage;
-  } catch (const kvlab::InputError& e) {
-    std::cerr << "kvlab: " << e.what() << '\n';
+  } catch (const kvlab::InputError& e) {  // it may quote what the user typed: kept to one safe line
+    std::cerr << "kvlab: " << kvlab::terminal_safe(e.what()) << '\n';
     return kExitUsage;
   } catch (const kvlab::PlotError& e) {
-    std::cerr << "kvlab: " << e.what() << '\n';
+    std::cerr << "kvlab: " << kvlab::terminal_safe(e.what()) << '\n';
     return kExitUsage;
   } catch (const kvlab::kernels::CudaError& e) {  // a failed CUDA call or a shape a kernel does not take
     std::cerr << "kvlab: CUDA: " << e.what() << '\n';
@@ -554,7 +567,7 @@ int main(int argc, char** argv) {
     kvlab::require_stdout_open();
     status = run_cli(argc, argv);
   } catch (const kvlab::InputError& e) {
-    std::cerr << "kvlab: " << e.what() << '\n';
+    std::cerr << "kvlab: " << kvlab::terminal_safe(e.what()) << '\n';
     return kExitUsage;
   } catch (const std::exception& e) {
     std::cerr << "kvlab: internal error: " << e.what() << '\n';

@@ -71,4 +71,15 @@ std::string fit_width(std::string_view text, std::size_t width) {
   return out + "…";
 }
 
+std::string terminal_safe(std::string_view text) {
+  std::string out;
+  for (std::size_t i = 0; i < text.size();) {
+    const auto [cp, n] = next_code_point(text, i);
+    const bool control = cp < 0x20 || cp == 0x7f || (cp >= 0x80 && cp < 0xa0);  // cp < 0: an invalid byte
+    out += control ? std::string("?") : std::string(text.substr(i, n));
+    i += n;
+  }
+  return out;
+}
+
 }  // namespace kvlab

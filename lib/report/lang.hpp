@@ -37,4 +37,9 @@ std::size_t display_width(std::string_view text);
 /// `text` cut to at most `width` display columns, ending in "…" when it was cut.
 std::string fit_width(std::string_view text, std::size_t width);
 
+/// `text` with each control character (C0, DEL, C1: a newline, a carriage return, an escape
+/// sequence's ESC) and each invalid UTF-8 byte replaced by '?': one line that can neither break
+/// nor recolour the terminal, whatever a user typed. Valid UTF-8 (中文, ×, ≤) is kept.
+std::string terminal_safe(std::string_view text);
+
 }  // namespace kvlab

@@ -218,6 +218,14 @@ TEST_CASE("display width: Chinese takes two columns; fit_width cuts by columns, 
   CHECK(fit_width("short", 10) == "short");
 }
 
+TEST_CASE("terminal_safe: control characters and invalid bytes become '?', UTF-8 text stays") {
+  CHECK(terminal_safe("--bo\ngus") == "--bo?gus");
+  CHECK(terminal_safe("a\x1b[31mb\rc\x7f") == "a?[31mb?c?");
+  CHECK(terminal_safe("x\xff\xc3y") == "x??y");                  // invalid UTF-8 bytes
+  CHECK(terminal_safe("\xc2\x9b") == "?");                      // C1 control (CSI) in UTF-8
+  CHECK(terminal_safe("成立 8 × a100 ≤ 1") == "成立 8 × a100 ≤ 1");
+}
+
 TEST_CASE("lang: --lang and KVLAB_LANG") {
   CHECK(parse_lang("zh") == Lang::zh);
   CHECK(parse_lang("zh_CN.UTF-8") == Lang::zh);
