@@ -90,8 +90,8 @@ MaxBatchMeasured measure_max_batch(const MaxBatchOptions& o, const MaxBatchParts
     return parts.capacity(m, r.gpu, r.gpus, r.params, r.bytes_per_param, r.ctx, r.dtype, std::nullopt);
   });
   if (o.kv_budget_gb && !(*budget <= deployment.left_bytes))
-    throw InputError(fmt::format("--kv-budget-gb: must be in [0, {:.6g}], the GB that {} × {} ({:.6g} GB) leave after "
-                                 "{:.6g} GB of weights (got {:.6g})",
+    throw InputError(fmt::format("--kv-budget-gb: must be in [0, {:.9g}], the GB that {} × {} ({:.6g} GB) leave after "
+                                 "{:.6g} GB of weights (got {:.9g})",
                                  deployment.left_bytes / kGB, r.gpus, r.gpu.name, deployment.memory_bytes / kGB,
                                  deployment.weight_bytes / kGB, *o.kv_budget_gb));
   r.capacity = with_option("--kv-budget-gb", [&] {
@@ -173,7 +173,7 @@ Table capacity_table(const MaxBatchMeasured& m) {
                     o.kv_budget_gb ? "--kv-budget-gb"
                     : m.document  ? "the document's premise (after activations and framework overhead)"
                                   : "assumed: all memory left (no activations, no framework overhead)"});
-  t.rows.push_back({"layer groups", layer_groups_text(m.model, m.ctx), "layers × kind (positions held at ctx)"});
+  t.rows.push_back({"layer groups", layer_groups_text(m.model, m.ctx), "", "layers × kind (positions held at ctx)"});
   t.rows.push_back({"KV per sequence", static_cast<double>(cap.kv_bytes_per_sequence) / kGB, "GB",
                     fmt::format("{} ({})", attention_kind(m.model, kv_layout(m.model)), cache_dtype_name(m.dtype))});
   t.rows.push_back({"max batch", static_cast<std::int64_t>(cap.max_batch), "sequences", "floor(budget / per sequence)"});

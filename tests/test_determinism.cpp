@@ -63,6 +63,8 @@ TEST_CASE("every check prints the same output twice for the same seed (timings a
         CAPTURE(column);
         CHECK(names.insert(column).second);
       }
+      // Every row has a cell per column: csv and md rows line up under their header.
+      for (const auto& row : t.rows) CHECK(row.size() == t.columns.size());
     }
     // And every row can fail: a tolerance is a number, with its reason, narrower than the largest
     // deviation the quantity's own range allows (Expectation::attainable).

@@ -17,7 +17,7 @@ BatchCapacity batch_capacity(const ModelSpec& m, const GpuSpec& g, std::uint64_t
   c.weight_bytes = weight_bytes(n_params, bytes_per_param);
   c.left_bytes = c.memory_bytes - c.weight_bytes;
   if (c.left_bytes <= 0)
-    throw InputError(fmt::format("weights: {:.4g} GB of weights exceed the {:.4g} GB of {} × {}",
+    throw InputError(fmt::format("weights: {:.4g} GB of weights leave no room for a KV cache in the {:.4g} GB of {} × {}",
                                  c.weight_bytes / kGB, c.memory_bytes / kGB, gpus, g.name));
   if (kv_budget_bytes) {
     if (!std::isfinite(*kv_budget_bytes) || *kv_budget_bytes < 0 || *kv_budget_bytes > c.left_bytes)
