@@ -27,7 +27,7 @@ Expectation count_row(std::string quantity, double expected, double measured, st
 }
 
 // The rows of a mask, or a placeholder when it is too wide to draw.
-std::string drawn(const AttentionMask& m, int keys, const char* placeholder) {
+std::string drawn(const CausalMaskGrid& m, int keys, const char* placeholder) {
   return keys <= 16 ? m.to_string() : std::string(placeholder);
 }
 
@@ -60,14 +60,14 @@ void present(const CausalMaskMeasured& m, Result& r) {
 
 }  // namespace
 
-AttentionMask kernel_mask(int n_query, int n_key, int q_pos0) {
+CausalMaskGrid kernel_mask(int n_query, int n_key, int q_pos0) {
   const Mat<double> q = Mat<double>::Zero(n_query, n_key);  // one head of head_dim S, all scores 0
   const Mat<double> k = Mat<double>::Ones(n_key, n_key);
   const Mat<double> v = Mat<double>::Identity(n_key, n_key);  // key j carries the unit vector e_j
   const Mat<double> out = grouped_query_attention<double>(q, ConstMatView<double>(k.data(), n_key, n_key),
                                                           ConstMatView<double>(v.data(), n_key, n_key), 1, 1,
                                                           n_key, q_pos0, true);
-  AttentionMask m{n_query, n_key, std::vector<unsigned char>(static_cast<std::size_t>(n_query) * n_key, 0)};
+  CausalMaskGrid m{n_query, n_key, std::vector<unsigned char>(static_cast<std::size_t>(n_query) * n_key, 0)};
   for (int i = 0; i < n_query; ++i)
     for (int j = 0; j < n_key; ++j) m.cells[static_cast<std::size_t>(i) * n_key + j] = out(i, j) > 0 ? 1 : 0;
   return m;
@@ -81,8 +81,8 @@ CausalMaskMeasured measure_causal_mask(const CausalMaskOptions& o, const RunCont
   const int S = o.keys;
   CausalMaskMeasured m{.options = o, .seed = ctx.seed};
   for (const auto& [name, T] : {std::pair{"prefill (T = S)", S}, {"decode (T = 1)", 1}, {"chunk (T < S)", o.queries}}) {
-    const AttentionMask from_positions = lower_right(T, S);
-    AttentionMask kernel = kernel_mask(T, S, offset(T, S));
+    const CausalMaskGrid from_positions = lower_right(T, S);
+    CausalMaskGrid kernel = kernel_mask(T, S, offset(T, S));
     m.cases.push_back({name, T, from_positions.mismatches(tril_mask(T, S, S - T)), kernel.mismatches(from_positions),
                        std::move(kernel)});
   }

@@ -16,7 +16,7 @@ struct CausalMaskOptions {
 };
 
 /// Builds the causal mask the check calls "correct" for (T, S).
-using MaskBuilder = std::function<AttentionMask(int n_query, int n_key)>;
+using MaskBuilder = std::function<CausalMaskGrid(int n_query, int n_key)>;
 /// The first query's absolute position the kernel is given for T new queries over S keys.
 using QueryOffset = std::function<int(int n_query, int n_key)>;
 
@@ -33,7 +33,7 @@ struct MaskCase {
   int queries = 0;             ///< T
   int vs_tril = 0;             ///< cells where the mask from positions differs from tril(S − T)
   int kernel_vs_positions = 0; ///< cells where grouped_query_attention's mask differs from it
-  AttentionMask kernel;        ///< the mask read off grouped_query_attention
+  CausalMaskGrid kernel;        ///< the mask read off grouped_query_attention
 };
 
 /// What causal-mask measured: cell counts and the masks themselves (for the tables).
@@ -41,8 +41,8 @@ struct CausalMaskMeasured {
   CausalMaskOptions options;
   std::uint64_t seed = 0;          ///< unused by the masks; printed so the report says so
   std::vector<MaskCase> cases;
-  AttentionMask decode_lower_right;  ///< 1 query over S keys, from positions
-  AttentionMask decode_top_left;     ///< the same under is_causal (tril(0))
+  CausalMaskGrid decode_lower_right;  ///< 1 query over S keys, from positions
+  CausalMaskGrid decode_top_left;     ///< the same under is_causal (tril(0))
   int decode_kernel_visible = 0;     ///< keys the decode query sees in grouped_query_attention
   int chunk_cells_wrong_top_left = 0;  ///< cells where tril(0) differs from lower-right for the chunk
 };
@@ -63,6 +63,6 @@ Result run_causal_mask(const CausalMaskOptions& o, const RunContext& ctx, const 
 /// The mask grouped_query_attention applies for T queries starting at q_pos0 over S keys, read
 /// off its output: q = 0 (every score equal) and V = the identity, so output (i, j) is 1/n_i on
 /// the keys query i sees and exactly 0 elsewhere.
-AttentionMask kernel_mask(int n_query, int n_key, int q_pos0);
+CausalMaskGrid kernel_mask(int n_query, int n_key, int q_pos0);
 
 }  // namespace kvlab::checks

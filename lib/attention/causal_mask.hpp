@@ -8,8 +8,9 @@
 
 namespace kvlab {
 
-/// A boolean attention mask [T, S]: allowed(i, j) is true when query i may see key j.
-struct AttentionMask {
+/// A boolean attention mask [T, S] as a grid of cells to compare: allowed(i, j) is true when query
+/// i may see key j. (The mask masked attention applies is attention/masked.hpp's AttentionMask.)
+struct CausalMaskGrid {
   int n_query = 0;                  ///< T
   int n_key = 0;                    ///< S
   std::vector<unsigned char> cells;  ///< row-major [T, S], 1 = allowed
@@ -18,7 +19,7 @@ struct AttentionMask {
   /// Keys query i may see.
   int visible(int i) const;
   /// Cells where this mask and `other` disagree. Throws std::invalid_argument on a shape mismatch.
-  int mismatches(const AttentionMask& other) const;
+  int mismatches(const CausalMaskGrid& other) const;
   /// The rows as text, e.g. "1 1 0 / 1 1 1" ('1' allowed), for tables.
   std::string to_string() const;
 };
@@ -26,11 +27,11 @@ struct AttentionMask {
 /// The causal mask from absolute positions: new query i sits at position S − T + i and sees keys
 /// 0 .. S − T + i (the lower-right alignment of 004 §3.3). Throws std::invalid_argument unless
 /// 1 <= T <= S.
-AttentionMask causal_mask_from_positions(int n_query, int n_key);
+CausalMaskGrid causal_mask_from_positions(int n_query, int n_key);
 
 /// torch.ones(T, S).tril(diagonal): allowed(i, j) = (j − i <= diagonal). diagonal = S − T is the
 /// lower-right causal mask; diagonal = 0 is SDPA's is_causal=True (top-left aligned).
 /// Throws std::invalid_argument when T or S is not positive.
-AttentionMask tril_mask(int n_query, int n_key, int diagonal);
+CausalMaskGrid tril_mask(int n_query, int n_key, int diagonal);
 
 }  // namespace kvlab

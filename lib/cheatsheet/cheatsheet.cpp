@@ -533,8 +533,8 @@ CheatTable t_004_3_3(const CheatsheetParams&) {
     int t;
   };
   for (const Case& k : {Case{"prefill (T = S)", S}, Case{"decode (T = 1)", 1}, Case{"chunk / verify (1 < T < S)", 3}}) {
-    const AttentionMask lower = tril_mask(k.t, S, S - k.t), top = tril_mask(k.t, S, 0);
-    const AttentionMask pos = causal_mask_from_positions(k.t, S);
+    const CausalMaskGrid lower = tril_mask(k.t, S, S - k.t), top = tril_mask(k.t, S, 0);
+    const CausalMaskGrid pos = causal_mask_from_positions(k.t, S);
     std::int64_t lr = 0, tl = 0, mismatch = 0, first_lr = 0, first_tl = 0;
     for (int i = 0; i < k.t; ++i)
       for (int j = 0; j < S; ++j) {

@@ -13,7 +13,7 @@ using namespace kvlab;
 
 TEST_CASE("causal-mask: 1 query against 8 cached keys: the correct mask lets it see all 8 keys") {
   // Regression: decode with an is_causal (top-left) mask sees key 0 only.
-  const AttentionMask right = causal_mask_from_positions(1, 8);
+  const CausalMaskGrid right = causal_mask_from_positions(1, 8);
   CHECK(right.visible(0) == 8);
   CHECK(checks::kernel_mask(1, 8, 7).visible(0) == 8);
   CHECK(tril_mask(1, 8, 0).visible(0) == 1);
