@@ -103,13 +103,14 @@ double quant_bits_per_element(KvQuantFormat f, int width) {
   return 8.0 * static_cast<double>(cache.bytes(0).total()) / (2.0 * n * width);
 }
 
-struct Resolved {
+// A table's setting: the options given, the document's values where none was.
+struct Setup {
   std::uint64_t ctx, batch;
   CacheDtype dtype;
   GpuSpec gpu;
 };
 
-Resolved resolve(const CheatsheetParams& p, std::uint64_t ctx, std::uint64_t batch, CacheDtype d) {
+Setup setup_of(const CheatsheetParams& p, std::uint64_t ctx, std::uint64_t batch, CacheDtype d) {
   return {p.ctx.value_or(ctx), p.batch.value_or(batch), p.kv_dtype.value_or(d), load_gpu(p.gpu.value_or(kDocGpu))};
 }
 
@@ -119,7 +120,7 @@ bool is_default(const CheatsheetParams& p) { return !p.ctx && !p.batch && !p.kv_
 
 /// 000 §2.2: the cache of specific models at 4K, fp16 (body missing from the text).
 CheatTable t_000_2_2(const CheatsheetParams& p) {
-  const Resolved r = resolve(p, kDocCtx, 1, CacheDtype::fp16);
+  const Setup r = setup_of(p, kDocCtx, 1, CacheDtype::fp16);
   CheatTable c{"000-2.2", "000 §2.2", fmt::format("ctx {}, batch {}, {} cache, each model's own K/V heads "
                                                  "(`kvlab kv-size`)", r.ctx, r.batch, cache_dtype_name(r.dtype)), {}, {}};
   c.table = {"KV cache of specific models",
@@ -148,7 +149,7 @@ CheatTable t_000_2_2(const CheatsheetParams& p) {
 
 /// 000 §4.1: the KV-cache optimisation routes (body missing), each with its bytes per token.
 CheatTable t_000_4_1(const CheatsheetParams& p) {
-  const Resolved r = resolve(p, kDocCtx, 1, CacheDtype::fp16);
+  const Setup r = setup_of(p, kDocCtx, 1, CacheDtype::fp16);
   const ModelSpec base = load_model("llama-3-70b");
   const ModelSpec dsv2 = load_model("deepseek-v2");
   const std::uint64_t window = *load_model("mistral-7b").sliding_window;
@@ -198,7 +199,7 @@ CheatTable t_000_4_1(const CheatsheetParams& p) {
 
 /// 000 §4.5: the KV quantization formats (body missing): bits per element with scales, ratio.
 CheatTable t_000_4_5(const CheatsheetParams& p) {
-  const Resolved r = resolve(p, kDocCtx, 1, CacheDtype::fp16);
+  const Setup r = setup_of(p, kDocCtx, 1, CacheDtype::fp16);
   const ModelSpec m = load_model("llama-3-70b");
   const int width = static_cast<int>(m.n_kv_head * m.head_dim);
   CheatTable c{"000-4.5", "000 §4.5",
@@ -286,7 +287,7 @@ CheatTable t_000_8_1(const CheatsheetParams&) {
 
 /// 000 §9.1: the 70B-class summary across MHA/GQA/MQA/MLA and cache dtypes (body missing).
 CheatTable t_000_9_1(const CheatsheetParams& p) {
-  const Resolved r = resolve(p, kDocCtx, 1, CacheDtype::fp16);
+  const Setup r = setup_of(p, kDocCtx, 1, CacheDtype::fp16);
   const ModelSpec base = load_model("llama-2-70b");
   const ModelSpec dsv2 = load_model("deepseek-v2");
   CheatTable c{"000-9.1", "000 §9.1",
@@ -320,7 +321,7 @@ CheatTable t_000_9_1(const CheatsheetParams& p) {
 
 /// 000 §9.2: expected speculative throughput, tokens/s_SD = tokens/s_baseline · E[τ] / (1 + K·c).
 CheatTable t_000_9_2(const CheatsheetParams& p) {
-  const Resolved r = resolve(p, 1024, 1, CacheDtype::bf16);
+  const Setup r = setup_of(p, 1024, 1, CacheDtype::bf16);
   const ModelSpec m = load_model(premises::kModel7b);
   const DecodeStep base = decode_step(m, r.gpu, DecodeQuery{kCourseParams7b, kBytesPerParam,
                                                            KvQuery{r.batch, r.ctx, r.dtype, {}}, {}});
@@ -346,7 +347,7 @@ CheatTable t_000_9_2(const CheatsheetParams& p) {
 
 /// 000 §9.3 (with §2.3): the budget of a 70B + 4K + GQA deployment, alone and with a draft.
 CheatTable t_000_9_3(const CheatsheetParams& p) {
-  const Resolved r = resolve(p, kDocCtx, 1, CacheDtype::fp16);
+  const Setup r = setup_of(p, kDocCtx, 1, CacheDtype::fp16);
   const ModelSpec m = load_model("llama-3-70b");
   // EAGLE's head for this target: one decoder layer of its shape plus the 2d → d fusion (E11).
   const double d = static_cast<double>(m.d_model), kv = static_cast<double>(m.n_kv_head * m.head_dim);
@@ -411,7 +412,7 @@ CheatTable t_004_g3(const CheatsheetParams&) {
 
 /// 004 §1.4 (group 4): K+V bytes per token of four models in bf16.
 CheatTable t_004_g4(const CheatsheetParams& p) {
-  const Resolved r = resolve(p, kDocCtx, 1, CacheDtype::bf16);
+  const Setup r = setup_of(p, kDocCtx, 1, CacheDtype::bf16);
   CheatTable c{"004-g4", "004 §1.4 (group 4)",
                fmt::format("{} cache; the last column at ctx {}, batch {} (`kvlab kv-size`)", cache_dtype_name(r.dtype),
                            r.ctx, r.batch), {}, {}};
@@ -431,7 +432,7 @@ CheatTable t_004_g4(const CheatsheetParams& p) {
 
 /// 004 §1.5 (group 5): the decode roofline of a 7B MHA model on an A100.
 CheatTable t_004_g5(const CheatsheetParams& p) {
-  const Resolved r = resolve(p, 1024, 1, CacheDtype::bf16);
+  const Setup r = setup_of(p, 1024, 1, CacheDtype::bf16);
   const ModelSpec m = load_model(premises::kModel7b);
   CheatTable c{"004-g5", "004 §1.5 (group 5)",
                fmt::format("{} as N = {} parameters, bf16 weights, {} cache, on {} (ridge {:.4g} FLOP/B); "
@@ -453,7 +454,7 @@ CheatTable t_004_g5(const CheatsheetParams& p) {
 
 /// 004 §2.3 (group 6): GQA from G = h (MHA) to G = 1 (MQA) on one model.
 CheatTable t_004_g6(const CheatsheetParams& p) {
-  const Resolved r = resolve(p, kDocCtx, 1, CacheDtype::bf16);
+  const Setup r = setup_of(p, kDocCtx, 1, CacheDtype::bf16);
   const ModelSpec m = load_model(premises::kModel7b);
   CheatTable c{"004-g6", "004 §2.3 (group 6)",
                fmt::format("{} (h = {} query heads of {}), {} cache, ctx {}, batch {}", m.name, m.n_head, m.head_dim,
@@ -475,7 +476,7 @@ CheatTable t_004_g6(const CheatsheetParams& p) {
 
 /// 004 §2.5: what GQA saves and what it does not (body missing).
 CheatTable t_004_2_5(const CheatsheetParams& p) {
-  const Resolved r = resolve(p, kDocCtx, 1, CacheDtype::bf16);
+  const Setup r = setup_of(p, kDocCtx, 1, CacheDtype::bf16);
   const ModelSpec m = load_model("llama-2-70b");
   const double n_gqa = static_cast<double>(*m.num_parameters);
   const double n_mha = params_with_kv_heads(m, n_gqa, m.n_head);
@@ -557,7 +558,7 @@ CheatTable t_004_3_3(const CheatsheetParams&) {
 
 /// 003 Q6: MHA / GQA / MQA compared (cache share, throughput, the catalogue's examples).
 CheatTable t_003_q6(const CheatsheetParams& p) {
-  const Resolved r = resolve(p, kDocCtx, 16, CacheDtype::bf16);
+  const Setup r = setup_of(p, kDocCtx, 16, CacheDtype::bf16);
   const ModelSpec m = load_model("llama-2-70b");
   const double n_gqa = static_cast<double>(*m.num_parameters);
   CheatTable c{"003-Q6", "003 Q6",
@@ -604,7 +605,7 @@ CheatTable t_003_q6(const CheatsheetParams& p) {
 
 /// 003 after Q7: GQA / MLA / CLA, each against the MHA of its own shape.
 CheatTable t_003_q7(const CheatsheetParams& p) {
-  const Resolved r = resolve(p, kDocCtx, 1, CacheDtype::bf16);
+  const Setup r = setup_of(p, kDocCtx, 1, CacheDtype::bf16);
   const ModelSpec l3 = load_model("llama-3-70b");
   const ModelSpec dsv2 = load_model("deepseek-v2");
   CheatTable c{"003-Q7", "003 after Q7",

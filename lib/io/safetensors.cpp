@@ -37,10 +37,6 @@ constexpr std::uint64_t kMaxFileBytes = 8 + kMaxSafetensorsHeader + 8 * kMaxSafe
 /// Largest dimension in a shape: 2^31.
 constexpr std::uint64_t kMaxDim = std::uint64_t{1} << 31;
 
-std::string shape_str(const std::vector<std::int64_t>& shape) {
-  return fmt::format("[{}]", fmt::join(shape, ", "));
-}
-
 std::string type_of(const json& v) {
   switch (v.type()) {
     case json::value_t::string: return "a string";
@@ -204,7 +200,7 @@ Entry parse_entry(const std::string& name, const json& v, const std::string& lab
   const std::uint64_t need = checked_mul(numel, elem, where + ": shape times dtype size");
   if (e.end - e.begin != need)
     throw InputError(fmt::format("{}: data_offsets [{}, {}] span {} bytes, shape {} of {} needs {}", where,
-                                 e.begin, e.end, e.end - e.begin, shape_str(e.shape), e.dtype, need));
+                                 e.begin, e.end, e.end - e.begin, safetensors_shape_text(e.shape), e.dtype, need));
   return e;
 }
 
@@ -419,7 +415,7 @@ std::vector<unsigned char> encode_safetensors(const std::vector<SafeTensor>& ten
     }
     if (numel != t.values.size())
       throw InputError(fmt::format("write safetensors: tensor '{}': shape {} holds {} elements, {} values given",
-                                   printable(t.name), shape_str(t.shape), numel, t.values.size()));
+                                   printable(t.name), safetensors_shape_text(t.shape), numel, t.values.size()));
     order.push_back(&t);
   }
   std::sort(order.begin(), order.end(), [](const SafeTensor* a, const SafeTensor* b) {
@@ -459,6 +455,10 @@ void write_safetensors(const std::string& path, const std::vector<SafeTensor>& t
                        const std::map<std::string, std::string>& metadata) {
   const auto bytes = encode_safetensors(tensors, metadata);
   safe_write_file(path, std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()), "");
+}
+
+std::string safetensors_shape_text(const std::vector<std::int64_t>& shape) {
+  return fmt::format("[{}]", fmt::join(shape, ", "));
 }
 
 }  // namespace kvlab

@@ -69,6 +69,9 @@ struct SafeTensorsFile {
   const SafeTensor* find(const std::string& name) const;
 };
 
+/// A tensor shape as messages print it: "[2, 3]" ("[]" for a scalar).
+std::string safetensors_shape_text(const std::vector<std::int64_t>& shape);
+
 /// Size in bytes of one element of `dtype` ("F64" 8, "F32" 4, "BF16" 2, "F16" 2); throws
 /// InputError naming the dtype and the known ones otherwise.
 int safetensors_dtype_size(const std::string& dtype);

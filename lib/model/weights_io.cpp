@@ -89,10 +89,6 @@ void for_each_weight(const ModelConfig& c, W& w, FM&& fm, FV&& fv) {
   fm("lm_head.weight", w.w_lm, true);
 }
 
-std::string shape_str(const std::vector<std::int64_t>& shape) {
-  return fmt::format("[{}]", fmt::join(shape, ", "));
-}
-
 int json_int(const json& v, const std::string& where, const char* field) {
   if (!v.is_number_integer())  // json_brief: a nested value is not dumped (dump() recurses per level)
     throw InputError(fmt::format("{}: {}: must be an integer (got {})", where, field, json_brief(v, 40)));
@@ -272,10 +268,10 @@ MiniGPT<T> gpt_from_tensors(const ModelConfig& config, const SafeTensorsFile& fi
     const SafeTensor* t = file.find(e.name);
     if (t == nullptr)
       throw InputError(fmt::format("{}: tensor '{}' missing (config needs shape {})", label, e.name,
-                                   shape_str(e.shape)));
+                                   safetensors_shape_text(e.shape)));
     if (t->shape != e.shape)
       throw InputError(fmt::format("{}: tensor '{}': shape {}, config needs {}", label, e.name,
-                                   shape_str(t->shape), shape_str(e.shape)));
+                                   safetensors_shape_text(t->shape), safetensors_shape_text(e.shape)));
   }
   for (const auto& t : file.tensors)
     if (!names.count(t.name))

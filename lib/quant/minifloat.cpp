@@ -27,14 +27,6 @@ std::uint16_t nan_code(const MiniFloatSpec& s) {  // all-ones exponent and manti
 // 2^e for e in [-1022, 1023], exactly (std::ldexp is a library call; this is hot).
 double pow2(int e) { return std::bit_cast<double>(static_cast<std::uint64_t>(e + 1023) << 52); }
 
-// Nearest integer to y >= 0, ties to even. y is exact here (a power-of-two rescaling).
-double round_half_even(double y) {
-  double r = std::floor(y);
-  const double d = y - r;
-  if (d > 0.5 || (d == 0.5 && std::fmod(r, 2.0) != 0.0)) r += 1.0;
-  return r;
-}
-
 // Code of |x| <= max_finite, rounded to nearest even; no sign.
 std::uint16_t encode_magnitude(double a, const MiniFloatSpec& s) {
   if (a == 0.0) return 0;
@@ -136,5 +128,12 @@ double minifloat_decode(std::uint16_t code, MiniFloat f) {
 }
 
 double minifloat_round(double x, MiniFloat f) { return minifloat_decode(minifloat_encode(x, f), f); }
+
+double round_half_even(double y) {
+  double r = std::floor(y);
+  const double d = y - r;  // exact: y and floor(y) share their exponent's grid
+  if (d > 0.5 || (d == 0.5 && std::fmod(r, 2.0) != 0.0)) r += 1.0;
+  return r;
+}
 
 }  // namespace kvlab

@@ -52,4 +52,8 @@ double minifloat_decode(std::uint16_t code, MiniFloat f);
 /// minifloat_decode(minifloat_encode(x, f), f).
 double minifloat_round(double x, MiniFloat f);
 
+/// The nearest integer to y, ties to the even one (2.5 → 2, 3.5 → 4): the rounding of the codecs
+/// and of the integer KV quantizer. Exact for every finite double (floor and a comparison).
+double round_half_even(double y);
+
 }  // namespace kvlab

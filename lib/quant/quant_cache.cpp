@@ -7,19 +7,13 @@
 #include <fmt/format.h>
 
 #include "core/error.hpp"
+#include "quant/minifloat.hpp"
 
 namespace kvlab {
 
 namespace {
 
 constexpr std::uint16_t kFp16One = 0x3C00;  // 1.0 in fp16: the scale a faulty write path stores
-
-double round_half_even(double y) {
-  double r = std::floor(y);
-  const double d = y - r;
-  if (d > 0.5 || (d == 0.5 && std::fmod(r, 2.0) != 0.0)) r += 1.0;
-  return r;
-}
 
 bool is_int(KvQuantFormat f) {
   return f == KvQuantFormat::int8 || f == KvQuantFormat::int4 || f == KvQuantFormat::int2;
