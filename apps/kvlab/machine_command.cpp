@@ -116,7 +116,7 @@ int run_machine(const MachineFlags& f, std::ostream& out) {
     out << fmt::format("  ridge point   {:8.2f} FLOP/B (GEMM rate / copy bandwidth)\n",
                        m.gemm_flops_per_s / m.copy_bytes_per_s);
     if (m.reported_llc_bytes > 0)
-      out << fmt::format("  reported last-level cache: {:.4g} MiB (sysfs)\n", m.reported_llc_bytes / 1048576.0);
+      out << fmt::format("  reported last-level cache: {:.4g} MiB (as the kernel reports it)\n", m.reported_llc_bytes / 1048576.0);
     if (!m.curve.empty()) {
       out << "  copy bandwidth over the working set (both arrays):\n";
       for (const auto& p : m.curve)

@@ -305,8 +305,8 @@ std::string misplaced_options(const CLI::App& app, int argc, char** argv) {
   const std::string_view first = argv[1];
   if (first == "-h" || first == "--help" || first == "--version") return "";
   for (int i = 2; i < argc; ++i) {
-    const bool value_of_option = argv[i - 1][0] == '-' && std::string_view(argv[i - 1]).find('=') == std::string_view::npos;
-    if (value_of_option) continue;
+    const std::string_view before = argv[i - 1];
+    if (before.starts_with('-') && before.find('=') == std::string_view::npos) continue;  // that option's value
     for (const CLI::App* sub : app.get_subcommands({}))
       if (sub->get_name() == argv[i])
         return fmt::format("options go after the command's name: kvlab {} [options] (got '{}' before '{}')", argv[i],
