@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "core/error.hpp"
+#include "core/finite.hpp"
 
 namespace kvlab {
 namespace {
@@ -101,7 +102,7 @@ RooflineTime roofline_time(double flops, double bytes, double peak_flops_per_s, 
   t.memory_s = bytes / bandwidth_bytes_per_s;
   t.compute_s = flops / peak_flops_per_s;
   t.bound = t.memory_s >= t.compute_s ? Bound::memory : Bound::compute;
-  t.time_s = std::max(t.memory_s, t.compute_s);
+  t.time_s = nan_max(t.memory_s, t.compute_s);  // a NaN input stays NaN in the time, never hidden
   return t;
 }
 
