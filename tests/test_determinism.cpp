@@ -13,6 +13,8 @@
 #include "report/writers.hpp"
 #include "framework/check.hpp"
 
+namespace test_determinism {
+
 using namespace kvlab;
 
 namespace {
@@ -87,3 +89,5 @@ TEST_CASE("a different seed changes the draws of the seeded checks") {
     CHECK(render(without_timing(check->run(a)), Format::json) != render(without_timing(check->run(b)), Format::json));
   }
 }
+
+}  // namespace test_determinism

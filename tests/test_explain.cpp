@@ -6,7 +6,7 @@
 
 #include "framework/check.hpp"
 
-namespace kvlab::checks {
+namespace kvlab::checks::test_explain {
 namespace {
 
 TEST_CASE("explain: every check has a derivation that ends with its source, in lines under 100 columns") {
@@ -31,4 +31,4 @@ TEST_CASE("explain: every check has a derivation that ends with its source, in l
 }
 
 }  // namespace
-}  // namespace kvlab::checks
+}  // namespace kvlab::checks::test_explain

@@ -21,6 +21,8 @@
 #include "io/catalogue.hpp"
 #include "test_util.hpp"
 
+namespace test_fuzz_regressions {
+
 namespace {
 
 namespace fs = std::filesystem;
@@ -176,3 +178,5 @@ TEST_CASE("fuzz finding: GPU rates below 1 are rejected, so ridge and step time 
     }
   }
 }
+
+}  // namespace test_fuzz_regressions

@@ -22,6 +22,8 @@
 #include "framework/check.hpp"
 #include "test_util.hpp"
 
+namespace test_nonfinite {
+
 namespace {
 
 using namespace kvlab;
@@ -233,3 +235,5 @@ TEST_CASE("kv-invariance refuses a bidirectional weights file like the other cac
   CHECK(msg.find("kv-invariance needs true") != std::string::npos);
   std::filesystem::remove(path);
 }
+
+}  // namespace test_nonfinite

@@ -5,6 +5,8 @@
 #include "checks/abs_pos_window.hpp"
 #include "core/error.hpp"
 
+namespace check_abs_pos_window_test {
+
 using namespace kvlab;
 
 TEST_CASE("abs-pos-window passes, and fails when the RoPE model forgets to count the next position on") {
@@ -34,3 +36,5 @@ TEST_CASE("abs-pos-window: judge fails when one layer's K stays put, or RoPE's s
   broken.rope_max_dscore = 2e-13;
   CHECK_FALSE(checks::judge_abs_pos_window(broken)[1].holds());
 }
+
+}  // namespace check_abs_pos_window_test

@@ -6,6 +6,8 @@
 #include "core/error.hpp"
 #include "model/gpt.hpp"
 
+namespace check_attn_params_test {
+
 using namespace kvlab;
 
 TEST_CASE("attn-params passes, and fails when the model ignores n_kv_head (every variant MHA)") {
@@ -62,3 +64,5 @@ TEST_CASE("attn-params: judge fails a count off by one parameter, in any layer, 
   CHECK_FALSE(judged[4].holds());
   CHECK_FALSE(judged[7].holds());
 }
+
+}  // namespace check_attn_params_test

@@ -9,6 +9,8 @@
 #include "model/generate.hpp"
 #include "../test_util.hpp"
 
+namespace check_bench_generate_test {
+
 using namespace kvlab;
 using kvlab::test::input_error;
 
@@ -60,3 +62,5 @@ TEST_CASE("bench-generate: judge on hand-made counts: a position, a FLOP or a to
   m.lengths[0].flops_gap = 0, m.lengths[0].differing = 1;
   CHECK_FALSE(checks::judge_bench_generate(m)[2].holds());
 }
+
+}  // namespace check_bench_generate_test

@@ -5,6 +5,8 @@
 #include "checks/bidirectional.hpp"
 #include "core/error.hpp"
 
+namespace check_bidirectional_test {
+
 using namespace kvlab;
 
 TEST_CASE("bidirectional passes (f64, f32, 2 layers), and fails when its mask is causal after all") {
@@ -39,3 +41,5 @@ TEST_CASE("bidirectional: judge fails when a later layer's old K stays put, or l
   broken.causal[1].dk = 1e-18;
   CHECK_FALSE(checks::judge_bidirectional(broken)[0].holds());
 }
+
+}  // namespace check_bidirectional_test

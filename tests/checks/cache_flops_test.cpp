@@ -7,6 +7,8 @@
 #include "checks/cache_flops.hpp"
 #include "core/error.hpp"
 
+namespace check_cache_flops_test {
+
 using namespace kvlab;
 
 TEST_CASE("cache-flops passes, and fails with the non-causal attention count (4t²d per step)") {
@@ -45,3 +47,5 @@ TEST_CASE("cache-flops: judge fails a count off by one FLOP, and a saving of two
   off.cached_2048 = off.naive_2048 / 500;  // a saving of 500×: two orders of magnitude, not three
   CHECK_FALSE(checks::judge_cache_flops(off)[2].holds());
 }
+
+}  // namespace check_cache_flops_test

@@ -6,6 +6,8 @@
 #include "core/error.hpp"
 #include "cost/kv_cache.hpp"
 
+namespace check_cache_shape_test {
+
 using namespace kvlab;
 
 TEST_CASE("cache-shape passes, and fails with a formula that drops K+V's 2, counts query heads, or doubles MLA") {
@@ -70,3 +72,5 @@ TEST_CASE("cache-shape: judge fails a byte count, a tensor or a width off by one
   hand.variants[2].bytes = 32;  // MQA as large as GQA: MHA / MQA = 2, not H = 4
   CHECK_FALSE(checks::judge_cache_shape(hand).back().holds());
 }
+
+}  // namespace check_cache_shape_test

@@ -6,6 +6,8 @@
 #include "checks/cat_vs_prealloc.hpp"
 #include "core/error.hpp"
 
+namespace check_cat_vs_prealloc_test {
+
 using namespace kvlab;
 
 TEST_CASE("cat-vs-prealloc counts 8,390,656 vs 4,096 and fails when the 'concat' cache does not copy") {
@@ -31,3 +33,5 @@ TEST_CASE("cat-vs-prealloc: judge fails on one position too many, and names the 
   CHECK_FALSE(checks::judge_cat_vs_prealloc(m)[0].holds());
   CHECK_FALSE(checks::judge_cat_vs_prealloc(m)[2].holds());
 }
+
+}  // namespace check_cat_vs_prealloc_test

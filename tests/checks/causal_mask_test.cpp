@@ -9,6 +9,8 @@
 #include "checks/causal_mask.hpp"
 #include "core/error.hpp"
 
+namespace check_causal_mask_test {
+
 using namespace kvlab;
 
 TEST_CASE("causal-mask: 1 query against 8 cached keys: the correct mask lets it see all 8 keys") {
@@ -54,3 +56,5 @@ TEST_CASE("causal-mask: judge fails each row whose count is off by one cell") {
   off.chunk_cells_wrong_top_left = 14;
   CHECK_FALSE(checks::judge_causal_mask(off)[9].holds());
 }
+
+}  // namespace check_causal_mask_test

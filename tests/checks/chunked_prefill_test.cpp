@@ -12,6 +12,8 @@
 #include "checks/chunked_prefill.hpp"
 #include "../test_util.hpp"
 
+namespace check_chunked_prefill_test {
+
 namespace {
 
 using namespace kvlab;
@@ -142,3 +144,5 @@ TEST_CASE("chunked-prefill: judge fails a stall outside its roofline bounds, a N
   off.chunked.sum.throughput_tok_s = good.whole.sum.throughput_tok_s * 0.99;
   CHECK(row_fails(judge_chunked_prefill(off), "throughput kept"));
 }
+
+}  // namespace check_chunked_prefill_test

@@ -8,6 +8,8 @@
 #include "checks/cla.hpp"
 #include "core/error.hpp"
 
+namespace check_cla_test {
+
 using namespace kvlab;
 
 namespace {
@@ -109,3 +111,5 @@ TEST_CASE("cla: judge fails a cache that stores one position too many, a doubled
   off.max_abs_diff = 1e-6;  // far above float64 rounding of these logits
   CHECK_FALSE(checks::judge_cla(off)[4].holds());
 }
+
+}  // namespace check_cla_test

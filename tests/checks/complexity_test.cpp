@@ -10,6 +10,8 @@
 #include "model/generate.hpp"
 #include "../test_util.hpp"
 
+namespace check_complexity_test {
+
 using namespace kvlab;
 using kvlab::test::input_error;
 
@@ -73,3 +75,5 @@ TEST_CASE("complexity: the cached total's erratum names 12d, where 24(N + T)d² 
   CHECK(rows[9].arithmetic.find("N + T < 12d = 768 (E18)") != std::string::npos);
   CHECK(rows[4].arithmetic.find("N < 12d = 768 (E18") != std::string::npos);
 }
+
+}  // namespace check_complexity_test

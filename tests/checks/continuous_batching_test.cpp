@@ -11,6 +11,8 @@
 
 #include "checks/continuous_batching.hpp"
 
+namespace check_continuous_batching_test {
+
 namespace {
 
 using namespace kvlab;
@@ -101,3 +103,5 @@ TEST_CASE("continuous-batching: judge on hand-made runs: a join into a running s
   m.continuous_run.requests[0].returned_s = 3.0;  // returned a step after its last token
   CHECK_FALSE(all_hold(judge_continuous_batching(m)));
 }
+
+}  // namespace check_continuous_batching_test

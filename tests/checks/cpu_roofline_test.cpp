@@ -11,6 +11,8 @@
 #include "core/error.hpp"
 #include "model/fast_gpt.hpp"
 
+namespace check_cpu_roofline_test {
+
 using namespace kvlab;
 
 namespace {
@@ -131,3 +133,5 @@ TEST_CASE("cpu-roofline: judge on hand-made measurements: the batch-1 pairs' med
   CHECK_FALSE(rows[0].holds());
   CHECK_FALSE(rows[1].holds());
 }
+
+}  // namespace check_cpu_roofline_test

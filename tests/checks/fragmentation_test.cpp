@@ -13,6 +13,8 @@
 #include "core/error.hpp"
 #include "serve/kv_memory.hpp"
 
+namespace check_fragmentation_test {
+
 using namespace kvlab;
 using namespace kvlab::serve;
 using kvlab::test::input_error;
@@ -122,3 +124,4 @@ TEST_CASE("fragmentation: a positive rate below 1e-9 (1/rate overflows near 1e-3
   CHECK_THROWS_WITH_AS(checks::run_fragmentation(o, {}), doctest::Contains("--rate"), InputError);
 }
 
+}  // namespace check_fragmentation_test

@@ -9,6 +9,8 @@
 #include "core/error.hpp"
 #include "framework/spec.hpp"
 
+namespace check_framework_test {
+
 using namespace kvlab;
 
 TEST_CASE("framework: every check registers once, at an order of its own, under a name of its own") {
@@ -71,3 +73,5 @@ TEST_CASE("every check's claim has a Chinese translation, and the framework puts
   const Result r = checks::run_causal_mask({}, {});
   CHECK(r.claim_zh == checks::causal_mask_check().spec.claim_zh);
 }
+
+}  // namespace check_framework_test

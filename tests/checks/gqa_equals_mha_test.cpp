@@ -6,6 +6,8 @@
 #include "checks/gqa_equals_mha.hpp"
 #include "core/error.hpp"
 
+namespace check_gqa_equals_mha_test {
+
 using namespace kvlab;
 
 TEST_CASE("gqa-equals-mha passes (f64, f32), and fails when query head j reads K/V head j + 1") {
@@ -39,3 +41,5 @@ TEST_CASE("gqa-equals-mha: judge wants the same bits, and no NaN passes") {
   m.cases[1].diff = std::nan("");
   CHECK_FALSE(checks::judge_gqa_equals_mha(m)[1].holds());
 }
+
+}  // namespace check_gqa_equals_mha_test

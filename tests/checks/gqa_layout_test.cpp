@@ -8,6 +8,8 @@
 #include "checks/gqa_layout.hpp"
 #include "core/error.hpp"
 
+namespace check_gqa_layout_test {
+
 using namespace kvlab;
 
 TEST_CASE("gqa-layout: 4 query heads over 2 KV heads holding constants 1 and 2: query head 1 reads 1 (grouped)") {
@@ -49,3 +51,5 @@ TEST_CASE("gqa-layout: judge fails when a grouped writing reads one head wrong, 
   broken.writings[3].heads_differing = 0;  // the tiled repeat indistinguishable from the grouped layout
   CHECK_FALSE(checks::judge_gqa_layout(broken).back().holds());
 }
+
+}  // namespace check_gqa_layout_test

@@ -15,6 +15,8 @@
 #include "train/checkpoint.hpp"
 #include "../test_util.hpp"
 
+namespace check_gqa_meanpool_test {
+
 using namespace kvlab;
 
 namespace {
@@ -146,3 +148,5 @@ TEST_CASE("gqa-meanpool: judge fails an inexact ε = 0, an error that stops shri
   trows = checks::judge_gqa_trained(t);
   for (const Expectation& e : trows) CHECK_FALSE_MESSAGE(e.holds(), e.quantity);
 }
+
+}  // namespace check_gqa_meanpool_test

@@ -13,6 +13,8 @@
 #include "core/error.hpp"
 #include "model/generate.hpp"
 
+namespace check_greedy_generate_test {
+
 using namespace kvlab;
 
 namespace {
@@ -106,3 +108,5 @@ TEST_CASE("greedy-generate: judge fails one differing token, a missed re-prefill
   hand.reprefills = 1;
   CHECK_FALSE(checks::judge_greedy_generate(hand)[1].holds());
 }
+
+}  // namespace check_greedy_generate_test

@@ -14,6 +14,8 @@
 #include "checks/incremental_vs_full.hpp"
 #include "core/error.hpp"
 
+namespace check_incremental_vs_full_test {
+
 using namespace kvlab;
 
 namespace {
@@ -156,3 +158,5 @@ TEST_CASE("incremental-vs-full: judge fails a row whose difference exceeds its r
   hand.rows[0].diff = 2.3e-13;
   CHECK_FALSE(checks::judge_incremental_vs_full(hand)[0].holds());
 }
+
+}  // namespace check_incremental_vs_full_test

@@ -9,6 +9,8 @@
 #include "quant/int8_matmul.hpp"
 #include "../test_util.hpp"
 
+namespace check_int8_outliers_test {
+
 using namespace kvlab;
 
 TEST_CASE("int8-outliers passes, and fails when the decomposition forgets the outlier columns") {
@@ -61,3 +63,5 @@ TEST_CASE("int8-outliers: judge fails a product past its bound, a dim found that
   off.rows_beat_weights -= 1;  // E19's row: keeping the weights would have won one row
   CHECK_FALSE(checks::judge_int8_outliers(off)[6].holds());
 }
+
+}  // namespace check_int8_outliers_test

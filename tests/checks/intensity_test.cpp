@@ -11,6 +11,8 @@
 #include "model/generate.hpp"
 #include "../test_util.hpp"
 
+namespace check_intensity_test {
+
 using namespace kvlab;
 using kvlab::test::input_error;
 
@@ -70,3 +72,5 @@ TEST_CASE("intensity: judge fails a term one FLOP off, an attention intensity of
   CHECK_FALSE(ridge_rows[ridge_rows.size() - 2].holds());
   CHECK(ridge_rows.back().holds());
 }
+
+}  // namespace check_intensity_test

@@ -9,6 +9,8 @@
 #include "checks/jacobi.hpp"
 #include "../test_util.hpp"
 
+namespace check_jacobi_test {
+
 using namespace kvlab;
 using kvlab::checks::RunContext;
 
@@ -54,3 +56,5 @@ TEST_CASE("jacobi: judge on hand-made counts: one differing token, one run over 
   m.not_converged = 0, m.prefix_breaks = 1;
   CHECK_FALSE(checks::judge_jacobi(m)[3].holds());
 }
+
+}  // namespace check_jacobi_test

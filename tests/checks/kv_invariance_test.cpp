@@ -6,6 +6,8 @@
 
 #include "checks/kv_invariance.hpp"
 
+namespace check_kv_invariance_test {
+
 using namespace kvlab;
 
 TEST_CASE("kv-invariance passes on the causal model and fails when attention is bidirectional") {
@@ -32,3 +34,5 @@ TEST_CASE("kv-invariance: judge wants exactly 0 on the CPU, and no NaN passes") 
   m.max_dk = std::nan("");
   CHECK_FALSE(checks::judge_kv_invariance(m)[0].holds());
 }
+
+}  // namespace check_kv_invariance_test

@@ -10,6 +10,8 @@
 #include "quant/quant_cache.hpp"
 #include "../test_util.hpp"
 
+namespace check_kv_quant_test {
+
 using namespace kvlab;
 
 TEST_CASE("kv-quant passes, and fails with a scale dropped on the decode path or per-token keys") {
@@ -90,3 +92,5 @@ TEST_CASE("kv-quant: judge fails a buffer one byte long, an element past its bou
   off.kivi.back().k_per_token = off.kivi.back().k_per_channel / 2;  // per-token K the better on an outlier cell
   CHECK_FALSE(checks::judge_kv_quant(off)[26].holds());
 }
+
+}  // namespace check_kv_quant_test

@@ -15,6 +15,8 @@
 #include "core/error.hpp"
 #include "../test_util.hpp"
 
+namespace check_kv_size_test {
+
 using kvlab::test::input_error;
 
 namespace {
@@ -259,3 +261,5 @@ TEST_CASE("kv-size: judge fails a byte count one off, a NaN, a wrong max batch a
   off.calc->own16.bytes_per_token = std::numeric_limits<double>::quiet_NaN();
   CHECK_FALSE(row_starting(judge_kv_size(off), "K+V bytes per token, llama-2-70b")->holds());
 }
+
+}  // namespace check_kv_size_test

@@ -10,6 +10,8 @@
 #include "checks/linear_attention.hpp"
 #include "core/error.hpp"
 
+namespace check_linear_attention_test {
+
 using namespace kvlab;
 
 namespace {
@@ -100,3 +102,5 @@ TEST_CASE("linear-attention: judge fails a state that grows, work off by one, a 
   CHECK_FALSE(judged[6].holds());
   CHECK_FALSE(judged[7].holds());
 }
+
+}  // namespace check_linear_attention_test

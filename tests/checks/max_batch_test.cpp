@@ -11,6 +11,8 @@
 #include "cost/capacity.hpp"
 #include "../test_util.hpp"
 
+namespace check_max_batch_test {
+
 using namespace kvlab;
 using kvlab::test::input_error;
 
@@ -94,3 +96,5 @@ TEST_CASE("max-batch: its defaults are 000 §2.3's setup, shown by --help; the s
   o.params = 70e9;
   CHECK_FALSE(checks::measure_max_batch(o).document);
 }
+
+}  // namespace check_max_batch_test

@@ -7,6 +7,8 @@
 #include "core/error.hpp"
 #include "model/mla.hpp"
 
+namespace check_mla_absorb_test {
+
 using namespace kvlab;
 
 TEST_CASE("mla-absorb passes in f64 and f32 and fails when the absorption is wrong") {
@@ -92,3 +94,5 @@ TEST_CASE("mla-absorb: judge fails logits beyond rounding and a decode-step coun
   hand.options.decode = 0;         // no decode step: the logits alone are judged
   CHECK(checks::judge_mla_absorb(hand).size() == 1);
 }
+
+}  // namespace check_mla_absorb_test

@@ -9,6 +9,8 @@
 #include "core/error.hpp"
 #include "cost/kv_cache.hpp"
 
+namespace check_mla_cache_test {
+
 using namespace kvlab;
 
 TEST_CASE("mla-cache passes and fails when the MLA cache is counted as separate K and V") {
@@ -65,3 +67,5 @@ TEST_CASE("mla-cache: judge fails a cache one element wide, a mini-GPT that skip
   CHECK_FALSE(checks::judge_mla_cache(off)[2].holds());
   CHECK_FALSE(checks::judge_mla_cache(off)[4].holds());
 }
+
+}  // namespace check_mla_cache_test

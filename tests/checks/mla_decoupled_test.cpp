@@ -6,6 +6,8 @@
 #include "core/error.hpp"
 #include "model/mla.hpp"
 
+namespace check_mla_decoupled_test {
+
 using namespace kvlab;
 
 TEST_CASE("mla-decoupled passes and fails when a head absorbs another head's W_UK") {
@@ -51,3 +53,5 @@ TEST_CASE("mla-decoupled: judge fails a split beyond rounding, logits that diffe
   hand.split = {{.mag = 1, .error = 0}};
   for (const Expectation& e : checks::judge_mla_decoupled(hand)) CHECK(e.holds());
 }
+
+}  // namespace check_mla_decoupled_test

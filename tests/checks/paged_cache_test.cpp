@@ -7,6 +7,8 @@
 #include "checks/paged_cache.hpp"
 #include "../test_util.hpp"
 
+namespace check_paged_cache_test {
+
 using namespace kvlab;
 
 TEST_CASE("paged-cache passes, and fails with COW in place or a ref count not decremented") {
@@ -51,3 +53,5 @@ TEST_CASE("paged-cache: judge on hand-made measurements: a wrong table entry, a 
   m.blocks_free_at_end = 63;  // a ref count not decremented
   CHECK_FALSE(checks::judge_paged_cache(m)[9].holds());
 }
+
+}  // namespace check_paged_cache_test

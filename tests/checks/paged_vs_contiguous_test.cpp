@@ -8,6 +8,8 @@
 #include "checks/paged_vs_contiguous.hpp"
 #include "../test_util.hpp"
 
+namespace check_paged_vs_contiguous_test {
+
 using namespace kvlab;
 
 TEST_CASE("paged-vs-contiguous passes (f64, f32), and fails when the gather ignores the block table") {
@@ -42,3 +44,5 @@ TEST_CASE("paged-vs-contiguous: judge on hand-made runs: a logit off by more tha
   m.context.device = Device::cuda;  // the device runs have no block counts or audit
   CHECK(checks::judge_paged_vs_contiguous(m).size() == 3);
 }
+
+}  // namespace check_paged_vs_contiguous_test

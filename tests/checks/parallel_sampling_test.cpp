@@ -7,6 +7,8 @@
 #include "checks/parallel_sampling.hpp"
 #include "../test_util.hpp"
 
+namespace check_parallel_sampling_test {
+
 using namespace kvlab;
 
 TEST_CASE("parallel-sampling passes, and fails with COW in place or a ref count not decremented") {
@@ -48,3 +50,5 @@ TEST_CASE("parallel-sampling: judge holds the formulas exactly and the logits wi
   m.end_problems = {"block 3: ref count 1, in no table"};
   CHECK_FALSE(checks::judge_parallel_sampling(m)[4].holds());
 }
+
+}  // namespace check_parallel_sampling_test

@@ -5,6 +5,8 @@
 #include "checks/position_offset.hpp"
 #include "core/error.hpp"
 
+namespace check_position_offset_test {
+
 using namespace kvlab;
 
 TEST_CASE("position-offset passes, and fails when the right-start path forgets the offset too") {
@@ -37,3 +39,5 @@ TEST_CASE("position-offset: judge fails when a forgotten start passes for one st
   broken.right_diff = 2e-13;
   CHECK_FALSE(checks::judge_position_offset(broken)[0].holds());
 }
+
+}  // namespace check_position_offset_test

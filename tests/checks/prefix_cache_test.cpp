@@ -7,6 +7,8 @@
 #include "checks/prefix_cache.hpp"
 #include "../test_util.hpp"
 
+namespace check_prefix_cache_test {
+
 using namespace kvlab;
 
 TEST_CASE("prefix-cache passes, and fails with an unchained block hash or COW in place") {
@@ -58,3 +60,5 @@ TEST_CASE("prefix-cache: judge on hand-made servings: reuse, copies, blocks and 
   m.max_abs_diff = std::nan("");
   CHECK_FALSE(checks::judge_prefix_cache(m)[6].holds());
 }
+
+}  // namespace check_prefix_cache_test

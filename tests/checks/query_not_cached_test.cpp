@@ -6,6 +6,8 @@
 #include "checks/query_not_cached.hpp"
 #include "core/error.hpp"
 
+namespace check_query_not_cached_test {
+
 using namespace kvlab;
 
 TEST_CASE("query-not-cached passes, and fails when a query mixes in the earlier queries") {
@@ -45,3 +47,5 @@ TEST_CASE("query-not-cached: judge fails when one key or value does not matter, 
   broken.own_query_diff = 0;  // the last output ignores its own query
   CHECK_FALSE(checks::judge_query_not_cached(broken)[4].holds());
 }
+
+}  // namespace check_query_not_cached_test

@@ -9,6 +9,8 @@
 #include "model/ragged.hpp"
 #include "../test_util.hpp"
 
+namespace check_ragged_batch_test {
+
 using namespace kvlab;
 using kvlab::test::input_error;
 
@@ -53,3 +55,5 @@ TEST_CASE("ragged-batch: judge fails an MLP one ulp off for one request, and a f
   off.requests[0].mixed_diff = 0.5;  // the first request changed too: it attended to rows not its own
   CHECK_FALSE(checks::judge_ragged_batch(off)[2].holds());
 }
+
+}  // namespace check_ragged_batch_test

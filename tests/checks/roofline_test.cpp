@@ -5,8 +5,6 @@
 
 #include "../test_util.hpp"
 
-using kvlab::test::input_error;
-
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
@@ -18,6 +16,10 @@ using kvlab::test::input_error;
 
 #include "core/error.hpp"
 #include "checks/roofline.hpp"
+
+namespace check_roofline_test {
+
+using kvlab::test::input_error;
 
 namespace {
 
@@ -456,3 +458,5 @@ TEST_CASE("roofline: judge fails a figure off, a NaN, a KV byte too many and a w
   off.calc->step.bound = off.calc->step.bound == Bound::memory ? Bound::compute : Bound::memory;
   CHECK_FALSE(row_starting(judge_roofline(off), "bound named by the library")->holds());
 }
+
+}  // namespace check_roofline_test

@@ -7,6 +7,8 @@
 #include "checks/rope_breaks_absorb.hpp"
 #include "core/error.hpp"
 
+namespace check_rope_breaks_absorb_test {
+
 using namespace kvlab;
 
 TEST_CASE("rope-breaks-absorb passes with RoPE and fails when the rotation is missing") {
@@ -51,3 +53,5 @@ TEST_CASE("rope-breaks-absorb: judge fails an identity beyond its bound and an o
   hand.offsets[0].entry = 10 * std::numeric_limits<double>::epsilon();  // within rounding: not a change
   CHECK_FALSE(checks::judge_rope_breaks_absorb(hand)[1].holds());
 }
+
+}  // namespace check_rope_breaks_absorb_test

@@ -10,6 +10,8 @@
 #include "checks/rope_relative.hpp"
 #include "core/error.hpp"
 
+namespace check_rope_relative_test {
+
 using namespace kvlab;
 
 namespace {
@@ -83,3 +85,5 @@ TEST_CASE("rope-relative: judge fails an identity, closed form or shift off by m
   m.pairs[0] = {.t = 1'000'000, .s = 1'000'000, .norms = 1};
   CHECK(checks::judge_rope_relative(m)[2].holds());
 }
+
+}  // namespace check_rope_relative_test

@@ -11,6 +11,8 @@
 #include "checks/sliding_window.hpp"
 #include "core/error.hpp"
 
+namespace check_sliding_window_test {
+
 using namespace kvlab;
 
 namespace {
@@ -151,3 +153,5 @@ TEST_CASE("sliding-window: judge fails logits beyond rounding, a cache that hold
   CHECK(rows[3].measured == 2);
   CHECK_FALSE(rows[3].holds());
 }
+
+}  // namespace check_sliding_window_test

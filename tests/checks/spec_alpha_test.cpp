@@ -14,6 +14,8 @@
 #include "spec/distribution.hpp"
 #include "../test_util.hpp"
 
+namespace check_spec_alpha_test {
+
 using namespace kvlab;
 using kvlab::checks::RunContext;
 using kvlab::checks::run_spec_alpha;
@@ -150,3 +152,5 @@ TEST_CASE("spec-alpha: judge on hand-made pairs: a wrong α_MC, a broken identit
   m.pairs[1].alpha_mc = std::nan("");
   CHECK_FALSE(checks::judge_spec_alpha(m)[2].holds());
 }
+
+}  // namespace check_spec_alpha_test

@@ -13,6 +13,8 @@
 #include "spec/expected_tokens.hpp"
 #include "../test_util.hpp"
 
+namespace check_spec_etau_test {
+
 namespace {
 
 namespace spec = kvlab::spec;
@@ -258,3 +260,5 @@ TEST_CASE("spec-etau: judge on a hand-made case: a wrong simulated mean, a NaN o
   m.course_low = 2.7;  // the formula agreeing with the course where it is wrong
   CHECK_FALSE(kvlab::checks::judge_spec_etau(m)[5].holds());
 }
+
+}  // namespace check_spec_etau_test

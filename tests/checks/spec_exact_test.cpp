@@ -12,6 +12,8 @@
 #include "checks/spec_exact.hpp"
 #include "io/data_dir.hpp"
 
+namespace check_spec_exact_test {
+
 using namespace kvlab;
 using kvlab::checks::RunContext;
 
@@ -89,3 +91,5 @@ TEST_CASE("spec-exact: judge on hand-made fits: a TV over its bound, a χ² over
   broken([](LawFit& f) { f.chi2 = 200; }, 7);
   broken([](LawFit& f) { f.chi2 = std::nan(""); }, 7);
 }
+
+}  // namespace check_spec_exact_test

@@ -10,6 +10,8 @@
 #include "checks/spec_greedy.hpp"
 #include "spec/loop.hpp"
 
+namespace check_spec_greedy_test {
+
 using namespace kvlab;
 using kvlab::checks::RunContext;
 
@@ -54,3 +56,5 @@ TEST_CASE("spec-greedy: judge on hand-made runs: one differing token or one brok
   m.drafts[2].invariant_breaks = 1;
   CHECK_FALSE(checks::judge_spec_greedy(m)[5].holds());
 }
+
+}  // namespace check_spec_greedy_test

@@ -14,6 +14,8 @@
 #include "io/data_dir.hpp"
 #include "train/corpus.hpp"
 
+namespace check_spec_real_test {
+
 using namespace kvlab;
 
 using kvlab::test::byte_config;
@@ -110,3 +112,5 @@ TEST_CASE("spec-real: judge on hand-made runs: a far α, a wrong tokens/step, a 
   broken([](checks::SpecRealK& k) { k.greedy_mismatches = 1; }, "differs from the target's greedy decoding");
   CHECK(checks::judge_spec_real({.skipped = "absent"}).empty());
 }
+
+}  // namespace check_spec_real_test

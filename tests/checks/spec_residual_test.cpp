@@ -11,6 +11,8 @@
 
 #include "checks/spec_residual.hpp"
 
+namespace check_spec_residual_test {
+
 using namespace kvlab;
 using kvlab::checks::RunContext;
 
@@ -75,3 +77,5 @@ TEST_CASE("spec-residual: judge on hand-made errors: one bound exceeded, a NaN, 
   m.greedy_soft.law_error = 0;  // the mistake went unseen: the closed form did not catch it
   CHECK_FALSE(checks::judge_spec_residual(m)[5].holds());
 }
+
+}  // namespace check_spec_residual_test

@@ -10,6 +10,8 @@
 
 #include "checks/spec_sampler.hpp"
 
+namespace check_spec_sampler_test {
+
 using namespace kvlab;
 using kvlab::checks::RunContext;
 
@@ -60,3 +62,5 @@ TEST_CASE("spec-sampler: judge on hand-made numbers: a wrong law, a wide TV, a f
   broken([](checks::SamplerDraft& x) { x.fit.chi2 = std::nan(""); }, 6);
   broken([](checks::SamplerDraft& x) { x.accepted = 900; }, 7);
 }
+
+}  // namespace check_spec_sampler_test

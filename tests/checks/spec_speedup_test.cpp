@@ -15,6 +15,8 @@
 #include "model/weights_io.hpp"
 #include "spec/positional.hpp"
 
+namespace check_spec_speedup_test {
+
 using namespace kvlab;
 using kvlab::checks::RunContext;
 
@@ -111,3 +113,5 @@ TEST_CASE("spec-speedup: judge on a hand-made K: a wrong α or token count, a mi
   m.ks[0].positional_exact = 1.0;  // the bonus term left out: E[τ] = 1 at K = 1
   CHECK_FALSE(checks::judge_spec_speedup(m)[5].holds());
 }
+
+}  // namespace check_spec_speedup_test

@@ -12,6 +12,8 @@
 #include "core/error.hpp"
 #include "spec/expected_tokens.hpp"
 
+namespace check_spec_wallclock_test {
+
 using namespace kvlab;
 using checks::DraftKind;
 
@@ -256,3 +258,5 @@ TEST_CASE("spec-wallclock judge: each row fails on its wrong number, and on a Na
   CHECK_FALSE(all_nan[0]);
   CHECK_FALSE(all_nan[1]);
 }
+
+}  // namespace check_spec_wallclock_test

@@ -12,6 +12,8 @@
 
 #include "checks/tree_verify.hpp"
 
+namespace check_tree_verify_test {
+
 using kvlab::checks::RunContext;
 namespace spec = kvlab::spec;
 
@@ -96,3 +98,5 @@ TEST_CASE("tree-verify: judge on hand-made numbers: a wrong path count, a logit 
   m.tv_empirical = std::nan("");
   CHECK_FALSE(kvlab::checks::judge_tree_verify(m)[4].holds());
 }
+
+}  // namespace check_tree_verify_test

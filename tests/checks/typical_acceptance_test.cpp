@@ -11,6 +11,8 @@
 
 #include "checks/typical_acceptance.hpp"
 
+namespace check_typical_acceptance_test {
+
 using namespace kvlab;
 using kvlab::checks::RunContext;
 
@@ -73,3 +75,5 @@ TEST_CASE("typical-acceptance: judge on hand-made laws: a wrong number or a NaN 
   broken([](checks::TypicalContext& x) { x.tv_typical_empirical = std::nan(""); }, 3);
   broken([](checks::TypicalContext& x) { x.tv_typical_own = 0.3; }, 4);
 }
+
+}  // namespace check_typical_acceptance_test

@@ -11,6 +11,8 @@
 #include "core/rng.hpp"
 #include "test_util.hpp"
 
+namespace attention_linear_attention_test {
+
 using namespace kvlab;
 
 TEST_CASE("linear attention: recurrent = parallel; state and work per step are constant") {
@@ -39,3 +41,5 @@ TEST_CASE("linear attention: recurrent = parallel; state and work per step are c
   CHECK_THROWS_AS(LinearAttention(4, 4).step(Vec<double>::Zero(3), Vec<double>::Zero(4), Vec<double>::Zero(4)),
                   std::invalid_argument);
 }
+
+}  // namespace attention_linear_attention_test

@@ -17,6 +17,8 @@
 #include "checks/spec_greedy.hpp"
 #include "framework/check.hpp"
 
+namespace backend_device_checks_test {
+
 using namespace kvlab;
 using namespace kvlab::checks;
 
@@ -119,3 +121,5 @@ TEST_CASE("device checks: cuda_gap keeps --device auto on the CPU where the devi
     std::remove(path.c_str());
   }
 }
+
+}  // namespace backend_device_checks_test

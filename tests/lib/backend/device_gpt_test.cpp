@@ -14,6 +14,8 @@
 #include "model/gpt.hpp"
 #include "support/model_setup.hpp"
 
+namespace backend_device_gpt_test {
+
 using namespace kvlab;
 using namespace kvlab::gpu;
 
@@ -173,3 +175,5 @@ TEST_CASE("device gpt: bad input is an InputError naming what is wrong") {
   CHECK_THROWS_AS(DeviceGpt(MiniGPT<float>(sw, 1), *ops, {}), InputError);
   CHECK_THROWS_AS(DeviceGpt(model, *ops, {.max_ctx = 65}), InputError);  // > block_size 64, learned positions
 }
+
+}  // namespace backend_device_gpt_test

@@ -43,6 +43,8 @@
 #include "core/error.hpp"
 #include "kernels/model_ops.hpp"
 
+namespace backend_gpu_model_ops_test {
+
 using namespace kvlab;
 using namespace kvlab::gpu;
 using kernels::CacheRows;
@@ -527,3 +529,5 @@ TEST_CASE("gpu model ops: CUDA and host ops agree on every operation" * doctest:
     CHECK(failed(compare_model_ops(*gpu_ops, *host, seed)) == 0);
   }
 }
+
+}  // namespace backend_gpu_model_ops_test

@@ -17,6 +17,8 @@
 #include "backend/parity.hpp"
 #include "core/tensor.hpp"
 
+namespace backend_gpu_parity_test {
+
 using namespace kvlab;
 using namespace kvlab::gpu;
 
@@ -257,3 +259,5 @@ TEST_CASE("gpu parity: the real kernels on a CUDA device" * doctest::skip(no_gpu
   auto runner = make_cuda_runner();
   CHECK(all_pass(run_parity(*runner, 1234)));
 }
+
+}  // namespace backend_gpu_parity_test

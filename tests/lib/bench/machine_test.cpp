@@ -9,6 +9,8 @@
 
 #include "bench/machine.hpp"
 
+namespace bench_machine_test {
+
 using namespace kvlab;
 
 TEST_CASE("machine: flat_from finds where the bandwidth curve stops falling; median") {
@@ -37,3 +39,5 @@ TEST_CASE("machine: the last-level cache size, as the kernel reports it, when it
   CHECK(llc >= (64u << 10));  // at least a 64 KiB cache, at most 16 GiB: a size, not a misread unit
   CHECK(llc <= (16ull << 30));
 }
+
+}  // namespace bench_machine_test

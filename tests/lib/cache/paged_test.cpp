@@ -13,6 +13,8 @@
 #include "model/gpt.hpp"
 #include "test_util.hpp"
 
+namespace cache_paged_test {
+
 using namespace kvlab;
 
 namespace {
@@ -244,3 +246,5 @@ TEST_CASE("prefix cache: a running request that computed a prefix the cache hold
     }
   }
 }
+
+}  // namespace cache_paged_test

@@ -10,6 +10,8 @@
 #include "core/error.hpp"
 #include "model/gpt.hpp"
 
+namespace cache_rolling_cache_test {
+
 using namespace kvlab;
 
 TEST_CASE("RollingCache keeps the last W positions in logical order across wrap-arounds") {
@@ -73,3 +75,5 @@ TEST_CASE("CLA model: share 1 is the ordinary model, share 2 owns half the K/V w
   const std::vector<int> ids{1, 2};
   CHECK_THROWS_AS(cla.forward(ids, 0, *wrong_shape), std::invalid_argument);
 }
+
+}  // namespace cache_rolling_cache_test

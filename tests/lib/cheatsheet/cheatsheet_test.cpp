@@ -22,6 +22,8 @@
 #include "spec_etau.hpp"
 #include "test_util.hpp"
 
+namespace cheatsheet_cheatsheet_test {
+
 namespace {
 
 using namespace kvlab;
@@ -218,3 +220,5 @@ TEST_CASE("cheatsheet: the writers") {
   CHECK(j["tables"][0]["name"] == "000-2.2");
   CHECK(j["tables"][0]["rows"][0].size() == j["tables"][0]["columns"].size());
 }
+
+}  // namespace cheatsheet_cheatsheet_test

@@ -4,6 +4,8 @@
 #include "core/dtype.hpp"
 #include "core/numerics.hpp"
 
+namespace core_numerics_test {
+
 using namespace kvlab;
 
 TEST_CASE("unit roundoff: 2^-53 for double, 2^-24 for float, and the dtype's") {
@@ -29,3 +31,5 @@ TEST_CASE("gamma_n = n u / (1 - n u)") {
   CHECK(gamma_n(3) > 3 * u);
   CHECK(gamma_n(3) < 3 * u * (1 + 1e-15));
 }
+
+}  // namespace core_numerics_test

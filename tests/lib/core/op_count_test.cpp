@@ -10,6 +10,8 @@
 #include "cost/generation_flops.hpp"
 #include "model/ops.hpp"
 
+namespace core_op_count_test {
+
 using namespace kvlab;
 
 TEST_CASE("CountMacs counts what linear() and grouped_query_attention() do, and nests") {
@@ -32,3 +34,5 @@ TEST_CASE("CountMacs counts what linear() and grouped_query_attention() do, and 
   CHECK(naive_generation_flops(2, 1) == 12 * 6 + 2 * 24 / 3);
   CHECK_THROWS_AS(naive_generation_flops(1ull << 40, 1ull << 20), InputError);
 }
+
+}  // namespace core_op_count_test

@@ -6,6 +6,8 @@
 
 #include "core/progress.hpp"
 
+namespace core_progress_test {
+
 namespace {
 
 // A clock the test moves by hand.
@@ -112,3 +114,5 @@ TEST_CASE("progress: durations for people") {
   CHECK(kvlab::duration_text(3900) == "1 h 05 min");
   CHECK(kvlab::duration_text(-1) == "?");
 }
+
+}  // namespace core_progress_test

@@ -11,6 +11,8 @@
 
 #include "core/stats.hpp"
 
+namespace core_stats_bounds_test {
+
 namespace {
 
 // P(X = k) for X ~ Binomial(n, p), k = 0..n, in long double from lgammal (independent of the
@@ -223,3 +225,5 @@ TEST_CASE("stats: Bretagnolle–Huber–Carol TV bound and the pooled fit to an 
   // Draws on an outcome of probability 0 are pooled away from χ², but TV sees them.
   CHECK(kvlab::fit_to_law({0, 100}, {1.0, 0.0}, 100, 0.05).tv == doctest::Approx(1.0));
 }
+
+}  // namespace core_stats_bounds_test

@@ -6,6 +6,8 @@
 
 #include "core/stats.hpp"
 
+namespace core_stats_test {
+
 using namespace kvlab;
 
 TEST_CASE("mean: left-to-right sum over the count, 0 for none") {
@@ -24,3 +26,5 @@ TEST_CASE("median: middle value, or the average of the two middle ones") {
   CHECK(median({7.0, 7.0, 1.0, 9.0}) == 7.0);   // sorted 1 7 7 9
   CHECK_THROWS_AS(median({}), std::invalid_argument);
 }
+
+}  // namespace core_stats_test

@@ -14,7 +14,7 @@
 #include "model/work.hpp"
 #include "test_util.hpp"
 
-namespace kvlab {
+namespace kvlab::core_work_budget_test {
 namespace {
 
 bool mentions(const std::string& text, const std::string& word) { return text.find(word) != std::string::npos; }
@@ -84,4 +84,4 @@ TEST_CASE("model work: forward FLOPs count the matrices, the LM head and causal 
 }
 
 }  // namespace
-}  // namespace kvlab
+}  // namespace kvlab::core_work_budget_test

@@ -5,8 +5,6 @@
 
 #include "test_util.hpp"
 
-using kvlab::test::input_error;
-
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -16,6 +14,10 @@ using kvlab::test::input_error;
 #include "cost/kv_cache.hpp"
 #include "cost/roofline.hpp"
 #include "io/catalogue.hpp"
+
+namespace cost_cost_test {
+
+using kvlab::test::input_error;
 
 namespace {
 
@@ -313,3 +315,5 @@ TEST_CASE("roofline_time: the max of the two times, and which one bounds (memory
   CHECK(m.bound == Bound::memory);
   CHECK(roofline_time(2.0, 2.0, 1.0, 1.0).bound == Bound::memory);
 }
+
+}  // namespace cost_cost_test

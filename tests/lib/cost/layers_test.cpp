@@ -7,8 +7,6 @@
 
 #include "test_util.hpp"
 
-using kvlab::test::input_error;
-
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
@@ -25,6 +23,10 @@ using kvlab::test::input_error;
 #include "io/catalogue.hpp"
 #include "kv_size.hpp"
 #include "report/writers.hpp"
+
+namespace cost_layers_test {
+
+using kvlab::test::input_error;
 
 namespace {
 
@@ -413,3 +415,5 @@ TEST_CASE("config rules: a layout that cannot be sized is one line naming the fi
   ns["attention_chunk_size"] = 8;
   CHECK(spec_error(ns).find("cfg.json: no_rope_layers: must be a list of num_hidden_layers = 2") == 0);
 }
+
+}  // namespace cost_layers_test

@@ -18,6 +18,8 @@
 #include "io/units.hpp"
 #include "test_util.hpp"
 
+namespace cost_plan_test {
+
 namespace {
 
 using kvlab::test::input_error;
@@ -277,3 +279,5 @@ TEST_CASE("roofline --tp 2: one device's step, half the weights and half the K/V
   o.tp = 3;
   CHECK(contains(input_error([&] { kvlab::checks::run_roofline(o, {}); }), "--tp"));
 }
+
+}  // namespace cost_plan_test

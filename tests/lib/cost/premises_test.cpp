@@ -7,6 +7,8 @@
 #include "cost/premises.hpp"
 #include "io/catalogue.hpp"
 
+namespace cost_premises_test {
+
 using namespace kvlab;
 
 TEST_CASE("premises: the 7B's weights and the A100's ridge points as the documents compute them") {
@@ -30,3 +32,5 @@ TEST_CASE("premises: the catalogue entries they name agree with the documents' f
   CHECK(m.n_kv_head == 32);  // MHA
   CHECK(m.head_dim == 128);
 }
+
+}  // namespace cost_premises_test

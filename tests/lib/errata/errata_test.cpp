@@ -14,6 +14,8 @@
 #include "errata/catalogue.hpp"
 #include "report/result.hpp"
 
+namespace errata_errata_test {
+
 using namespace kvlab;
 
 namespace {
@@ -126,3 +128,5 @@ TEST_CASE("errata: the checks flag at their defaults exactly the entries the cat
     CHECK(ran.count(check) == 1);  // flagged_by names a check that ran
   }
 }
+
+}  // namespace errata_errata_test

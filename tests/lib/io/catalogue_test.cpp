@@ -5,8 +5,6 @@
 
 #include "test_util.hpp"
 
-using kvlab::test::input_error;
-
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -16,6 +14,10 @@ using kvlab::test::input_error;
 #include "io/data_dir.hpp"
 #include "core/error.hpp"
 #include "io/catalogue.hpp"
+
+namespace io_catalogue_test {
+
+using kvlab::test::input_error;
 
 namespace {
 
@@ -352,3 +354,5 @@ TEST_CASE("config.json: each fixture of tests/data/configs fails on the field it
     CHECK(msg.find(file) != std::string::npos);
   }
 }
+
+}  // namespace io_catalogue_test

@@ -25,6 +25,8 @@
 #include "train/corpus.hpp"
 #include "test_util.hpp"
 
+namespace io_readers_test {
+
 namespace {
 
 namespace fs = std::filesystem;
@@ -291,3 +293,5 @@ TEST_CASE("readers: the corpus fingerprint is FNV-1a 64 (offset basis 1469598103
   CHECK(corpus_hash({'a'}) == 0xaf63dc4c8601ec8cull);
   CHECK(corpus_hash({'f', 'o', 'o', 'b', 'a', 'r'}) == 0x85944171f73967e8ull);
 }
+
+}  // namespace io_readers_test

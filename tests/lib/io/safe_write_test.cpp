@@ -21,7 +21,7 @@
 #include "io/safe_write.hpp"
 #include "test_util.hpp"
 
-namespace kvlab {
+namespace kvlab::io_safe_write_test {
 namespace {
 
 namespace fs = std::filesystem;
@@ -237,4 +237,4 @@ TEST_CASE("safe_write: shown_path keeps UTF-8 and makes control bytes and invali
 }
 
 }  // namespace
-}  // namespace kvlab
+}  // namespace kvlab::io_safe_write_test

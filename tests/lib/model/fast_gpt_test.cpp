@@ -13,6 +13,8 @@
 #include "model/gpt.hpp"
 #include "model/ops.hpp"
 
+namespace model_fast_gpt_test {
+
 using namespace kvlab;
 
 namespace {
@@ -209,3 +211,5 @@ TEST_CASE("linear_f32: the streaming kernel and the GEMM agree with the float64 
     CHECK(worst <= 1.0);  // within Higham's γ_{n+1} bound of each sum
   }
 }
+
+}  // namespace model_fast_gpt_test

@@ -12,6 +12,8 @@
 #include "model/fast_gpt.hpp"
 #include "model/gpt.hpp"
 
+namespace model_fast_window_test {
+
 using namespace kvlab;
 
 namespace {
@@ -207,3 +209,5 @@ TEST_CASE("extend over a long cached prefix (the verify step at long context) eq
   CHECK(worst_steps <= 1e-5 * std::max(1.0, scale));
   CHECK(verify.length() == cached + rows);
 }
+
+}  // namespace model_fast_window_test

@@ -12,6 +12,8 @@
 #include "model/generate.hpp"
 #include "test_util.hpp"
 
+namespace model_generate_test {
+
 using namespace kvlab;
 using kvlab::test::input_error;
 
@@ -53,3 +55,5 @@ TEST_CASE("count_forward: MHA per-layer terms 6nd², 2nd², 16nd², and causal/b
   CHECK(count_forward(c, 3, 2).attn_scores == 2u * 8 * 3 * 5);
   CHECK_THROWS_AS(count_forward(c, 0, 0), InputError);
 }
+
+}  // namespace model_generate_test

@@ -10,6 +10,8 @@
 #include "core/rng.hpp"
 #include "model/gpt.hpp"
 
+namespace model_gpt_test {
+
 using namespace kvlab;
 
 namespace {
@@ -153,3 +155,5 @@ TEST_CASE("mini-GPT forward: shapes, determinism by seed, position checks") {
   auto big = a.make_cache(CacheKind::prealloc, c.block_size + 1);
   CHECK_THROWS_AS(a.forward(too_long, 0, *big), InputError);
 }
+
+}  // namespace model_gpt_test

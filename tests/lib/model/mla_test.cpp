@@ -10,6 +10,8 @@
 #include "cost/kv_cache.hpp"
 #include "model/mla.hpp"
 
+namespace model_mla_test {
+
 using namespace kvlab;
 
 TEST_CASE("LatentCache stores d_c + d_r per position and counts it") {
@@ -48,3 +50,5 @@ TEST_CASE("MLA mini-GPT: naive = absorbed, incremental = full, with and without 
   bad.rope_head_dim = 3;
   CHECK_THROWS_WITH_AS(MlaGPT<double>(bad, 1), doctest::Contains("rope_head_dim"), InputError);
 }
+
+}  // namespace model_mla_test

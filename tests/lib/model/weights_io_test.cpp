@@ -19,6 +19,8 @@
 #include "quant/minifloat.hpp"
 #include "test_util.hpp"
 
+namespace model_weights_io_test {
+
 namespace {
 
 using kvlab::SafeTensor;
@@ -313,3 +315,5 @@ TEST_CASE("MiniGPT(config, weights) names the weight whose shape is wrong") {
   CHECK(input_error([&] { kvlab::MiniGPT<double>(c, w); }).find("1 blocks, config needs n_layer = 2") !=
         std::string::npos);
 }
+
+}  // namespace model_weights_io_test

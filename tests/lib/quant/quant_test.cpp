@@ -12,6 +12,8 @@
 #include "quant/quant_cache.hpp"
 #include "test_util.hpp"
 
+namespace quant_quant_test {
+
 using namespace kvlab;
 
 TEST_CASE("fp8 e4m3 / e5m2 and fp16: special values, saturation, ties to even") {
@@ -123,3 +125,5 @@ TEST_CASE("QuantKVCache: KIVI layout, residual, prefill = decode, bytes of the r
   for (int t = 0; t < T; ++t) b.append(0, k.middleRows(t, 1), v.middleRows(t, 1));
   CHECK((a.values(0) - b.values(0)).cwiseAbs().maxCoeff() > 0.1);
 }
+
+}  // namespace quant_quant_test

@@ -11,7 +11,7 @@
 #include "quiz/quiz.hpp"
 #include "test_util.hpp"
 
-namespace kvlab {
+namespace kvlab::quiz_quiz_test {
 namespace {
 
 double recompute(const QuizQuestion& q) {
@@ -153,4 +153,4 @@ TEST_CASE("quiz: a line that is not a number is asked again; no nan or inf reach
 }
 
 }  // namespace
-}  // namespace kvlab
+}  // namespace kvlab::quiz_quiz_test

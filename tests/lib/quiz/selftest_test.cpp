@@ -18,7 +18,7 @@
 #include "quiz/selftest_bank.hpp"
 #include "test_util.hpp"
 
-namespace kvlab {
+namespace kvlab::quiz_selftest_test {
 namespace {
 
 /// The documents' numbering: every item the self-test must cover.
@@ -370,4 +370,4 @@ TEST_CASE("selftest: Chinese session, worksheet and JSON") {
 }
 
 }  // namespace
-}  // namespace kvlab
+}  // namespace kvlab::quiz_selftest_test

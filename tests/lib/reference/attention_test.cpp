@@ -5,6 +5,8 @@
 
 #include "reference/attention.hpp"
 
+namespace reference_attention_test {
+
 using namespace kvlab;
 
 TEST_CASE("reference attention: causal, scaled by 1/sqrt(d), each head on its own K/V") {
@@ -24,3 +26,5 @@ TEST_CASE("reference attention: causal, scaled by 1/sqrt(d), each head on its ow
   CHECK(last(0, 0) == out(1, 0));
   CHECK(last(0, 1) == out(1, 1));
 }
+
+}  // namespace reference_attention_test

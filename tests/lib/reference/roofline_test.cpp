@@ -3,6 +3,8 @@
 
 #include "reference/roofline.hpp"
 
+namespace reference_roofline_test {
+
 using namespace kvlab;
 
 TEST_CASE("reference roofline: FLOPs per position, MHA and MLA") {
@@ -37,3 +39,5 @@ TEST_CASE("reference roofline: a mixed step (prompt chunk + decodes) and its tim
   CHECK(d.flops == 600.0 + 210.0);
   CHECK(d.bytes == 200.0 + 63.0);
 }
+
+}  // namespace reference_roofline_test

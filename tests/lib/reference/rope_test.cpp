@@ -7,6 +7,8 @@
 #include "attention/gqa.hpp"
 #include "reference/rope.hpp"
 
+namespace reference_rope_test {
+
 using namespace kvlab;
 
 TEST_CASE("reference RoPE matrix: rotate-half pairs, angle p·θ^(−2i/d)") {
@@ -51,3 +53,5 @@ TEST_CASE("applied RoPE matrix: the library's apply_rope against the written-out
   const auto none = [](Mat<double>&, int, int, int, double) {};
   CHECK(reference::applied_rope_matrix(none, 4, 3, 10000.0) == Mat<double>::Identity(4, 4));
 }
+
+}  // namespace reference_rope_test

@@ -5,6 +5,8 @@
 
 #include "reference/sequence_law.hpp"
 
+namespace reference_sequence_law_test {
+
 using namespace kvlab;
 
 TEST_CASE("reference sequence law: product of the conditionals, first token most significant") {
@@ -44,3 +46,5 @@ TEST_CASE("reference cells: outcomes expected >= 5 times keep a cell, the rest p
   CHECK(same.cell_of == std::vector<std::int64_t>{0, 1});
   CHECK(same.law == std::vector<double>{0.25, 0.75});
 }
+
+}  // namespace reference_sequence_law_test

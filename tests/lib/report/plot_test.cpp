@@ -15,7 +15,7 @@
 #include "report/plot.hpp"
 #include "test_util.hpp"
 
-namespace kvlab {
+namespace kvlab::report_plot_test {
 namespace {
 
 Plot two_series() {
@@ -141,4 +141,4 @@ TEST_CASE("plot: a 'labeled' series writes its title beside each point, alternat
 }
 
 }  // namespace
-}  // namespace kvlab
+}  // namespace kvlab::report_plot_test

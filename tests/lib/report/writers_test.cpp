@@ -13,6 +13,8 @@
 #include "report/lang.hpp"
 #include "report/writers.hpp"
 
+namespace report_writers_test {
+
 using namespace kvlab;
 
 namespace {
@@ -233,3 +235,5 @@ TEST_CASE("lang: --lang and KVLAB_LANG") {
   CHECK_THROWS_WITH_AS(parse_lang("fr"), "--lang: must be en or zh (got 'fr')", InputError);
   CHECK(resolve_lang(std::string("zh")) == Lang::zh);
 }
+
+}  // namespace report_writers_test

@@ -15,6 +15,8 @@
 #include "serve/simulator.hpp"
 #include "test_util.hpp"
 
+namespace serve_serve_test {
+
 namespace {
 
 using namespace kvlab;
@@ -216,3 +218,5 @@ TEST_CASE("serve: simulator accounting under memory pressure (preemption) and st
   CHECK(quantile({1, 2, 3, 4}, 0.99) == 4);
   CHECK(quantile({1, 2, 3, 4}, 0.25) == 1);
 }
+
+}  // namespace serve_serve_test

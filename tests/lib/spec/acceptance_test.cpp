@@ -19,6 +19,8 @@
 #include "spec/rejection.hpp"
 #include "core/numerics.hpp"
 
+namespace spec_acceptance_test {
+
 namespace {
 
 using kvlab::InputError;
@@ -324,3 +326,5 @@ TEST_CASE("Monte Carlo: acceptance rate and tokens per step agree with the formu
   CHECK(spec::derive_seed(1, 0) != spec::derive_seed(1, 1));
   CHECK(spec::derive_seed(1, 0) != spec::derive_seed(2, 0));
 }
+
+}  // namespace spec_acceptance_test

@@ -17,6 +17,8 @@
 #include "model/gpt.hpp"
 #include "spec/loop.hpp"
 
+namespace spec_fast_loop_test {
+
 using namespace kvlab;
 
 namespace {
@@ -331,3 +333,5 @@ TEST_CASE("speculative loop on the fast path: temperature-1 output law equals th
   CHECK(fit.chi2 <= fit.critical);
   CHECK(accepted < evaluated);  // the draft was rejected sometimes: the residual path ran
 }
+
+}  // namespace spec_fast_loop_test

@@ -17,6 +17,8 @@
 #include "core/stats.hpp"
 #include "model/gpt.hpp"
 
+namespace spec_loop_test {
+
 namespace {
 
 namespace spec = kvlab::spec;
@@ -111,3 +113,5 @@ TEST_CASE("speculative loop: top-k = 1 sampling is greedy decoding, through the 
   CHECK(run.stats.emitted >= 20);
   CHECK(run.stats.draft_forwards == run.stats.steps * 3 + run.stats.bonus);
 }
+
+}  // namespace spec_loop_test

@@ -18,6 +18,8 @@
 #include "spec/loop.hpp"
 #include "spec/positional.hpp"
 
+namespace spec_positional_test {
+
 namespace {
 
 namespace spec = kvlab::spec;
@@ -113,3 +115,5 @@ TEST_CASE("loop: on_step sees every step; drop_bonus emits K on an all-accepted 
   CHECK(bad.tokens.size() == 12);
   CHECK(bad.stats.emitted == 3 * bad.stats.steps);
 }
+
+}  // namespace spec_positional_test

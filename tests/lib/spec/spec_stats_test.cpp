@@ -3,6 +3,8 @@
 
 #include "spec/loop.hpp"
 
+namespace spec_spec_stats_test {
+
 using namespace kvlab;
 
 TEST_CASE("SpecStats += adds every count and both seconds") {
@@ -24,3 +26,5 @@ TEST_CASE("SpecStats += adds every count and both seconds") {
   CHECK(a.alpha_observed() == 44.0 / 33.0);
   CHECK(a.tokens_per_step() == 6.0);
 }
+
+}  // namespace spec_spec_stats_test

@@ -29,6 +29,8 @@
 #include "spec/tree_sampling.hpp"
 #include "spec/typical.hpp"
 
+namespace spec_variants_test {
+
 namespace {
 
 using kvlab::InputError;
@@ -240,3 +242,5 @@ TEST_CASE("tree sampling: SpecInfer's law equals the target's; without the resid
   kvlab::test::input_error([&] { spec::tree_step_law(p, q, std::vector<int>{0}, v, 2); });
   kvlab::test::input_error([&] { spec::sequence_law(p, v, 0); });
 }
+
+}  // namespace spec_variants_test

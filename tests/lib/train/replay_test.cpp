@@ -19,6 +19,8 @@
 #include "train/corpus.hpp"
 #include "train/trainer.hpp"
 
+namespace train_replay_test {
+
 namespace {
 
 using namespace kvlab;
@@ -149,3 +151,5 @@ TEST_CASE("make weights tolerance: the draft's full run after a one-ulp change o
                      << ev.loss - 2.133628 << ")");
   }
 }
+
+}  // namespace train_replay_test

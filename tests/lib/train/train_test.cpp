@@ -6,14 +6,19 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
+#include <fstream>
 #include <vector>
 
 #include "core/rng.hpp"
 #include "model/gpt.hpp"
 #include "test_util.hpp"
 #include "train/backprop.hpp"
+#include "train/checkpoint.hpp"
 #include "train/corpus.hpp"
 #include "train/trainer.hpp"
+
+namespace train_train_test {
 
 using namespace kvlab;
 using namespace kvlab::train;
@@ -167,11 +172,6 @@ TEST_CASE("train: a run lowers the loss and replays bit for bit whatever the thr
 
 // ---- checkpoints and the fortune corpus on small stand-ins ----
 
-#include <filesystem>
-#include <fstream>
-
-#include "train/checkpoint.hpp"
-
 using kvlab::test::byte_config;
 
 TEST_CASE("train: a checkpoint written and read back is the same model") {
@@ -194,3 +194,4 @@ TEST_CASE("train: corpus from a fixture directory splits fortune 9 of every 10 t
   CHECK(c->n_fortunes_validation == 4);
 }
 
+}  // namespace train_train_test
