@@ -27,7 +27,7 @@
 #include "model/ops.hpp"
 #include "support/model_setup.hpp"
 
-namespace kvlab::checks {
+namespace kvlab::checks::abs_pos_window {
 namespace {
 
 // Largest sizes accepted: four forwards of up to 513 tokens through 12 layers (under a second).
@@ -193,4 +193,4 @@ Result run_abs_pos_window(const AbsPosWindowOptions& o, const RunContext& ctx, c
 
 KVLAB_REGISTER_SPEC(abs_pos_window_check);
 
-}  // namespace kvlab::checks
+}  // namespace kvlab::checks::abs_pos_window

@@ -7,7 +7,7 @@
 
 #include "framework/spec.hpp"
 
-namespace kvlab::checks {
+namespace kvlab::checks::abs_pos_window {
 
 struct AbsPosWindowOptions {
   int window = 16;  ///< block_size: the window that slides by one token
@@ -52,4 +52,8 @@ const CheckDef<AbsPosWindowOptions, AbsPosWindowMeasured>& abs_pos_window_check(
 /// Runs the check. Throws InputError on out-of-range options.
 Result run_abs_pos_window(const AbsPosWindowOptions& o, const RunContext& ctx, const AbsPosWindowParts& parts = {});
 
+}  // namespace kvlab::checks::abs_pos_window
+
+namespace kvlab::checks {
+using namespace abs_pos_window;  // the check's declarations are reached as kvlab::checks::NAME too
 }  // namespace kvlab::checks

@@ -17,7 +17,7 @@
 #include "support/head_layout.hpp"
 #include "core/error.hpp"
 
-namespace kvlab::checks {
+namespace kvlab::checks::attn_params {
 namespace {
 
 constexpr int kMaxHeads = 64;
@@ -176,4 +176,4 @@ Result run_attn_params(const AttnParamsOptions& o, const RunContext& ctx, const 
 
 KVLAB_REGISTER_SPEC(attn_params_check);
 
-}  // namespace kvlab::checks
+}  // namespace kvlab::checks::attn_params

@@ -10,7 +10,7 @@
 #include "model/gpt.hpp"
 #include "framework/spec.hpp"
 
-namespace kvlab::checks {
+namespace kvlab::checks::attn_params {
 
 struct AttnParamsOptions {
   int heads = 16;     ///< H query heads; D = H·d_head
@@ -58,4 +58,8 @@ const CheckDef<AttnParamsOptions, AttnParamsMeasured>& attn_params_check();
 /// Runs the check. Throws InputError on out-of-range options (G must divide H).
 Result run_attn_params(const AttnParamsOptions& o, const RunContext& ctx, const AttnParamsParts& parts = {});
 
+}  // namespace kvlab::checks::attn_params
+
+namespace kvlab::checks {
+using namespace attn_params;  // the check's declarations are reached as kvlab::checks::NAME too
 }  // namespace kvlab::checks

@@ -25,7 +25,7 @@
 #include "support/model_setup.hpp"
 #include "core/stats.hpp"
 
-namespace kvlab::checks {
+namespace kvlab::checks::bench_generate {
 namespace {
 
 constexpr const char* kName = "bench-generate";
@@ -258,4 +258,4 @@ Result run_bench_generate(const BenchGenerateOptions& o, const RunContext& ctx, 
 
 KVLAB_REGISTER_SPEC(bench_generate_check);
 
-}  // namespace kvlab::checks
+}  // namespace kvlab::checks::bench_generate

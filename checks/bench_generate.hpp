@@ -10,7 +10,7 @@
 #include "model/config.hpp"
 #include "model/generate.hpp"
 
-namespace kvlab::checks {
+namespace kvlab::checks::bench_generate {
 
 struct BenchGenerateOptions {
   bool long_sweep = false;  ///< --long: 004 §B.5's lengths 64, 128, 255 and a sweep 16 .. 255
@@ -60,4 +60,8 @@ const CheckDef<BenchGenerateOptions, BenchGenerateMeasured>& bench_generate_chec
 /// Runs the check. Throws InputError on out-of-range options.
 Result run_bench_generate(const BenchGenerateOptions& o, const RunContext& ctx, const BenchGenerateParts& parts = {});
 
+}  // namespace kvlab::checks::bench_generate
+
+namespace kvlab::checks {
+using namespace bench_generate;  // the check's declarations are reached as kvlab::checks::NAME too
 }  // namespace kvlab::checks

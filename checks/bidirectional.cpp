@@ -24,7 +24,7 @@
 #include "model/gpt.hpp"
 #include "support/model_setup.hpp"
 
-namespace kvlab::checks {
+namespace kvlab::checks::bidirectional {
 namespace {
 
 // Largest sizes accepted: four forwards of up to 513 tokens through 12 layers, under a second.
@@ -187,4 +187,4 @@ Result run_bidirectional(const BidirectionalOptions& o, const RunContext& ctx, c
 
 KVLAB_REGISTER_SPEC(bidirectional_check);
 
-}  // namespace kvlab::checks
+}  // namespace kvlab::checks::bidirectional

@@ -6,7 +6,7 @@
 #include "model/config.hpp"
 #include "framework/spec.hpp"
 
-namespace kvlab::checks {
+namespace kvlab::checks::bidirectional {
 
 struct BidirectionalOptions {
   int tokens = 12;  ///< the shorter prefix; the longer one has tokens + 1
@@ -47,4 +47,8 @@ const CheckDef<BidirectionalOptions, BidirectionalMeasured>& bidirectional_check
 /// Runs the check. Throws InputError on out-of-range options.
 Result run_bidirectional(const BidirectionalOptions& o, const RunContext& ctx, const BidirectionalParts& parts = {});
 
+}  // namespace kvlab::checks::bidirectional
+
+namespace kvlab::checks {
+using namespace bidirectional;  // the check's declarations are reached as kvlab::checks::NAME too
 }  // namespace kvlab::checks

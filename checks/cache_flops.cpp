@@ -26,7 +26,7 @@
 #include "model/gpt.hpp"
 #include "support/model_setup.hpp"
 
-namespace kvlab::checks {
+namespace kvlab::checks::cache_flops {
 namespace {
 
 // Largest sizes accepted: the table's counts stay below 2^64 for d, T <= 16384 (12·T²·d² < 2^60);
@@ -221,4 +221,4 @@ Result run_cache_flops(const CacheFlopsOptions& o, const RunContext& ctx, const 
 
 KVLAB_REGISTER_SPEC(cache_flops_check);
 
-}  // namespace kvlab::checks
+}  // namespace kvlab::checks::cache_flops

@@ -25,7 +25,7 @@
 #include "model/gpt.hpp"
 #include "model/mla.hpp"
 
-namespace kvlab::checks {
+namespace kvlab::checks::cache_shape {
 namespace {
 
 constexpr int kMaxHeads = 32;
@@ -254,4 +254,4 @@ Result run_cache_shape(const CacheShapeOptions& o, const RunContext& ctx, const 
 
 KVLAB_REGISTER_SPEC(cache_shape_check);
 
-}  // namespace kvlab::checks
+}  // namespace kvlab::checks::cache_shape

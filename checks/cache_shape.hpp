@@ -9,7 +9,7 @@
 #include "cost/kv_cache.hpp"
 #include "framework/spec.hpp"
 
-namespace kvlab::checks {
+namespace kvlab::checks::cache_shape {
 
 struct CacheShapeOptions {
   int heads = 16;    ///< H query heads; D = H·d_head
@@ -58,4 +58,8 @@ const CheckDef<CacheShapeOptions, CacheShapeMeasured>& cache_shape_check();
 /// Runs the check. Throws InputError on out-of-range options.
 Result run_cache_shape(const CacheShapeOptions& o, const RunContext& ctx, const CacheShapeParts& parts = {});
 
+}  // namespace kvlab::checks::cache_shape
+
+namespace kvlab::checks {
+using namespace cache_shape;  // the check's declarations are reached as kvlab::checks::NAME too
 }  // namespace kvlab::checks

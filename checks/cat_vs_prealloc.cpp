@@ -22,7 +22,7 @@
 #include "core/numerics.hpp"
 #include "core/stats.hpp"
 
-namespace kvlab::checks {
+namespace kvlab::checks::cat_vs_prealloc {
 namespace {
 
 struct Run {
@@ -185,4 +185,4 @@ Result run_cat_vs_prealloc(const CatVsPreallocOptions& o, const RunContext& ctx,
 
 KVLAB_REGISTER_SPEC(cat_vs_prealloc_check);
 
-}  // namespace kvlab::checks
+}  // namespace kvlab::checks::cat_vs_prealloc

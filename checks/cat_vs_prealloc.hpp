@@ -8,7 +8,7 @@
 #include "cache/kv_cache.hpp"
 #include "framework/spec.hpp"
 
-namespace kvlab::checks {
+namespace kvlab::checks::cat_vs_prealloc {
 
 struct CatVsPreallocOptions {
   int tokens = 4096;     ///< tokens generated (appended one at a time)
@@ -45,4 +45,8 @@ const CheckDef<CatVsPreallocOptions, CatVsPreallocMeasured>& cat_vs_prealloc_che
 Result run_cat_vs_prealloc(const CatVsPreallocOptions& o, const RunContext& ctx,
                            const CatVsPreallocParts& parts = {});
 
+}  // namespace kvlab::checks::cat_vs_prealloc
+
+namespace kvlab::checks {
+using namespace cat_vs_prealloc;  // the check's declarations are reached as kvlab::checks::NAME too
 }  // namespace kvlab::checks

@@ -13,7 +13,7 @@
 #include "attention/gqa.hpp"
 #include "core/error.hpp"
 
-namespace kvlab::checks {
+namespace kvlab::checks::causal_mask {
 namespace {
 
 // Largest S accepted: the kernel reading is [S, S] queries × S keys × head_dim S = S³ multiply-adds
@@ -161,4 +161,4 @@ Result run_causal_mask(const CausalMaskOptions& o, const RunContext& ctx, const 
 
 KVLAB_REGISTER_SPEC(causal_mask_check);
 
-}  // namespace kvlab::checks
+}  // namespace kvlab::checks::causal_mask

@@ -8,7 +8,7 @@
 #include "attention/causal_mask.hpp"
 #include "framework/spec.hpp"
 
-namespace kvlab::checks {
+namespace kvlab::checks::causal_mask {
 
 struct CausalMaskOptions {
   int keys = 8;     ///< S: cached + new positions
@@ -65,4 +65,8 @@ Result run_causal_mask(const CausalMaskOptions& o, const RunContext& ctx, const 
 /// the keys query i sees and exactly 0 elsewhere.
 CausalMaskGrid kernel_mask(int n_query, int n_key, int q_pos0);
 
+}  // namespace kvlab::checks::causal_mask
+
+namespace kvlab::checks {
+using namespace causal_mask;  // the check's declarations are reached as kvlab::checks::NAME too
 }  // namespace kvlab::checks

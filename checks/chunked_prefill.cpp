@@ -17,7 +17,7 @@
 #include "report/writers.hpp"
 #include "support/serve_common.hpp"
 
-namespace kvlab::checks {
+namespace kvlab::checks::chunked_prefill {
 namespace {
 
 constexpr const char* kSource = "000 §3.2";
@@ -375,4 +375,4 @@ Result run_chunked_prefill(const ChunkedPrefillOptions& o, const RunContext& ctx
 
 KVLAB_REGISTER_SPEC(chunked_prefill_check);
 
-}  // namespace kvlab::checks
+}  // namespace kvlab::checks::chunked_prefill

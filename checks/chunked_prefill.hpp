@@ -11,7 +11,7 @@
 #include "io/catalogue.hpp"
 #include "serve/simulator.hpp"
 
-namespace kvlab::checks {
+namespace kvlab::checks::chunked_prefill {
 
 struct ChunkedPrefillOptions {
   std::int64_t long_prompt = 4096;   ///< --long-prompt: the prompt that arrives mid-decode (000 §3.2)
@@ -60,4 +60,8 @@ const CheckDef<ChunkedPrefillOptions, ChunkedPrefillMeasured>& chunked_prefill_c
 Result run_chunked_prefill(const ChunkedPrefillOptions& o, const RunContext& ctx,
                            const ChunkedPrefillParts& parts = {});
 
+}  // namespace kvlab::checks::chunked_prefill
+
+namespace kvlab::checks {
+using namespace chunked_prefill;  // the check's declarations are reached as kvlab::checks::NAME too
 }  // namespace kvlab::checks

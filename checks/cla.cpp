@@ -27,7 +27,7 @@
 #include "model/gpt.hpp"
 #include "support/model_setup.hpp"
 
-namespace kvlab::checks {
+namespace kvlab::checks::cla {
 namespace {
 
 constexpr int kMaxLayers = 12, kMaxTokens = 256;
@@ -226,4 +226,4 @@ Result run_cla(const ClaOptions& o, const RunContext& ctx, const ClaParts& parts
 
 KVLAB_REGISTER_SPEC(cla_check);
 
-}  // namespace kvlab::checks
+}  // namespace kvlab::checks::cla

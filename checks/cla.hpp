@@ -9,7 +9,7 @@
 #include "cache/kv_cache.hpp"
 #include "framework/spec.hpp"
 
-namespace kvlab::checks {
+namespace kvlab::checks::cla {
 
 struct ClaOptions {
   int layers = 4;    ///< n_layer
@@ -56,4 +56,8 @@ const CheckDef<ClaOptions, ClaMeasured>& cla_check();
 /// Runs the check. Throws InputError naming the option on bad input.
 Result run_cla(const ClaOptions& o, const RunContext& ctx, const ClaParts& parts = {});
 
+}  // namespace kvlab::checks::cla
+
+namespace kvlab::checks {
+using namespace cla;  // the check's declarations are reached as kvlab::checks::NAME too
 }  // namespace kvlab::checks

@@ -28,7 +28,7 @@
 #include "core/error.hpp"
 #include "support/cost_common.hpp"
 
-namespace kvlab::checks {
+namespace kvlab::checks::complexity {
 namespace {
 
 constexpr const char* kName = "complexity";
@@ -289,4 +289,4 @@ Result run_complexity(const ComplexityOptions& o, const RunContext& ctx, const C
 
 KVLAB_REGISTER_SPEC(complexity_check);
 
-}  // namespace kvlab::checks
+}  // namespace kvlab::checks::complexity

@@ -9,7 +9,7 @@
 #include "framework/spec.hpp"
 #include "model/generate.hpp"
 
-namespace kvlab::checks {
+namespace kvlab::checks::complexity {
 
 struct ComplexityOptions {
   int d_model = 4096;   ///< model width d (003 Q5's 7B example), one MHA layer
@@ -73,4 +73,8 @@ const CheckDef<ComplexityOptions, ComplexityMeasured>& complexity_check();
 /// Runs the check with `parts`. Throws InputError on out-of-range options.
 Result run_complexity(const ComplexityOptions& o, const RunContext& ctx, const ComplexityParts& parts = {});
 
+}  // namespace kvlab::checks::complexity
+
+namespace kvlab::checks {
+using namespace complexity;  // the check's declarations are reached as kvlab::checks::NAME too
 }  // namespace kvlab::checks

@@ -35,7 +35,7 @@
 #include "support/serve_common.hpp"
 #include "core/stats.hpp"
 
-namespace kvlab::checks {
+namespace kvlab::checks::continuous_batching {
 namespace {
 
 constexpr const char* kName = "continuous-batching";
@@ -316,4 +316,4 @@ Result run_continuous_batching(const ContinuousBatchingOptions& o, const RunCont
 
 KVLAB_REGISTER_SPEC(continuous_batching_check);
 
-}  // namespace kvlab::checks
+}  // namespace kvlab::checks::continuous_batching

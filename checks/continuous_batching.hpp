@@ -13,7 +13,7 @@
 #include "serve/simulator.hpp"
 #include "serve/trace.hpp"
 
-namespace kvlab::checks {
+namespace kvlab::checks::continuous_batching {
 
 struct ContinuousBatchingOptions {
   std::int64_t requests = 200;  ///< --requests: trace length (--long: 2000)
@@ -58,4 +58,8 @@ const CheckDef<ContinuousBatchingOptions, ContinuousBatchingMeasured>& continuou
 Result run_continuous_batching(const ContinuousBatchingOptions& o, const RunContext& ctx,
                                const ContinuousBatchingParts& parts = {});
 
+}  // namespace kvlab::checks::continuous_batching
+
+namespace kvlab::checks {
+using namespace continuous_batching;  // the check's declarations are reached as kvlab::checks::NAME too
 }  // namespace kvlab::checks

@@ -45,7 +45,7 @@
 #include "framework/options.hpp"
 #include "reference/roofline.hpp"
 
-namespace kvlab::checks {
+namespace kvlab::checks::cpu_roofline {
 namespace {
 
 constexpr const char* kName = "cpu-roofline";
@@ -607,4 +607,4 @@ Result run_cpu_roofline(const CpuRooflineOptions& o, const RunContext& ctx, cons
 
 KVLAB_REGISTER_SPEC(cpu_roofline_check);
 
-}  // namespace kvlab::checks
+}  // namespace kvlab::checks::cpu_roofline

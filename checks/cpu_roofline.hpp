@@ -9,7 +9,7 @@
 #include "model/config.hpp"
 #include "model/fast_gpt.hpp"
 
-namespace kvlab::checks {
+namespace kvlab::checks::cpu_roofline {
 
 struct CpuRooflineOptions {
   int d_model = 1024;
@@ -115,4 +115,8 @@ const CheckDef<CpuRooflineOptions, CpuRooflineMeasured>& cpu_roofline_check();
 /// would be over the work or memory budget (cpu_roofline_work; injected parts are not counted).
 Result run_cpu_roofline(const CpuRooflineOptions& o, const RunContext& ctx, const CpuRooflineParts& parts = {});
 
+}  // namespace kvlab::checks::cpu_roofline
+
+namespace kvlab::checks {
+using namespace cpu_roofline;  // the check's declarations are reached as kvlab::checks::NAME too
 }  // namespace kvlab::checks

@@ -39,7 +39,7 @@
 #include "serve/simulator.hpp"
 #include "support/serve_common.hpp"
 
-namespace kvlab::checks {
+namespace kvlab::checks::fragmentation {
 namespace {
 
 constexpr const char* kName = "fragmentation";
@@ -372,4 +372,4 @@ Result run_fragmentation(const FragmentationOptions& o, const RunContext& ctx, c
 
 KVLAB_REGISTER_SPEC(fragmentation_check);
 
-}  // namespace kvlab::checks
+}  // namespace kvlab::checks::fragmentation

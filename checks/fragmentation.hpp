@@ -14,7 +14,7 @@
 #include "serve/simulator.hpp"
 #include "serve/trace.hpp"
 
-namespace kvlab::checks {
+namespace kvlab::checks::fragmentation {
 
 struct FragmentationOptions {
   std::int64_t requests = 200;     ///< --requests (--long: 2000)
@@ -78,4 +78,8 @@ const CheckDef<FragmentationOptions, FragmentationMeasured>& fragmentation_check
 /// Runs the check. Throws InputError naming the option for invalid options.
 Result run_fragmentation(const FragmentationOptions& o, const RunContext& ctx, const FragmentationParts& parts = {});
 
+}  // namespace kvlab::checks::fragmentation
+
+namespace kvlab::checks {
+using namespace fragmentation;  // the check's declarations are reached as kvlab::checks::NAME too
 }  // namespace kvlab::checks

@@ -24,7 +24,7 @@
 #include "support/model_setup.hpp"
 #include "reference/attention.hpp"
 
-namespace kvlab::checks {
+namespace kvlab::checks::gqa_equals_mha {
 namespace {
 
 // Largest sizes accepted: two attentions of tokens² · heads · head_dim multiply-adds
@@ -141,4 +141,4 @@ Result run_gqa_equals_mha(const GqaEqualsMhaOptions& o, const RunContext& ctx, c
 
 KVLAB_REGISTER_SPEC(gqa_equals_mha_check);
 
-}  // namespace kvlab::checks
+}  // namespace kvlab::checks::gqa_equals_mha

@@ -8,7 +8,7 @@
 #include "core/tensor.hpp"
 #include "framework/spec.hpp"
 
-namespace kvlab::checks {
+namespace kvlab::checks::gqa_equals_mha {
 
 struct GqaEqualsMhaOptions {
   int heads = 8;     ///< h = G
@@ -55,4 +55,8 @@ const CheckDef<GqaEqualsMhaOptions, GqaEqualsMhaMeasured>& gqa_equals_mha_check(
 /// Runs the check. Throws InputError on out-of-range options.
 Result run_gqa_equals_mha(const GqaEqualsMhaOptions& o, const RunContext& ctx, const GqaEqualsMhaParts& parts = {});
 
+}  // namespace kvlab::checks::gqa_equals_mha
+
+namespace kvlab::checks {
+using namespace gqa_equals_mha;  // the check's declarations are reached as kvlab::checks::NAME too
 }  // namespace kvlab::checks

@@ -23,7 +23,7 @@
 #include "core/finite.hpp"
 #include "core/rng.hpp"
 
-namespace kvlab::checks {
+namespace kvlab::checks::gqa_layout {
 namespace {
 
 // Largest sizes accepted: attention costs tokens² · heads · head_dim multiply-adds per writing
@@ -215,4 +215,4 @@ Result run_gqa_layout(const GqaLayoutOptions& o, const RunContext& ctx, const Gq
 
 KVLAB_REGISTER_SPEC(gqa_layout_check);
 
-}  // namespace kvlab::checks
+}  // namespace kvlab::checks::gqa_layout

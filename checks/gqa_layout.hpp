@@ -9,7 +9,7 @@
 
 #include "framework/spec.hpp"
 
-namespace kvlab::checks {
+namespace kvlab::checks::gqa_layout {
 
 struct GqaLayoutOptions {
   int heads = 4;     ///< h, query heads
@@ -65,4 +65,8 @@ Result run_gqa_layout(const GqaLayoutOptions& o, const RunContext& ctx, const Gq
 /// `expand` empty: the native grouped kernel (grouped_query_attention with n_kv_head heads).
 std::vector<int> heads_read(int n_head, int n_kv_head, const KvExpander& expand, std::uint64_t seed);
 
+}  // namespace kvlab::checks::gqa_layout
+
+namespace kvlab::checks {
+using namespace gqa_layout;  // the check's declarations are reached as kvlab::checks::NAME too
 }  // namespace kvlab::checks

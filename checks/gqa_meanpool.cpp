@@ -18,7 +18,7 @@
 #include "model/ops.hpp"
 #include "support/model_setup.hpp"
 
-namespace kvlab::checks {
+namespace kvlab::checks::gqa_meanpool {
 
 template <class T>
 Mat<T> layer1_attention(const MiniGPT<T>& model, const std::vector<int>& ids) {
@@ -219,4 +219,4 @@ Result run_gqa_meanpool(const GqaMeanpoolOptions& o, const RunContext& ctx, cons
 
 KVLAB_REGISTER_SPEC(gqa_meanpool_check);
 
-}  // namespace kvlab::checks
+}  // namespace kvlab::checks::gqa_meanpool

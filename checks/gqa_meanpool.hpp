@@ -11,7 +11,7 @@
 #include "framework/spec.hpp"
 #include "model/gpt.hpp"
 
-namespace kvlab::checks {
+namespace kvlab::checks::gqa_meanpool {
 
 struct GqaMeanpoolOptions {
   int tokens = 16;  ///< positions of the sequence the outputs are compared on
@@ -120,4 +120,8 @@ const CheckDef<GqaMeanpoolOptions, GqaMeanpoolMeasured>& gqa_meanpool_check();
 /// Runs the check. Throws InputError on out-of-range options.
 Result run_gqa_meanpool(const GqaMeanpoolOptions& o, const RunContext& ctx, const GqaMeanpoolParts& parts = {});
 
+}  // namespace kvlab::checks::gqa_meanpool
+
+namespace kvlab::checks {
+using namespace gqa_meanpool;  // the check's declarations are reached as kvlab::checks::NAME too
 }  // namespace kvlab::checks

@@ -18,7 +18,7 @@
 #include "train/backprop.hpp"
 #include "train/trainer.hpp"
 
-namespace kvlab::checks {
+namespace kvlab::checks::gqa_meanpool {
 namespace {
 
 // Per-window losses (nats/byte, summed over the window's L positions / L) of `m` on the windows
@@ -273,4 +273,4 @@ void present_gqa_trained(const GqaTrainedMeasured& m, const std::map<int, double
                     "the control: part of any drop is plain extra training, not recovery from pooling.");
 }
 
-}  // namespace kvlab::checks
+}  // namespace kvlab::checks::gqa_meanpool

@@ -27,7 +27,7 @@
 #include "support/model_setup.hpp"
 #include "train/corpus.hpp"
 
-namespace kvlab::checks {
+namespace kvlab::checks::greedy_generate {
 namespace {
 
 // Option ranges: the naive path feeds up to block_size positions per token; at the largest values
@@ -335,4 +335,4 @@ Result run_greedy_generate(const GreedyGenerateOptions& o, const RunContext& ctx
 
 KVLAB_REGISTER_SPEC(greedy_generate_check);
 
-}  // namespace kvlab::checks
+}  // namespace kvlab::checks::greedy_generate

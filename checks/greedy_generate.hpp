@@ -12,7 +12,7 @@
 #include "framework/spec.hpp"
 #include "model/config.hpp"
 
-namespace kvlab::checks {
+namespace kvlab::checks::greedy_generate {
 
 struct GreedyGenerateOptions {
   int prompt = 8;       ///< prompt tokens (seeded random ids)
@@ -62,4 +62,8 @@ const CheckDef<GreedyGenerateOptions, GreedyGenerateMeasured>& greedy_generate_c
 Result run_greedy_generate(const GreedyGenerateOptions& o, const RunContext& ctx,
                            const GreedyGenerateParts& parts = {});
 
+}  // namespace kvlab::checks::greedy_generate
+
+namespace kvlab::checks {
+using namespace greedy_generate;  // the check's declarations are reached as kvlab::checks::NAME too
 }  // namespace kvlab::checks

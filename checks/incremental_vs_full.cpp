@@ -32,7 +32,7 @@
 #include "support/model_setup.hpp"
 #include "train/backprop.hpp"
 
-namespace kvlab::checks {
+namespace kvlab::checks::incremental_vs_full {
 namespace {
 
 // Largest --prefill and --decode accepted: 5 variants and 2 MLA paths × (1 full + up to 2·256
@@ -365,4 +365,4 @@ Result run_incremental_vs_full(const IncrementalOptions& o, const RunContext& ct
 
 KVLAB_REGISTER_SPEC(incremental_vs_full_check);
 
-}  // namespace kvlab::checks
+}  // namespace kvlab::checks::incremental_vs_full

@@ -11,7 +11,7 @@
 #include "cache/kv_cache.hpp"
 #include "framework/spec.hpp"
 
-namespace kvlab::checks {
+namespace kvlab::checks::incremental_vs_full {
 
 struct IncrementalOptions {
   int prefill = 8;   ///< prompt tokens processed at once
@@ -67,4 +67,8 @@ const CheckDef<IncrementalOptions, IncrementalMeasured>& incremental_vs_full_che
 Result run_incremental_vs_full(const IncrementalOptions& o, const RunContext& ctx,
                                const IncrementalParts& parts = {});
 
+}  // namespace kvlab::checks::incremental_vs_full
+
+namespace kvlab::checks {
+using namespace incremental_vs_full;  // the check's declarations are reached as kvlab::checks::NAME too
 }  // namespace kvlab::checks

@@ -35,7 +35,7 @@
 #include "core/rng.hpp"
 #include "core/stats.hpp"
 
-namespace kvlab::checks {
+namespace kvlab::checks::int8_outliers {
 namespace {
 
 // Largest sizes accepted: n·d·m ≤ 2^24 multiply-adds per product keeps a run near 1 s here.
@@ -336,4 +336,4 @@ Result run_int8_outliers(const Int8OutliersOptions& o, const RunContext& ctx, co
 
 KVLAB_REGISTER_SPEC(int8_outliers_check);
 
-}  // namespace kvlab::checks
+}  // namespace kvlab::checks::int8_outliers

@@ -9,7 +9,7 @@
 #include "quant/int8_matmul.hpp"
 #include "framework/spec.hpp"
 
-namespace kvlab::checks {
+namespace kvlab::checks::int8_outliers {
 
 struct Int8OutliersOptions {
   int tokens = 64;                ///< n: rows of X (tokens)
@@ -65,4 +65,8 @@ const CheckDef<Int8OutliersOptions, Int8OutliersMeasured>& int8_outliers_check()
 /// Runs the check. Throws InputError naming the option on bad input.
 Result run_int8_outliers(const Int8OutliersOptions& o, const RunContext& ctx, const Int8OutliersParts& parts = {});
 
+}  // namespace kvlab::checks::int8_outliers
+
+namespace kvlab::checks {
+using namespace int8_outliers;  // the check's declarations are reached as kvlab::checks::NAME too
 }  // namespace kvlab::checks

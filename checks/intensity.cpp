@@ -28,7 +28,7 @@
 #include "report/writers.hpp"
 #include "support/cost_common.hpp"
 
-namespace kvlab::checks {
+namespace kvlab::checks::intensity {
 namespace {
 
 constexpr const char* kName = "intensity";
@@ -325,4 +325,4 @@ Result run_intensity(const IntensityOptions& o, const RunContext& ctx, const Int
 
 KVLAB_REGISTER_SPEC(intensity_check);
 
-}  // namespace kvlab::checks
+}  // namespace kvlab::checks::intensity

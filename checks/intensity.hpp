@@ -12,7 +12,7 @@
 #include "io/catalogue.hpp"
 #include "model/generate.hpp"
 
-namespace kvlab::checks {
+namespace kvlab::checks::intensity {
 
 struct IntensityOptions {
   int d_model = 4096;              ///< model width D
@@ -73,4 +73,8 @@ const CheckDef<IntensityOptions, IntensityMeasured>& intensity_check();
 /// Runs the check with `parts`. Throws InputError on out-of-range options.
 Result run_intensity(const IntensityOptions& o, const RunContext& ctx, const IntensityParts& parts = {});
 
+}  // namespace kvlab::checks::intensity
+
+namespace kvlab::checks {
+using namespace intensity;  // the check's declarations are reached as kvlab::checks::NAME too
 }  // namespace kvlab::checks

@@ -32,7 +32,7 @@
 #include "spec/monte_carlo.hpp"
 #include "support/model_setup.hpp"
 
-namespace kvlab::checks {
+namespace kvlab::checks::jacobi {
 namespace {
 
 constexpr char kSource[] = "000 §8.4";
@@ -219,4 +219,4 @@ Result run_jacobi(const JacobiOptions& o, const RunContext& ctx, const JacobiPar
 
 KVLAB_REGISTER_SPEC(jacobi_check);
 
-}  // namespace kvlab::checks
+}  // namespace kvlab::checks::jacobi

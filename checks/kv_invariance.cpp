@@ -19,7 +19,7 @@
 #include "support/device_model.hpp"
 #include "support/model_setup.hpp"
 
-namespace kvlab::checks {
+namespace kvlab::checks::kv_invariance {
 namespace {
 
 // Largest sizes accepted: the two forwards then take under a second on a 2-core machine.
@@ -243,4 +243,4 @@ Result run_kv_invariance(const KvInvarianceOptions& o, const RunContext& ctx) {
 
 KVLAB_REGISTER_SPEC(kv_invariance_check);
 
-}  // namespace kvlab::checks
+}  // namespace kvlab::checks::kv_invariance

@@ -7,7 +7,7 @@
 #include "model/config.hpp"
 #include "framework/spec.hpp"
 
-namespace kvlab::checks {
+namespace kvlab::checks::kv_invariance {
 
 struct KvInvarianceOptions {
   int tokens = 12;               ///< the shorter prefix; the longer one has tokens + 1
@@ -51,4 +51,8 @@ const CheckDef<KvInvarianceOptions, KvInvarianceMeasured>& kv_invariance_check()
 /// Runs the check. Throws InputError on out-of-range options.
 Result run_kv_invariance(const KvInvarianceOptions& o, const RunContext& ctx);
 
+}  // namespace kvlab::checks::kv_invariance
+
+namespace kvlab::checks {
+using namespace kv_invariance;  // the check's declarations are reached as kvlab::checks::NAME too
 }  // namespace kvlab::checks

@@ -46,7 +46,7 @@
 #include "core/finite.hpp"
 #include "core/rng.hpp"
 
-namespace kvlab::checks {
+namespace kvlab::checks::kv_quant {
 namespace {
 
 // Largest sizes accepted: tokens · width ≤ 2^17 elements keeps a run under 2 s of CPU here (about 60
@@ -623,4 +623,4 @@ Result run_kv_quant(const KvQuantOptions& o, const RunContext& ctx, const KvQuan
 
 KVLAB_REGISTER_SPEC(kv_quant_check);
 
-}  // namespace kvlab::checks
+}  // namespace kvlab::checks::kv_quant

@@ -9,7 +9,7 @@
 #include "quant/quant_cache.hpp"
 #include "framework/spec.hpp"
 
-namespace kvlab::checks {
+namespace kvlab::checks::kv_quant {
 
 struct KvQuantOptions {
   int tokens = 128;            ///< T positions written to each cache
@@ -88,4 +88,8 @@ const CheckDef<KvQuantOptions, KvQuantMeasured>& kv_quant_check();
 /// Runs the check. Throws InputError naming the option on bad input.
 Result run_kv_quant(const KvQuantOptions& o, const RunContext& ctx, const KvQuantParts& parts = {});
 
+}  // namespace kvlab::checks::kv_quant
+
+namespace kvlab::checks {
+using namespace kv_quant;  // the check's declarations are reached as kvlab::checks::NAME too
 }  // namespace kvlab::checks

@@ -18,7 +18,7 @@
 #include "support/cheatsheet_cells.hpp"
 #include "support/cost_common.hpp"
 
-namespace kvlab::checks {
+namespace kvlab::checks::kv_size {
 namespace {
 
 constexpr const char* kClaim =
@@ -654,4 +654,4 @@ Result run_kv_size(const KvSizeOptions& o, const RunContext& ctx, const KvSizePa
 
 KVLAB_REGISTER_SPEC(kv_size_check);
 
-}  // namespace kvlab::checks
+}  // namespace kvlab::checks::kv_size

@@ -16,7 +16,7 @@
 #include "framework/spec.hpp"
 #include "io/catalogue.hpp"
 
-namespace kvlab::checks {
+namespace kvlab::checks::kv_size {
 
 /// The flags of `kvlab kv-size`. With neither model nor config the check reproduces the course's
 /// table and estimates, and the other fields must be empty.
@@ -109,4 +109,8 @@ const CheckDef<KvSizeOptions, KvSizeMeasured>& kv_size_check();
 /// Runs kv-size. Throws InputError (naming the option) for invalid options.
 Result run_kv_size(const KvSizeOptions& opts, const RunContext& ctx, const KvSizeParts& parts = {});
 
+}  // namespace kvlab::checks::kv_size
+
+namespace kvlab::checks {
+using namespace kv_size;  // the check's declarations are reached as kvlab::checks::NAME too
 }  // namespace kvlab::checks

@@ -27,7 +27,7 @@
 #include "core/op_count.hpp"
 #include "core/rng.hpp"
 
-namespace kvlab::checks {
+namespace kvlab::checks::linear_attention {
 namespace {
 
 constexpr int kMaxSteps = 1024;
@@ -237,4 +237,4 @@ Result run_linear_attention(const LinearAttentionOptions& o, const RunContext& c
 
 KVLAB_REGISTER_SPEC(linear_attention_check);
 
-}  // namespace kvlab::checks
+}  // namespace kvlab::checks::linear_attention

@@ -10,7 +10,7 @@
 #include "attention/linear_attention.hpp"
 #include "framework/spec.hpp"
 
-namespace kvlab::checks {
+namespace kvlab::checks::linear_attention {
 
 struct LinearAttentionOptions {
   int steps = 64;     ///< T: tokens decoded one at a time
@@ -65,4 +65,8 @@ const CheckDef<LinearAttentionOptions, LinearAttentionMeasured>& linear_attentio
 Result run_linear_attention(const LinearAttentionOptions& o, const RunContext& ctx,
                             const LinearAttentionParts& parts = {});
 
+}  // namespace kvlab::checks::linear_attention
+
+namespace kvlab::checks {
+using namespace linear_attention;  // the check's declarations are reached as kvlab::checks::NAME too
 }  // namespace kvlab::checks

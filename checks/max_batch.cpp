@@ -24,7 +24,7 @@
 #include "report/writers.hpp"
 #include "support/cost_common.hpp"
 
-namespace kvlab::checks {
+namespace kvlab::checks::max_batch {
 namespace {
 
 constexpr const char* kName = "max-batch";
@@ -266,4 +266,4 @@ Result run_max_batch(const MaxBatchOptions& o, const RunContext& ctx, const MaxB
 
 KVLAB_REGISTER_SPEC(max_batch_check);
 
-}  // namespace kvlab::checks
+}  // namespace kvlab::checks::max_batch

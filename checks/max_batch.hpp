@@ -11,7 +11,7 @@
 #include "io/catalogue.hpp"
 #include "framework/spec.hpp"
 
-namespace kvlab::checks {
+namespace kvlab::checks::max_batch {
 
 /// The flags of `kvlab max-batch`; the defaults are 000 §2.3's setup (shown by --help, as every
 /// check's). The two left unset take a default that depends on the others.
@@ -67,4 +67,8 @@ const CheckDef<MaxBatchOptions, MaxBatchMeasured>& max_batch_check();
 /// Runs max-batch. Throws InputError (naming the option) for invalid options.
 Result run_max_batch(const MaxBatchOptions& o, const RunContext& ctx, const MaxBatchParts& parts = {});
 
+}  // namespace kvlab::checks::max_batch
+
+namespace kvlab::checks {
+using namespace max_batch;  // the check's declarations are reached as kvlab::checks::NAME too
 }  // namespace kvlab::checks

@@ -23,7 +23,7 @@
 #include "io/catalogue.hpp"
 #include "support/model_setup.hpp"
 
-namespace kvlab::checks {
+namespace kvlab::checks::mla_absorb {
 namespace {
 
 // Largest sizes accepted: the naive path up-projects the whole cache every step; 64 + 64 tokens
@@ -302,4 +302,4 @@ Result run_mla_absorb(const MlaAbsorbOptions& o, const RunContext& ctx, const Ml
 
 KVLAB_REGISTER_SPEC(mla_absorb_check);
 
-}  // namespace kvlab::checks
+}  // namespace kvlab::checks::mla_absorb

@@ -11,7 +11,7 @@
 #include "io/catalogue.hpp"
 #include "framework/spec.hpp"
 
-namespace kvlab::checks {
+namespace kvlab::checks::mla_absorb {
 
 struct MlaAbsorbOptions {
   int prefill = 8;          ///< prompt tokens (one forward)
@@ -71,4 +71,8 @@ const CheckDef<MlaAbsorbOptions, MlaAbsorbMeasured>& mla_absorb_check();
 /// Runs the check. Throws InputError naming the option on bad input.
 Result run_mla_absorb(const MlaAbsorbOptions& o, const RunContext& ctx, const MlaAbsorbParts& parts = {});
 
+}  // namespace kvlab::checks::mla_absorb
+
+namespace kvlab::checks {
+using namespace mla_absorb;  // the check's declarations are reached as kvlab::checks::NAME too
 }  // namespace kvlab::checks

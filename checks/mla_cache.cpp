@@ -23,7 +23,7 @@
 #include "model/mla.hpp"
 #include "support/model_setup.hpp"
 
-namespace kvlab::checks {
+namespace kvlab::checks::mla_cache {
 namespace {
 
 // Largest mini-GPT accepted: prefill + decode of 256 tokens through 8 layers runs in well under 1 s.
@@ -297,4 +297,4 @@ Result run_mla_cache(const MlaCacheOptions& o, const RunContext& ctx, const MlaC
 
 KVLAB_REGISTER_SPEC(mla_cache_check);
 
-}  // namespace kvlab::checks
+}  // namespace kvlab::checks::mla_cache

@@ -10,7 +10,7 @@
 #include "io/catalogue.hpp"
 #include "framework/spec.hpp"
 
-namespace kvlab::checks {
+namespace kvlab::checks::mla_cache {
 
 struct MlaCacheOptions {
   std::string mla_model = "deepseek-v2";  ///< catalogue name or config.json with kv_lora_rank
@@ -60,4 +60,8 @@ const CheckDef<MlaCacheOptions, MlaCacheMeasured>& mla_cache_check();
 /// Runs the check. Throws InputError naming the option on bad input.
 Result run_mla_cache(const MlaCacheOptions& o, const RunContext& ctx, const MlaCacheParts& parts = {});
 
+}  // namespace kvlab::checks::mla_cache
+
+namespace kvlab::checks {
+using namespace mla_cache;  // the check's declarations are reached as kvlab::checks::NAME too
 }  // namespace kvlab::checks

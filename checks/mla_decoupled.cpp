@@ -24,7 +24,7 @@
 #include "core/rng.hpp"
 #include "support/model_setup.hpp"
 
-namespace kvlab::checks {
+namespace kvlab::checks::mla_decoupled {
 namespace {
 
 constexpr int kMaxTokens = 64;
@@ -183,4 +183,4 @@ Result run_mla_decoupled(const MlaDecoupledOptions& o, const RunContext& ctx, co
 
 KVLAB_REGISTER_SPEC(mla_decoupled_check);
 
-}  // namespace kvlab::checks
+}  // namespace kvlab::checks::mla_decoupled

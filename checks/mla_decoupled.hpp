@@ -9,7 +9,7 @@
 #include "model/mla.hpp"
 #include "framework/spec.hpp"
 
-namespace kvlab::checks {
+namespace kvlab::checks::mla_decoupled {
 
 struct MlaDecoupledOptions {
   int prefill = 8;   ///< prompt tokens of the incremental run
@@ -52,4 +52,8 @@ const CheckDef<MlaDecoupledOptions, MlaDecoupledMeasured>& mla_decoupled_check()
 /// Runs the check. Throws InputError on out-of-range options.
 Result run_mla_decoupled(const MlaDecoupledOptions& o, const RunContext& ctx, const MlaDecoupledParts& parts = {});
 
+}  // namespace kvlab::checks::mla_decoupled
+
+namespace kvlab::checks {
+using namespace mla_decoupled;  // the check's declarations are reached as kvlab::checks::NAME too
 }  // namespace kvlab::checks

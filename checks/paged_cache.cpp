@@ -30,7 +30,7 @@
 #include "core/finite.hpp"
 #include "core/rng.hpp"
 
-namespace kvlab::checks {
+namespace kvlab::checks::paged_cache {
 namespace {
 
 constexpr int kMaxBlockSize = 256;
@@ -327,4 +327,4 @@ Result run_paged_cache(const PagedCacheOptions& o, const RunContext& ctx, const 
 
 KVLAB_REGISTER_SPEC(paged_cache_check);
 
-}  // namespace kvlab::checks
+}  // namespace kvlab::checks::paged_cache

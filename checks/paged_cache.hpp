@@ -10,7 +10,7 @@
 #include "cache/paged.hpp"
 #include "framework/spec.hpp"
 
-namespace kvlab::checks {
+namespace kvlab::checks::paged_cache {
 
 struct PagedCacheOptions {
   int block_size = 16;   ///< positions per block (the document's 16)
@@ -66,4 +66,8 @@ const CheckDef<PagedCacheOptions, PagedCacheMeasured>& paged_cache_check();
 /// Runs the check (validate, measure, judge, present). Throws InputError on out-of-range options.
 Result run_paged_cache(const PagedCacheOptions& o, const RunContext& ctx, const PagedCacheParts& parts = {});
 
+}  // namespace kvlab::checks::paged_cache
+
+namespace kvlab::checks {
+using namespace paged_cache;  // the check's declarations are reached as kvlab::checks::NAME too
 }  // namespace kvlab::checks

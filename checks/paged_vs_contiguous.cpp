@@ -24,7 +24,7 @@
 #include "support/device_model.hpp"
 #include "support/model_setup.hpp"
 
-namespace kvlab::checks {
+namespace kvlab::checks::paged_vs_contiguous {
 namespace {
 
 // Largest --prefill and --decode: 3 block sizes × 4 runs × (1 + 256) forwards stay near a second.
@@ -295,4 +295,4 @@ Result run_paged_vs_contiguous(const PagedVsContiguousOptions& o, const RunConte
 
 KVLAB_REGISTER_SPEC(paged_vs_contiguous_check);
 
-}  // namespace kvlab::checks
+}  // namespace kvlab::checks::paged_vs_contiguous

@@ -9,7 +9,7 @@
 #include "framework/spec.hpp"
 #include "model/config.hpp"
 
-namespace kvlab::checks {
+namespace kvlab::checks::paged_vs_contiguous {
 
 struct PagedVsContiguousOptions {
   int prefill = 8;       ///< prompt tokens of each sequence
@@ -59,4 +59,8 @@ const CheckDef<PagedVsContiguousOptions, PagedVsContiguousMeasured>& paged_vs_co
 Result run_paged_vs_contiguous(const PagedVsContiguousOptions& o, const RunContext& ctx,
                                const PagedVsContiguousParts& parts = {});
 
+}  // namespace kvlab::checks::paged_vs_contiguous
+
+namespace kvlab::checks {
+using namespace paged_vs_contiguous;  // the check's declarations are reached as kvlab::checks::NAME too
 }  // namespace kvlab::checks

@@ -27,7 +27,7 @@
 #include "model/gpt.hpp"
 #include "support/model_setup.hpp"
 
-namespace kvlab::checks {
+namespace kvlab::checks::parallel_sampling {
 namespace {
 
 // Largest options: 32 samples × 64 tokens after a 256-token prompt, paged and contiguous, take
@@ -254,4 +254,4 @@ Result run_parallel_sampling(const ParallelSamplingOptions& o, const RunContext&
 
 KVLAB_REGISTER_SPEC(parallel_sampling_check);
 
-}  // namespace kvlab::checks
+}  // namespace kvlab::checks::parallel_sampling

@@ -10,7 +10,7 @@
 #include "framework/spec.hpp"
 #include "model/config.hpp"
 
-namespace kvlab::checks {
+namespace kvlab::checks::parallel_sampling {
 
 struct ParallelSamplingOptions {
   int samples = 4;      ///< n samples of one prompt
@@ -58,4 +58,8 @@ const CheckDef<ParallelSamplingOptions, ParallelSamplingMeasured>& parallel_samp
 Result run_parallel_sampling(const ParallelSamplingOptions& o, const RunContext& ctx,
                              const ParallelSamplingParts& parts = {});
 
+}  // namespace kvlab::checks::parallel_sampling
+
+namespace kvlab::checks {
+using namespace parallel_sampling;  // the check's declarations are reached as kvlab::checks::NAME too
 }  // namespace kvlab::checks

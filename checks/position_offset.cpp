@@ -23,7 +23,7 @@
 #include "model/gpt.hpp"
 #include "support/model_setup.hpp"
 
-namespace kvlab::checks {
+namespace kvlab::checks::position_offset {
 namespace {
 
 // Largest sizes accepted: three passes over at most 512 positions of the default mini-GPT.
@@ -175,4 +175,4 @@ Result run_position_offset(const PositionOffsetOptions& o, const RunContext& ctx
 
 KVLAB_REGISTER_SPEC(position_offset_check);
 
-}  // namespace kvlab::checks
+}  // namespace kvlab::checks::position_offset

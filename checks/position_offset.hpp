@@ -8,7 +8,7 @@
 #include "model/config.hpp"
 #include "framework/spec.hpp"
 
-namespace kvlab::checks {
+namespace kvlab::checks::position_offset {
 
 struct PositionOffsetOptions {
   int prefill = 8;   ///< prompt tokens, at positions 0 .. prefill − 1
@@ -57,4 +57,8 @@ const CheckDef<PositionOffsetOptions, PositionOffsetMeasured>& position_offset_c
 /// Runs the check. Throws InputError on out-of-range options.
 Result run_position_offset(const PositionOffsetOptions& o, const RunContext& ctx, const PositionOffsetParts& parts = {});
 
+}  // namespace kvlab::checks::position_offset
+
+namespace kvlab::checks {
+using namespace position_offset;  // the check's declarations are reached as kvlab::checks::NAME too
 }  // namespace kvlab::checks

@@ -35,7 +35,7 @@
 #include "model/gpt.hpp"
 #include "support/model_setup.hpp"
 
-namespace kvlab::checks {
+namespace kvlab::checks::prefix_cache {
 namespace {
 
 // Largest options: 18 requests of up to 384 tokens, served twice, take about 3 s here.
@@ -334,4 +334,4 @@ Result run_prefix_cache(const PrefixCacheOptions& o, const RunContext& ctx, cons
 
 KVLAB_REGISTER_SPEC(prefix_cache_check);
 
-}  // namespace kvlab::checks
+}  // namespace kvlab::checks::prefix_cache

@@ -10,7 +10,7 @@
 #include "framework/spec.hpp"
 #include "model/config.hpp"
 
-namespace kvlab::checks {
+namespace kvlab::checks::prefix_cache {
 
 struct PrefixCacheOptions {
   int requests = 8;        ///< requests that share the system prompt
@@ -69,4 +69,8 @@ const CheckDef<PrefixCacheOptions, PrefixCacheMeasured>& prefix_cache_check();
 /// Runs the check (validate, measure, judge, present). Throws InputError on out-of-range options.
 Result run_prefix_cache(const PrefixCacheOptions& o, const RunContext& ctx, const PrefixCacheParts& parts = {});
 
+}  // namespace kvlab::checks::prefix_cache
+
+namespace kvlab::checks {
+using namespace prefix_cache;  // the check's declarations are reached as kvlab::checks::NAME too
 }  // namespace kvlab::checks

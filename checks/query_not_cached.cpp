@@ -27,7 +27,7 @@
 #include "model/gpt.hpp"
 #include "support/model_setup.hpp"
 
-namespace kvlab::checks {
+namespace kvlab::checks::query_not_cached {
 namespace {
 
 // Largest --tokens: two full attentions of S² · 8 heads · 8 dims, 2S + 1 of the last row only, and
@@ -205,4 +205,4 @@ Result run_query_not_cached(const QueryNotCachedOptions& o, const RunContext& ct
 
 KVLAB_REGISTER_SPEC(query_not_cached_check);
 
-}  // namespace kvlab::checks
+}  // namespace kvlab::checks::query_not_cached

@@ -7,7 +7,7 @@
 #include "model/config.hpp"
 #include "framework/spec.hpp"
 
-namespace kvlab::checks {
+namespace kvlab::checks::query_not_cached {
 
 struct QueryNotCachedOptions {
   int tokens = 12;   ///< S: positions; the last one is the query that matters
@@ -54,4 +54,8 @@ const CheckDef<QueryNotCachedOptions, QueryNotCachedMeasured>& query_not_cached_
 /// Runs the check. Throws InputError on out-of-range options.
 Result run_query_not_cached(const QueryNotCachedOptions& o, const RunContext& ctx, const QueryNotCachedParts& parts = {});
 
+}  // namespace kvlab::checks::query_not_cached
+
+namespace kvlab::checks {
+using namespace query_not_cached;  // the check's declarations are reached as kvlab::checks::NAME too
 }  // namespace kvlab::checks

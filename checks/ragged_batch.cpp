@@ -23,7 +23,7 @@
 #include "model/ragged.hpp"
 #include "support/model_setup.hpp"
 
-namespace kvlab::checks {
+namespace kvlab::checks::ragged_batch {
 namespace {
 
 constexpr const char* kName = "ragged-batch";
@@ -205,4 +205,4 @@ Result run_ragged_batch(const RaggedBatchOptions& o, const RunContext& ctx, cons
 
 KVLAB_REGISTER_SPEC(ragged_batch_check);
 
-}  // namespace kvlab::checks
+}  // namespace kvlab::checks::ragged_batch

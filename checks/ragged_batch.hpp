@@ -8,7 +8,7 @@
 #include "model/gpt.hpp"
 #include "framework/spec.hpp"
 
-namespace kvlab::checks {
+namespace kvlab::checks::ragged_batch {
 
 struct RaggedBatchOptions {
   int requests = 5;  ///< requests in the batch
@@ -57,4 +57,8 @@ const CheckDef<RaggedBatchOptions, RaggedBatchMeasured>& ragged_batch_check();
 /// Runs the check. Throws InputError on out-of-range options.
 Result run_ragged_batch(const RaggedBatchOptions& o, const RunContext& ctx, const RaggedBatchParts& parts = {});
 
+}  // namespace kvlab::checks::ragged_batch
+
+namespace kvlab::checks {
+using namespace ragged_batch;  // the check's declarations are reached as kvlab::checks::NAME too
 }  // namespace kvlab::checks

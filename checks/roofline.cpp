@@ -27,7 +27,7 @@
 #include "reference/roofline.hpp"
 #include "cost/premises.hpp"
 
-namespace kvlab::checks {
+namespace kvlab::checks::roofline {
 namespace {
 
 // The contract's roofline metrics (JSON keys programs outside kvlab read): intensity, tokens_per_s, ridge, kv_bytes, weight_bytes.
@@ -1104,4 +1104,4 @@ Result run_roofline(const RooflineOptions& o, const RunContext& ctx, const Roofl
 
 KVLAB_REGISTER_SPEC(roofline_check);
 
-}  // namespace kvlab::checks
+}  // namespace kvlab::checks::roofline

@@ -16,7 +16,7 @@
 #include "io/catalogue.hpp"
 #include "io/hardware.hpp"
 
-namespace kvlab::checks {
+namespace kvlab::checks::roofline {
 
 /// The flags of `kvlab roofline`. With neither model nor config the check reproduces the course's
 /// decode table (004 §1.5 group 5); with only a device (--gpu and/or --bandwidth, --peak-flops,
@@ -126,4 +126,8 @@ const CheckDef<RooflineOptions, RooflineMeasured>& roofline_check();
 /// Runs roofline. Throws InputError (naming the option) for invalid options.
 Result run_roofline(const RooflineOptions& opts, const RunContext& ctx, const RooflineParts& parts = {});
 
+}  // namespace kvlab::checks::roofline
+
+namespace kvlab::checks {
+using namespace roofline;  // the check's declarations are reached as kvlab::checks::NAME too
 }  // namespace kvlab::checks

@@ -23,7 +23,7 @@
 #include "core/rng.hpp"
 #include "reference/rope.hpp"
 
-namespace kvlab::checks {
+namespace kvlab::checks::rope_breaks_absorb {
 namespace {
 
 constexpr int kMaxDelta = 4096;
@@ -193,4 +193,4 @@ Result run_rope_breaks_absorb(const RopeBreaksAbsorbOptions& o, const RunContext
 
 KVLAB_REGISTER_SPEC(rope_breaks_absorb_check);
 
-}  // namespace kvlab::checks
+}  // namespace kvlab::checks::rope_breaks_absorb

@@ -9,7 +9,7 @@
 #include "framework/spec.hpp"
 #include "model/mla.hpp"
 
-namespace kvlab::checks {
+namespace kvlab::checks::rope_breaks_absorb {
 
 struct RopeBreaksAbsorbOptions {
   int max_delta = 64;       ///< relative offsets s − t = 1 .. max_delta compared with 0
@@ -60,4 +60,8 @@ const CheckDef<RopeBreaksAbsorbOptions, RopeBreaksAbsorbMeasured>& rope_breaks_a
 Result run_rope_breaks_absorb(const RopeBreaksAbsorbOptions& o, const RunContext& ctx,
                               const RopeBreaksAbsorbParts& parts = {});
 
+}  // namespace kvlab::checks::rope_breaks_absorb
+
+namespace kvlab::checks {
+using namespace rope_breaks_absorb;  // the check's declarations are reached as kvlab::checks::NAME too
 }  // namespace kvlab::checks

@@ -24,7 +24,7 @@
 #include "core/rng.hpp"
 #include "reference/rope.hpp"
 
-namespace kvlab::checks {
+namespace kvlab::checks::rope_relative {
 namespace {
 
 // Largest sizes accepted: step 1 multiplies --pairs dense head_dim × head_dim matrices, so
@@ -263,4 +263,4 @@ Result run_rope_relative(const RopeRelativeOptions& o, const RunContext& ctx, co
 
 KVLAB_REGISTER_SPEC(rope_relative_check);
 
-}  // namespace kvlab::checks
+}  // namespace kvlab::checks::rope_relative

@@ -9,7 +9,7 @@
 #include "core/tensor.hpp"
 #include "framework/spec.hpp"
 
-namespace kvlab::checks {
+namespace kvlab::checks::rope_relative {
 
 struct RopeRelativeOptions {
   int pairs = 64;                    ///< random (t, s) position pairs (and (q, k) draws)
@@ -65,4 +65,8 @@ const CheckDef<RopeRelativeOptions, RopeRelativeMeasured>& rope_relative_check()
 /// Runs the check. Throws InputError on out-of-range options.
 Result run_rope_relative(const RopeRelativeOptions& o, const RunContext& ctx, const RopeRelativeParts& parts = {});
 
+}  // namespace kvlab::checks::rope_relative
+
+namespace kvlab::checks {
+using namespace rope_relative;  // the check's declarations are reached as kvlab::checks::NAME too
 }  // namespace kvlab::checks

@@ -39,7 +39,7 @@
 #include "model/ops.hpp"
 #include "support/model_setup.hpp"
 
-namespace kvlab::checks {
+namespace kvlab::checks::sliding_window {
 namespace {
 
 // Largest sizes accepted: two decodes of 256 tokens through 8 layers stay well under a second.
@@ -440,4 +440,4 @@ Result run_sliding_window(const SlidingWindowOptions& o, const RunContext& ctx, 
 
 KVLAB_REGISTER_SPEC(sliding_window_check);
 
-}  // namespace kvlab::checks
+}  // namespace kvlab::checks::sliding_window

@@ -12,7 +12,7 @@
 #include "framework/spec.hpp"
 #include "model/config.hpp"
 
-namespace kvlab::checks {
+namespace kvlab::checks::sliding_window {
 
 struct SlidingWindowOptions {
   int window = 4;       ///< W: keys p - W + 1 .. p
@@ -65,4 +65,8 @@ const CheckDef<SlidingWindowOptions, SlidingWindowMeasured>& sliding_window_chec
 /// Runs the check. Throws InputError naming the option on bad input.
 Result run_sliding_window(const SlidingWindowOptions& o, const RunContext& ctx, const SlidingWindowParts& parts = {});
 
+}  // namespace kvlab::checks::sliding_window
+
+namespace kvlab::checks {
+using namespace sliding_window;  // the check's declarations are reached as kvlab::checks::NAME too
 }  // namespace kvlab::checks

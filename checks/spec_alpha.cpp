@@ -17,7 +17,7 @@
 #include "spec/distribution.hpp"
 #include "spec/monte_carlo.hpp"
 
-namespace kvlab::checks {
+namespace kvlab::checks::spec_alpha {
 namespace {
 
 constexpr char kSource[] = "000 §7.2, §A.2 [d]";
@@ -394,4 +394,4 @@ Result run_spec_alpha(const SpecAlphaOptions& o, const RunContext& ctx, const Sp
 
 KVLAB_REGISTER_SPEC(spec_alpha_check);
 
-}  // namespace kvlab::checks
+}  // namespace kvlab::checks::spec_alpha

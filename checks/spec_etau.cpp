@@ -19,7 +19,7 @@
 #include "spec/distribution.hpp"
 #include "spec/monte_carlo.hpp"
 
-namespace kvlab::checks {
+namespace kvlab::checks::spec_etau {
 namespace {
 
 constexpr char kSource[] = "000 §7.4";
@@ -495,4 +495,4 @@ Result run_spec_etau(const SpecEtauOptions& o, const RunContext& ctx, const Spec
 
 KVLAB_REGISTER_SPEC(spec_etau_check);
 
-}  // namespace kvlab::checks
+}  // namespace kvlab::checks::spec_etau

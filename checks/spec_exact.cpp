@@ -19,7 +19,7 @@
 #include "spec/monte_carlo.hpp"
 #include "support/model_setup.hpp"
 
-namespace kvlab::checks {
+namespace kvlab::checks::spec_exact {
 namespace {
 
 constexpr char kSource[] = "000 §7.6, §7.3, §A.2 [e]";
@@ -168,4 +168,4 @@ Result run_spec_exact(const SpecExactOptions& o, const RunContext& ctx, const sp
 
 KVLAB_REGISTER_SPEC(spec_exact_check);
 
-}  // namespace kvlab::checks
+}  // namespace kvlab::checks::spec_exact

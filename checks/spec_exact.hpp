@@ -9,7 +9,7 @@
 #include "spec/loop.hpp"
 #include "support/spec_exactness.hpp"
 
-namespace kvlab::checks {
+namespace kvlab::checks::spec_exact {
 
 /// --samples, --new-tokens, --k, --temperature: the exactness test's own settings.
 using SpecExactOptions = ExactnessOptions;
@@ -38,4 +38,8 @@ const CheckDef<SpecExactOptions, SpecExactMeasured>& spec_exact_check();
 /// --temperature) and the cases measure_spec_exact names.
 Result run_spec_exact(const SpecExactOptions& opts, const RunContext& ctx, const spec::SpecFaults& faults = {});
 
+}  // namespace kvlab::checks::spec_exact
+
+namespace kvlab::checks {
+using namespace spec_exact;  // the check's declarations are reached as kvlab::checks::NAME too
 }  // namespace kvlab::checks

@@ -29,7 +29,7 @@
 #include "support/device_model.hpp"
 #include "support/model_setup.hpp"
 
-namespace kvlab::checks {
+namespace kvlab::checks::spec_greedy {
 namespace {
 
 constexpr char kSource[] = "000 §7.6, §7.5";
@@ -286,4 +286,4 @@ Result run_spec_greedy(const SpecGreedyOptions& o, const RunContext& ctx, const 
 
 KVLAB_REGISTER_SPEC(spec_greedy_check);
 
-}  // namespace kvlab::checks
+}  // namespace kvlab::checks::spec_greedy

@@ -10,7 +10,7 @@
 #include "model/config.hpp"
 #include "spec/loop.hpp"
 
-namespace kvlab::checks {
+namespace kvlab::checks::spec_greedy {
 
 struct SpecGreedyOptions {
   int prompts = 4;       ///< seeded prompts
@@ -60,4 +60,8 @@ const CheckDef<SpecGreedyOptions, SpecGreedyMeasured>& spec_greedy_check();
 Result run_spec_greedy(const SpecGreedyOptions& opts, const RunContext& ctx,
                        const spec::SpecFaults& faults = {});
 
+}  // namespace kvlab::checks::spec_greedy
+
+namespace kvlab::checks {
+using namespace spec_greedy;  // the check's declarations are reached as kvlab::checks::NAME too
 }  // namespace kvlab::checks

@@ -28,7 +28,7 @@
 #include "support/trained_pair.hpp"
 #include "train/backprop.hpp"
 
-namespace kvlab::checks {
+namespace kvlab::checks::spec_real {
 namespace {
 
 constexpr char kSource[] = "000 §7.4, §9.2; Leviathan et al. 2023 Table 3";
@@ -529,4 +529,4 @@ Result run_spec_real(const SpecRealOptions& o, const RunContext& ctx, const Spec
 
 KVLAB_REGISTER_SPEC(spec_real_check);
 
-}  // namespace kvlab::checks
+}  // namespace kvlab::checks::spec_real

@@ -16,7 +16,7 @@
 #include "spec/positional.hpp"
 #include "support/spec_exactness.hpp"
 
-namespace kvlab::checks {
+namespace kvlab::checks::spec_real {
 
 struct SpecRealOptions {
   int prompts = 2;            ///< prompts from the validation text, per K and temperature
@@ -108,4 +108,8 @@ const CheckDef<SpecRealOptions, SpecRealMeasured>& spec_real_check();
 /// absent. Throws InputError for options out of range and the cases measure_spec_real names.
 Result run_spec_real(const SpecRealOptions& opts, const RunContext& ctx, const SpecRealParts& parts = {});
 
+}  // namespace kvlab::checks::spec_real
+
+namespace kvlab::checks {
+using namespace spec_real;  // the check's declarations are reached as kvlab::checks::NAME too
 }  // namespace kvlab::checks

@@ -31,7 +31,7 @@
 #include "core/rng.hpp"
 #include "spec/distribution.hpp"
 
-namespace kvlab::checks {
+namespace kvlab::checks::spec_residual {
 namespace {
 
 constexpr char kSource[] = "000 §7.3";
@@ -287,4 +287,4 @@ Result run_spec_residual(const SpecResidualOptions& o, const RunContext& ctx, co
 
 KVLAB_REGISTER_SPEC(spec_residual_check);
 
-}  // namespace kvlab::checks
+}  // namespace kvlab::checks::spec_residual

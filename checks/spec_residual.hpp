@@ -10,7 +10,7 @@
 #include "spec/acceptance.hpp"
 #include "spec/step_law.hpp"
 
-namespace kvlab::checks {
+namespace kvlab::checks::spec_residual {
 
 struct SpecResidualOptions {
   std::int64_t pairs = 2000;  ///< seeded random (p, q) pairs besides the edge cases
@@ -68,4 +68,8 @@ const CheckDef<SpecResidualOptions, SpecResidualMeasured>& spec_residual_check()
 Result run_spec_residual(const SpecResidualOptions& opts, const RunContext& ctx,
                          const SpecResidualParts& parts = {});
 
+}  // namespace kvlab::checks::spec_residual
+
+namespace kvlab::checks {
+using namespace spec_residual;  // the check's declarations are reached as kvlab::checks::NAME too
 }  // namespace kvlab::checks

@@ -22,7 +22,7 @@
 #include "support/model_setup.hpp"
 #include "reference/sequence_law.hpp"
 
-namespace kvlab::checks {
+namespace kvlab::checks::spec_sampler {
 namespace {
 
 constexpr char kSource[] = "000 §7.5";
@@ -301,4 +301,4 @@ Result run_spec_sampler(const SpecSamplerOptions& o, const RunContext& ctx, cons
 
 KVLAB_REGISTER_SPEC(spec_sampler_check);
 
-}  // namespace kvlab::checks
+}  // namespace kvlab::checks::spec_sampler

@@ -12,7 +12,7 @@
 #include "framework/spec.hpp"
 #include "spec/loop.hpp"
 
-namespace kvlab::checks {
+namespace kvlab::checks::spec_sampler {
 
 struct SpecSamplerOptions {
   std::int64_t samples = 1'200;  ///< generated 2-token sequences per draft sampler
@@ -73,4 +73,8 @@ const CheckDef<SpecSamplerOptions, SpecSamplerMeasured>& spec_sampler_check();
 Result run_spec_sampler(const SpecSamplerOptions& opts, const RunContext& ctx,
                         const SpecSamplerParts& parts = {});
 
+}  // namespace kvlab::checks::spec_sampler
+
+namespace kvlab::checks {
+using namespace spec_sampler;  // the check's declarations are reached as kvlab::checks::NAME too
 }  // namespace kvlab::checks

@@ -25,7 +25,7 @@
 #include "spec/monte_carlo.hpp"
 #include "support/model_setup.hpp"
 
-namespace kvlab::checks {
+namespace kvlab::checks::spec_speedup {
 namespace {
 
 constexpr char kSource[] = "000 §7.4, §9.2";
@@ -464,4 +464,4 @@ Result run_spec_speedup(const SpecSpeedupOptions& o, const RunContext& ctx, cons
 
 KVLAB_REGISTER_SPEC(spec_speedup_check);
 
-}  // namespace kvlab::checks
+}  // namespace kvlab::checks::spec_speedup

@@ -12,7 +12,7 @@
 #include "spec/loop.hpp"
 #include "spec/positional.hpp"
 
-namespace kvlab::checks {
+namespace kvlab::checks::spec_speedup {
 
 struct SpecSpeedupOptions {
   int prompts = 3;            ///< seeded prompts per K
@@ -73,4 +73,8 @@ const CheckDef<SpecSpeedupOptions, SpecSpeedupMeasured>& spec_speedup_check();
 Result run_spec_speedup(const SpecSpeedupOptions& opts, const RunContext& ctx,
                         const SpecSpeedupParts& parts = {});
 
+}  // namespace kvlab::checks::spec_speedup
+
+namespace kvlab::checks {
+using namespace spec_speedup;  // the check's declarations are reached as kvlab::checks::NAME too
 }  // namespace kvlab::checks

@@ -61,7 +61,7 @@
 #include "spec/expected_tokens.hpp"
 #include "spec/loop.hpp"
 
-namespace kvlab::checks {
+namespace kvlab::checks::spec_wallclock {
 namespace {
 
 constexpr char kName[] = "spec-wallclock";
@@ -832,4 +832,4 @@ Result run_spec_wallclock(const SpecWallclockOptions& o, const RunContext& ctx, 
 
 KVLAB_REGISTER_SPEC(spec_wallclock_check);
 
-}  // namespace kvlab::checks
+}  // namespace kvlab::checks::spec_wallclock

@@ -11,7 +11,7 @@
 #include "framework/spec.hpp"
 #include "model/config.hpp"
 
-namespace kvlab::checks {
+namespace kvlab::checks::spec_wallclock {
 
 /// The self-drafts measured: the target's own weights in int8 or int4, or its first blocks only;
 /// and, in the long-context case (--long-context), the target itself reading only a window of its
@@ -141,4 +141,8 @@ const CheckDef<SpecWallclockOptions, SpecWallclockMeasured>& spec_wallclock_chec
 Result run_spec_wallclock(const SpecWallclockOptions& opts, const RunContext& ctx,
                           const SpecWallclockParts& parts = {}, const SpecWallclockParts& long_parts = {});
 
+}  // namespace kvlab::checks::spec_wallclock
+
+namespace kvlab::checks {
+using namespace spec_wallclock;  // the check's declarations are reached as kvlab::checks::NAME too
 }  // namespace kvlab::checks

@@ -30,7 +30,7 @@
 #include "spec/monte_carlo.hpp"
 #include "support/model_setup.hpp"
 
-namespace kvlab::checks {
+namespace kvlab::checks::tree_verify {
 namespace {
 
 constexpr char kSource[] = "000 §8.2, §8.3; SpecInfer arXiv 2305.09781 §4";
@@ -454,4 +454,4 @@ Result run_tree_verify(const TreeVerifyOptions& o, const RunContext& ctx, const 
 
 KVLAB_REGISTER_SPEC(tree_verify_check);
 
-}  // namespace kvlab::checks
+}  // namespace kvlab::checks::tree_verify

@@ -13,7 +13,7 @@
 #include "spec/token_tree.hpp"
 #include "spec/tree_sampling.hpp"
 
-namespace kvlab::checks {
+namespace kvlab::checks::tree_verify {
 
 struct TreeVerifyOptions {
   int heads = 4;                  ///< Medusa heads N (tree depth)
@@ -78,4 +78,8 @@ const CheckDef<TreeVerifyOptions, TreeVerifyMeasured>& tree_verify_check();
 Result run_tree_verify(const TreeVerifyOptions& opts, const RunContext& ctx,
                        const TreeVerifyParts& parts = {});
 
+}  // namespace kvlab::checks::tree_verify
+
+namespace kvlab::checks {
+using namespace tree_verify;  // the check's declarations are reached as kvlab::checks::NAME too
 }  // namespace kvlab::checks

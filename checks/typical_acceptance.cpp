@@ -26,7 +26,7 @@
 #include "spec/monte_carlo.hpp"
 #include "support/model_setup.hpp"
 
-namespace kvlab::checks {
+namespace kvlab::checks::typical_acceptance {
 namespace {
 
 constexpr char kSource[] = "000 §8.2";
@@ -359,4 +359,4 @@ Result run_typical_acceptance(const TypicalAcceptanceOptions& o, const RunContex
 
 KVLAB_REGISTER_SPEC(typical_acceptance_check);
 
-}  // namespace kvlab::checks
+}  // namespace kvlab::checks::typical_acceptance

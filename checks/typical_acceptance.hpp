@@ -10,7 +10,7 @@
 #include "spec/step_law.hpp"
 #include "spec/typical.hpp"
 
-namespace kvlab::checks {
+namespace kvlab::checks::typical_acceptance {
 
 struct TypicalAcceptanceOptions {
   std::int64_t samples = 20'000;  ///< Monte Carlo draws per verifier and context
@@ -64,4 +64,8 @@ const CheckDef<TypicalAcceptanceOptions, TypicalAcceptanceMeasured>& typical_acc
 Result run_typical_acceptance(const TypicalAcceptanceOptions& opts, const RunContext& ctx,
                               const TypicalAcceptanceParts& parts = {});
 
+}  // namespace kvlab::checks::typical_acceptance
+
+namespace kvlab::checks {
+using namespace typical_acceptance;  // the check's declarations are reached as kvlab::checks::NAME too
 }  // namespace kvlab::checks

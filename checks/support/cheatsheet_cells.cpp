@@ -14,7 +14,7 @@ namespace kvlab::checks {
 namespace {
 
 constexpr double kGiBd = 1024.0 * 1024.0 * 1024.0;
-constexpr double kRel = 1e-9;
+constexpr double kCellRel = 1e-9;
 
 /// A cell as a number; NaN for text.
 double number(const Cell& c) {
@@ -46,7 +46,7 @@ Tally compare(const CheatTable& t, const Expected& want) {
     for (const auto& [col, value] : cols) {
       ++tally.cells;
       const double got = col < row->size() ? number((*row)[col]) : std::nan("");
-      const bool ok = std::isfinite(got) && std::abs(got - value) <= kRel * std::abs(value);
+      const bool ok = std::isfinite(got) && std::abs(got - value) <= kCellRel * std::abs(value);
       if (!ok && tally.wrong++ == 0)
         tally.first_wrong = fmt::format("{} / {}: {} vs {}", label, t.table.columns.at(col), got, value);
     }
@@ -182,7 +182,7 @@ std::vector<Expectation> judge_cheatsheet_tables(const std::map<std::string, Che
                     0.0, "7e9 × 2 B: exact in float64", number(tables.at("000-9.3").table.rows.at(1).at(1)) - 140.0,
                     Stated::parse("14", "+14 GB"), ""});
     rows.push_back({"an EAGLE draft head for a 70B target, fp16 (1 LLaMA-70B layer + the 2d → d fusion)",
-                    "000 §9.3", "GB", 2 * kEagle / 1e9, kRel * 2 * kEagle / 1e9, "float64 rounding: 1e-9 relative",
+                    "000 §9.3", "GB", 2 * kEagle / 1e9, kCellRel * 2 * kEagle / 1e9, "float64 rounding: 1e-9 relative",
                     number(tables.at("000-9.3").table.rows.at(2).at(1)) - 140.0,
                     Stated::parse("200", "EAGLE 的 draft head 只 ~200 MB", 1e-3).flags("E11"),
                     fmt::format("(2d² + 2d·1024 + 3d·28672 + 2d·d) × 2 B = {:.0f} × 2 B at d = 8192: ≈ 1.98 GB, ten times "
