@@ -55,5 +55,5 @@ Result run_abs_pos_window(const AbsPosWindowOptions& o, const RunContext& ctx, c
 }  // namespace kvlab::checks::abs_pos_window
 
 namespace kvlab::checks {
-using namespace abs_pos_window;  // the check's declarations are reached as kvlab::checks::NAME too
+using namespace abs_pos_window;  // callers write kvlab::checks::X for this check's X
 }  // namespace kvlab::checks

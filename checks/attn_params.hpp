@@ -61,5 +61,5 @@ Result run_attn_params(const AttnParamsOptions& o, const RunContext& ctx, const 
 }  // namespace kvlab::checks::attn_params
 
 namespace kvlab::checks {
-using namespace attn_params;  // the check's declarations are reached as kvlab::checks::NAME too
+using namespace attn_params;  // callers write kvlab::checks::X for this check's X
 }  // namespace kvlab::checks

@@ -63,5 +63,5 @@ Result run_bench_generate(const BenchGenerateOptions& o, const RunContext& ctx, 
 }  // namespace kvlab::checks::bench_generate
 
 namespace kvlab::checks {
-using namespace bench_generate;  // the check's declarations are reached as kvlab::checks::NAME too
+using namespace bench_generate;  // callers write kvlab::checks::X for this check's X
 }  // namespace kvlab::checks

@@ -50,5 +50,5 @@ Result run_bidirectional(const BidirectionalOptions& o, const RunContext& ctx, c
 }  // namespace kvlab::checks::bidirectional
 
 namespace kvlab::checks {
-using namespace bidirectional;  // the check's declarations are reached as kvlab::checks::NAME too
+using namespace bidirectional;  // callers write kvlab::checks::X for this check's X
 }  // namespace kvlab::checks

@@ -69,5 +69,5 @@ Result run_cache_flops(const CacheFlopsOptions& o, const RunContext& ctx, const 
 }  // namespace kvlab::checks::cache_flops
 
 namespace kvlab::checks {
-using namespace cache_flops;  // the check's declarations are reached as kvlab::checks::NAME too
+using namespace cache_flops;  // callers write kvlab::checks::X for this check's X
 }  // namespace kvlab::checks

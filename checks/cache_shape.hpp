@@ -61,5 +61,5 @@ Result run_cache_shape(const CacheShapeOptions& o, const RunContext& ctx, const 
 }  // namespace kvlab::checks::cache_shape
 
 namespace kvlab::checks {
-using namespace cache_shape;  // the check's declarations are reached as kvlab::checks::NAME too
+using namespace cache_shape;  // callers write kvlab::checks::X for this check's X
 }  // namespace kvlab::checks

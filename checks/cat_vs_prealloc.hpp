@@ -48,5 +48,5 @@ Result run_cat_vs_prealloc(const CatVsPreallocOptions& o, const RunContext& ctx,
 }  // namespace kvlab::checks::cat_vs_prealloc
 
 namespace kvlab::checks {
-using namespace cat_vs_prealloc;  // the check's declarations are reached as kvlab::checks::NAME too
+using namespace cat_vs_prealloc;  // callers write kvlab::checks::X for this check's X
 }  // namespace kvlab::checks

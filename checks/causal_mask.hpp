@@ -68,5 +68,5 @@ CausalMaskGrid kernel_mask(int n_query, int n_key, int q_pos0);
 }  // namespace kvlab::checks::causal_mask
 
 namespace kvlab::checks {
-using namespace causal_mask;  // the check's declarations are reached as kvlab::checks::NAME too
+using namespace causal_mask;  // callers write kvlab::checks::X for this check's X
 }  // namespace kvlab::checks

@@ -63,5 +63,5 @@ Result run_chunked_prefill(const ChunkedPrefillOptions& o, const RunContext& ctx
 }  // namespace kvlab::checks::chunked_prefill
 
 namespace kvlab::checks {
-using namespace chunked_prefill;  // the check's declarations are reached as kvlab::checks::NAME too
+using namespace chunked_prefill;  // callers write kvlab::checks::X for this check's X
 }  // namespace kvlab::checks

@@ -59,5 +59,5 @@ Result run_cla(const ClaOptions& o, const RunContext& ctx, const ClaParts& parts
 }  // namespace kvlab::checks::cla
 
 namespace kvlab::checks {
-using namespace cla;  // the check's declarations are reached as kvlab::checks::NAME too
+using namespace cla;  // callers write kvlab::checks::X for this check's X
 }  // namespace kvlab::checks

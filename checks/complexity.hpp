@@ -76,5 +76,5 @@ Result run_complexity(const ComplexityOptions& o, const RunContext& ctx, const C
 }  // namespace kvlab::checks::complexity
 
 namespace kvlab::checks {
-using namespace complexity;  // the check's declarations are reached as kvlab::checks::NAME too
+using namespace complexity;  // callers write kvlab::checks::X for this check's X
 }  // namespace kvlab::checks

@@ -61,5 +61,5 @@ Result run_continuous_batching(const ContinuousBatchingOptions& o, const RunCont
 }  // namespace kvlab::checks::continuous_batching
 
 namespace kvlab::checks {
-using namespace continuous_batching;  // the check's declarations are reached as kvlab::checks::NAME too
+using namespace continuous_batching;  // callers write kvlab::checks::X for this check's X
 }  // namespace kvlab::checks

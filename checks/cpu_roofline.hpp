@@ -118,5 +118,5 @@ Result run_cpu_roofline(const CpuRooflineOptions& o, const RunContext& ctx, cons
 }  // namespace kvlab::checks::cpu_roofline
 
 namespace kvlab::checks {
-using namespace cpu_roofline;  // the check's declarations are reached as kvlab::checks::NAME too
+using namespace cpu_roofline;  // callers write kvlab::checks::X for this check's X
 }  // namespace kvlab::checks

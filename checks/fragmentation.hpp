@@ -81,5 +81,5 @@ Result run_fragmentation(const FragmentationOptions& o, const RunContext& ctx, c
 }  // namespace kvlab::checks::fragmentation
 
 namespace kvlab::checks {
-using namespace fragmentation;  // the check's declarations are reached as kvlab::checks::NAME too
+using namespace fragmentation;  // callers write kvlab::checks::X for this check's X
 }  // namespace kvlab::checks

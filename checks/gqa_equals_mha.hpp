@@ -58,5 +58,5 @@ Result run_gqa_equals_mha(const GqaEqualsMhaOptions& o, const RunContext& ctx, c
 }  // namespace kvlab::checks::gqa_equals_mha
 
 namespace kvlab::checks {
-using namespace gqa_equals_mha;  // the check's declarations are reached as kvlab::checks::NAME too
+using namespace gqa_equals_mha;  // callers write kvlab::checks::X for this check's X
 }  // namespace kvlab::checks

@@ -68,5 +68,5 @@ std::vector<int> heads_read(int n_head, int n_kv_head, const KvExpander& expand,
 }  // namespace kvlab::checks::gqa_layout
 
 namespace kvlab::checks {
-using namespace gqa_layout;  // the check's declarations are reached as kvlab::checks::NAME too
+using namespace gqa_layout;  // callers write kvlab::checks::X for this check's X
 }  // namespace kvlab::checks

@@ -123,5 +123,5 @@ Result run_gqa_meanpool(const GqaMeanpoolOptions& o, const RunContext& ctx, cons
 }  // namespace kvlab::checks::gqa_meanpool
 
 namespace kvlab::checks {
-using namespace gqa_meanpool;  // the check's declarations are reached as kvlab::checks::NAME too
+using namespace gqa_meanpool;  // callers write kvlab::checks::X for this check's X
 }  // namespace kvlab::checks

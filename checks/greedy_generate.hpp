@@ -65,5 +65,5 @@ Result run_greedy_generate(const GreedyGenerateOptions& o, const RunContext& ctx
 }  // namespace kvlab::checks::greedy_generate
 
 namespace kvlab::checks {
-using namespace greedy_generate;  // the check's declarations are reached as kvlab::checks::NAME too
+using namespace greedy_generate;  // callers write kvlab::checks::X for this check's X
 }  // namespace kvlab::checks

@@ -70,5 +70,5 @@ Result run_incremental_vs_full(const IncrementalOptions& o, const RunContext& ct
 }  // namespace kvlab::checks::incremental_vs_full
 
 namespace kvlab::checks {
-using namespace incremental_vs_full;  // the check's declarations are reached as kvlab::checks::NAME too
+using namespace incremental_vs_full;  // callers write kvlab::checks::X for this check's X
 }  // namespace kvlab::checks

@@ -68,5 +68,5 @@ Result run_int8_outliers(const Int8OutliersOptions& o, const RunContext& ctx, co
 }  // namespace kvlab::checks::int8_outliers
 
 namespace kvlab::checks {
-using namespace int8_outliers;  // the check's declarations are reached as kvlab::checks::NAME too
+using namespace int8_outliers;  // callers write kvlab::checks::X for this check's X
 }  // namespace kvlab::checks

@@ -76,5 +76,5 @@ Result run_intensity(const IntensityOptions& o, const RunContext& ctx, const Int
 }  // namespace kvlab::checks::intensity
 
 namespace kvlab::checks {
-using namespace intensity;  // the check's declarations are reached as kvlab::checks::NAME too
+using namespace intensity;  // callers write kvlab::checks::X for this check's X
 }  // namespace kvlab::checks

@@ -61,5 +61,5 @@ Result run_jacobi(const JacobiOptions& opts, const RunContext& ctx, const Jacobi
 }  // namespace kvlab::checks::jacobi
 
 namespace kvlab::checks {
-using namespace jacobi;  // the check's declarations are reached as kvlab::checks::NAME too
+using namespace jacobi;  // callers write kvlab::checks::X for this check's X
 }  // namespace kvlab::checks

@@ -54,5 +54,5 @@ Result run_kv_invariance(const KvInvarianceOptions& o, const RunContext& ctx);
 }  // namespace kvlab::checks::kv_invariance
 
 namespace kvlab::checks {
-using namespace kv_invariance;  // the check's declarations are reached as kvlab::checks::NAME too
+using namespace kv_invariance;  // callers write kvlab::checks::X for this check's X
 }  // namespace kvlab::checks

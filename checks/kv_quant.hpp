@@ -91,5 +91,5 @@ Result run_kv_quant(const KvQuantOptions& o, const RunContext& ctx, const KvQuan
 }  // namespace kvlab::checks::kv_quant
 
 namespace kvlab::checks {
-using namespace kv_quant;  // the check's declarations are reached as kvlab::checks::NAME too
+using namespace kv_quant;  // callers write kvlab::checks::X for this check's X
 }  // namespace kvlab::checks

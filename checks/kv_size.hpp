@@ -112,5 +112,5 @@ Result run_kv_size(const KvSizeOptions& opts, const RunContext& ctx, const KvSiz
 }  // namespace kvlab::checks::kv_size
 
 namespace kvlab::checks {
-using namespace kv_size;  // the check's declarations are reached as kvlab::checks::NAME too
+using namespace kv_size;  // callers write kvlab::checks::X for this check's X
 }  // namespace kvlab::checks

@@ -68,5 +68,5 @@ Result run_linear_attention(const LinearAttentionOptions& o, const RunContext& c
 }  // namespace kvlab::checks::linear_attention
 
 namespace kvlab::checks {
-using namespace linear_attention;  // the check's declarations are reached as kvlab::checks::NAME too
+using namespace linear_attention;  // callers write kvlab::checks::X for this check's X
 }  // namespace kvlab::checks

@@ -70,5 +70,5 @@ Result run_max_batch(const MaxBatchOptions& o, const RunContext& ctx, const MaxB
 }  // namespace kvlab::checks::max_batch
 
 namespace kvlab::checks {
-using namespace max_batch;  // the check's declarations are reached as kvlab::checks::NAME too
+using namespace max_batch;  // callers write kvlab::checks::X for this check's X
 }  // namespace kvlab::checks

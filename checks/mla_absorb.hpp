@@ -74,5 +74,5 @@ Result run_mla_absorb(const MlaAbsorbOptions& o, const RunContext& ctx, const Ml
 }  // namespace kvlab::checks::mla_absorb
 
 namespace kvlab::checks {
-using namespace mla_absorb;  // the check's declarations are reached as kvlab::checks::NAME too
+using namespace mla_absorb;  // callers write kvlab::checks::X for this check's X
 }  // namespace kvlab::checks

@@ -63,5 +63,5 @@ Result run_mla_cache(const MlaCacheOptions& o, const RunContext& ctx, const MlaC
 }  // namespace kvlab::checks::mla_cache
 
 namespace kvlab::checks {
-using namespace mla_cache;  // the check's declarations are reached as kvlab::checks::NAME too
+using namespace mla_cache;  // callers write kvlab::checks::X for this check's X
 }  // namespace kvlab::checks

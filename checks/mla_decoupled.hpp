@@ -55,5 +55,5 @@ Result run_mla_decoupled(const MlaDecoupledOptions& o, const RunContext& ctx, co
 }  // namespace kvlab::checks::mla_decoupled
 
 namespace kvlab::checks {
-using namespace mla_decoupled;  // the check's declarations are reached as kvlab::checks::NAME too
+using namespace mla_decoupled;  // callers write kvlab::checks::X for this check's X
 }  // namespace kvlab::checks

@@ -69,5 +69,5 @@ Result run_paged_cache(const PagedCacheOptions& o, const RunContext& ctx, const 
 }  // namespace kvlab::checks::paged_cache
 
 namespace kvlab::checks {
-using namespace paged_cache;  // the check's declarations are reached as kvlab::checks::NAME too
+using namespace paged_cache;  // callers write kvlab::checks::X for this check's X
 }  // namespace kvlab::checks

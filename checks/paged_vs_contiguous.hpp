@@ -62,5 +62,5 @@ Result run_paged_vs_contiguous(const PagedVsContiguousOptions& o, const RunConte
 }  // namespace kvlab::checks::paged_vs_contiguous
 
 namespace kvlab::checks {
-using namespace paged_vs_contiguous;  // the check's declarations are reached as kvlab::checks::NAME too
+using namespace paged_vs_contiguous;  // callers write kvlab::checks::X for this check's X
 }  // namespace kvlab::checks

@@ -61,5 +61,5 @@ Result run_parallel_sampling(const ParallelSamplingOptions& o, const RunContext&
 }  // namespace kvlab::checks::parallel_sampling
 
 namespace kvlab::checks {
-using namespace parallel_sampling;  // the check's declarations are reached as kvlab::checks::NAME too
+using namespace parallel_sampling;  // callers write kvlab::checks::X for this check's X
 }  // namespace kvlab::checks

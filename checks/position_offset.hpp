@@ -60,5 +60,5 @@ Result run_position_offset(const PositionOffsetOptions& o, const RunContext& ctx
 }  // namespace kvlab::checks::position_offset
 
 namespace kvlab::checks {
-using namespace position_offset;  // the check's declarations are reached as kvlab::checks::NAME too
+using namespace position_offset;  // callers write kvlab::checks::X for this check's X
 }  // namespace kvlab::checks

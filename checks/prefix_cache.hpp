@@ -72,5 +72,5 @@ Result run_prefix_cache(const PrefixCacheOptions& o, const RunContext& ctx, cons
 }  // namespace kvlab::checks::prefix_cache
 
 namespace kvlab::checks {
-using namespace prefix_cache;  // the check's declarations are reached as kvlab::checks::NAME too
+using namespace prefix_cache;  // callers write kvlab::checks::X for this check's X
 }  // namespace kvlab::checks

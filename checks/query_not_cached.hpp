@@ -57,5 +57,5 @@ Result run_query_not_cached(const QueryNotCachedOptions& o, const RunContext& ct
 }  // namespace kvlab::checks::query_not_cached
 
 namespace kvlab::checks {
-using namespace query_not_cached;  // the check's declarations are reached as kvlab::checks::NAME too
+using namespace query_not_cached;  // callers write kvlab::checks::X for this check's X
 }  // namespace kvlab::checks

@@ -60,5 +60,5 @@ Result run_ragged_batch(const RaggedBatchOptions& o, const RunContext& ctx, cons
 }  // namespace kvlab::checks::ragged_batch
 
 namespace kvlab::checks {
-using namespace ragged_batch;  // the check's declarations are reached as kvlab::checks::NAME too
+using namespace ragged_batch;  // callers write kvlab::checks::X for this check's X
 }  // namespace kvlab::checks

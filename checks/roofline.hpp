@@ -129,5 +129,5 @@ Result run_roofline(const RooflineOptions& opts, const RunContext& ctx, const Ro
 }  // namespace kvlab::checks::roofline
 
 namespace kvlab::checks {
-using namespace roofline;  // the check's declarations are reached as kvlab::checks::NAME too
+using namespace roofline;  // callers write kvlab::checks::X for this check's X
 }  // namespace kvlab::checks

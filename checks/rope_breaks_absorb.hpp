@@ -63,5 +63,5 @@ Result run_rope_breaks_absorb(const RopeBreaksAbsorbOptions& o, const RunContext
 }  // namespace kvlab::checks::rope_breaks_absorb
 
 namespace kvlab::checks {
-using namespace rope_breaks_absorb;  // the check's declarations are reached as kvlab::checks::NAME too
+using namespace rope_breaks_absorb;  // callers write kvlab::checks::X for this check's X
 }  // namespace kvlab::checks

@@ -68,5 +68,5 @@ Result run_rope_relative(const RopeRelativeOptions& o, const RunContext& ctx, co
 }  // namespace kvlab::checks::rope_relative
 
 namespace kvlab::checks {
-using namespace rope_relative;  // the check's declarations are reached as kvlab::checks::NAME too
+using namespace rope_relative;  // callers write kvlab::checks::X for this check's X
 }  // namespace kvlab::checks

@@ -68,5 +68,5 @@ Result run_sliding_window(const SlidingWindowOptions& o, const RunContext& ctx, 
 }  // namespace kvlab::checks::sliding_window
 
 namespace kvlab::checks {
-using namespace sliding_window;  // the check's declarations are reached as kvlab::checks::NAME too
+using namespace sliding_window;  // callers write kvlab::checks::X for this check's X
 }  // namespace kvlab::checks

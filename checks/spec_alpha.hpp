@@ -60,5 +60,5 @@ Result run_spec_alpha(const SpecAlphaOptions& opts, const RunContext& ctx,
 }  // namespace kvlab::checks::spec_alpha
 
 namespace kvlab::checks {
-using namespace spec_alpha;  // the check's declarations are reached as kvlab::checks::NAME too
+using namespace spec_alpha;  // callers write kvlab::checks::X for this check's X
 }  // namespace kvlab::checks

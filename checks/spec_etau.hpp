@@ -78,5 +78,5 @@ Result run_spec_etau(const SpecEtauOptions& opts, const RunContext& ctx,
 }  // namespace kvlab::checks::spec_etau
 
 namespace kvlab::checks {
-using namespace spec_etau;  // the check's declarations are reached as kvlab::checks::NAME too
+using namespace spec_etau;  // callers write kvlab::checks::X for this check's X
 }  // namespace kvlab::checks

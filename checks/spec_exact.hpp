@@ -41,5 +41,5 @@ Result run_spec_exact(const SpecExactOptions& opts, const RunContext& ctx, const
 }  // namespace kvlab::checks::spec_exact
 
 namespace kvlab::checks {
-using namespace spec_exact;  // the check's declarations are reached as kvlab::checks::NAME too
+using namespace spec_exact;  // callers write kvlab::checks::X for this check's X
 }  // namespace kvlab::checks

@@ -63,5 +63,5 @@ Result run_spec_greedy(const SpecGreedyOptions& opts, const RunContext& ctx,
 }  // namespace kvlab::checks::spec_greedy
 
 namespace kvlab::checks {
-using namespace spec_greedy;  // the check's declarations are reached as kvlab::checks::NAME too
+using namespace spec_greedy;  // callers write kvlab::checks::X for this check's X
 }  // namespace kvlab::checks

@@ -111,5 +111,5 @@ Result run_spec_real(const SpecRealOptions& opts, const RunContext& ctx, const S
 }  // namespace kvlab::checks::spec_real
 
 namespace kvlab::checks {
-using namespace spec_real;  // the check's declarations are reached as kvlab::checks::NAME too
+using namespace spec_real;  // callers write kvlab::checks::X for this check's X
 }  // namespace kvlab::checks

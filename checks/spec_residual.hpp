@@ -71,5 +71,5 @@ Result run_spec_residual(const SpecResidualOptions& opts, const RunContext& ctx,
 }  // namespace kvlab::checks::spec_residual
 
 namespace kvlab::checks {
-using namespace spec_residual;  // the check's declarations are reached as kvlab::checks::NAME too
+using namespace spec_residual;  // callers write kvlab::checks::X for this check's X
 }  // namespace kvlab::checks

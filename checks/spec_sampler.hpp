@@ -76,5 +76,5 @@ Result run_spec_sampler(const SpecSamplerOptions& opts, const RunContext& ctx,
 }  // namespace kvlab::checks::spec_sampler
 
 namespace kvlab::checks {
-using namespace spec_sampler;  // the check's declarations are reached as kvlab::checks::NAME too
+using namespace spec_sampler;  // callers write kvlab::checks::X for this check's X
 }  // namespace kvlab::checks

@@ -76,5 +76,5 @@ Result run_spec_speedup(const SpecSpeedupOptions& opts, const RunContext& ctx,
 }  // namespace kvlab::checks::spec_speedup
 
 namespace kvlab::checks {
-using namespace spec_speedup;  // the check's declarations are reached as kvlab::checks::NAME too
+using namespace spec_speedup;  // callers write kvlab::checks::X for this check's X
 }  // namespace kvlab::checks

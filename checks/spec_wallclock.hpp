@@ -144,5 +144,5 @@ Result run_spec_wallclock(const SpecWallclockOptions& opts, const RunContext& ct
 }  // namespace kvlab::checks::spec_wallclock
 
 namespace kvlab::checks {
-using namespace spec_wallclock;  // the check's declarations are reached as kvlab::checks::NAME too
+using namespace spec_wallclock;  // callers write kvlab::checks::X for this check's X
 }  // namespace kvlab::checks

@@ -81,5 +81,5 @@ Result run_tree_verify(const TreeVerifyOptions& opts, const RunContext& ctx,
 }  // namespace kvlab::checks::tree_verify
 
 namespace kvlab::checks {
-using namespace tree_verify;  // the check's declarations are reached as kvlab::checks::NAME too
+using namespace tree_verify;  // callers write kvlab::checks::X for this check's X
 }  // namespace kvlab::checks

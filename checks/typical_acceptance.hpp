@@ -67,5 +67,5 @@ Result run_typical_acceptance(const TypicalAcceptanceOptions& opts, const RunCon
 }  // namespace kvlab::checks::typical_acceptance
 
 namespace kvlab::checks {
-using namespace typical_acceptance;  // the check's declarations are reached as kvlab::checks::NAME too
+using namespace typical_acceptance;  // callers write kvlab::checks::X for this check's X
 }  // namespace kvlab::checks

@@ -12,6 +12,8 @@
 #include "support/model_setup.hpp"
 #include "test_util.hpp"
 
+namespace check_support_model_setup_test {
+
 namespace {
 
 using namespace kvlab;
@@ -54,3 +56,5 @@ TEST_CASE("check_pair: both files or neither; vocabularies must match, named wit
   o.samples = 2000;
   CHECK(checks::run_spec_exact(o, ctx).passed());
 }
+
+}  // namespace check_support_model_setup_test
