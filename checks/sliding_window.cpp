@@ -26,8 +26,6 @@
 #include "checks/sliding_window.hpp"
 
 #include <algorithm>
-#include <cmath>
-#include <limits>
 
 #include <fmt/format.h>
 
@@ -37,6 +35,7 @@
 #include "core/finite.hpp"
 #include "model/gpt.hpp"
 #include "model/ops.hpp"
+#include "reference/attention.hpp"
 #include "support/model_setup.hpp"
 
 namespace kvlab::checks::sliding_window {
@@ -46,12 +45,13 @@ namespace {
 constexpr int kMaxWindow = 64, kMaxLayers = 8, kMaxTokens = 256;
 
 // The reference: one forward over all N tokens with full attention and an explicit window mask
-// (i − W < j ≤ i), written out here so that it shares no attention or cache code with the model.
+// (i − W < j ≤ i): the oracle attention of lib/reference, which shares no attention or cache code
+// with the model.
 template <class T>
 Mat<T> masked_full_forward(const MiniGPT<T>& model, const std::vector<int>& ids, int window) {
   const ModelConfig& c = model.config();
   const auto& w = model.weights();
-  const int n = static_cast<int>(ids.size()), hd = c.head_dim, group = c.n_head / c.n_kv_head;
+  const int n = static_cast<int>(ids.size()), hd = c.head_dim;
   Mat<T> x(n, c.d_model);
   for (int t = 0; t < n; ++t) {
     x.row(t) = w.wte.row(ids[t]);
@@ -68,24 +68,9 @@ Mat<T> masked_full_forward(const MiniGPT<T>& model, const std::vector<int>& ids,
       v = linear(h, b.w_v, b.b_v);
       if (c.positional == Positional::rope) apply_rope(k, c.n_kv_head, hd, 0, c.rope_theta);
     }
-    Mat<T> att = Mat<T>::Zero(n, c.n_head * hd);
-    std::vector<double> p(static_cast<std::size_t>(n));
-    for (int i = 0; i < n; ++i)
-      for (int hh = 0; hh < c.n_head; ++hh) {
-        const int g = hh / group;
-        double m = -std::numeric_limits<double>::infinity(), z = 0;
-        for (int j = 0; j < n; ++j) {
-          const bool visible = j <= i && i - j < window;  // the window mask
-          if (!visible) { p[j] = -std::numeric_limits<double>::infinity(); continue; }
-          T dot = 0;
-          for (int e = 0; e < hd; ++e) dot += q(i, hh * hd + e) * k(j, g * hd + e);
-          p[j] = static_cast<double>(dot / std::sqrt(T(hd)));
-          m = std::max(m, p[j]);
-        }
-        for (int j = 0; j < n; ++j) z += p[j] = std::exp(p[j] - m);  // exp(-inf) = 0 off the window
-        for (int j = 0; j < n; ++j)
-          for (int e = 0; e < hd; ++e) att(i, hh * hd + e) += static_cast<T>(p[j] / z) * v(j, g * hd + e);
-      }
+    const Mat<T> att = reference::masked_attention(q, k, v, c.n_head, c.n_kv_head, hd, [window](int i, int j) {
+      return j <= i && i - j < window;  // the window mask
+    });
     x += linear(att, b.w_o, b.b_o);
     Mat<T> mlp = linear(layer_norm(x, b.ln2_gain, b.ln2_bias), b.w_fc, b.b_fc);
     gelu_inplace(mlp);
