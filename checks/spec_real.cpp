@@ -283,13 +283,15 @@ Expectation alpha_row(const SpecRealMeasured& m, const SpecRealTemperature& t, c
   const double max_var_a = m.options.prompts * (m.options.new_tokens + pk.k) / 4.0;
   const double ra = freedman_radius(pk.var_a, 1.0, max_var_a, kPer);
   const double ev = static_cast<double>(std::max<std::int64_t>(pk.stats.evaluated, 1));
-  return {fmt::format("α observed vs exact α of the verified positions, temperature {}, K = {}", temperature_name(t),
-                      pk.k),
-          "000 §7.2, §7.4", "", pk.alpha_exact(), ra / ev,
-          fmt::format("Freedman (accepted − Σ a a martingale, increments in [−1, 1], Σ a(1 − a) = {:.3g}), "
-                      "false alarm {:g}/{}; ± = t / {} verified positions",
-                      pk.var_a, kFalseAlarm, kStatRows, pk.stats.evaluated),
-          pk.alpha(), std::nullopt, ""};
+  Expectation e{fmt::format("α observed vs exact α of the verified positions, temperature {}, K = {}",
+                            temperature_name(t), pk.k),
+                "000 §7.2, §7.4", "", pk.alpha_exact(), ra / ev,
+                fmt::format("Freedman (accepted − Σ a a martingale, increments in [−1, 1], Σ a(1 − a) = {:.3g}), "
+                            "false alarm {:g}/{}; ± = t / {} verified positions",
+                            pk.var_a, kFalseAlarm, kStatRows, pk.stats.evaluated),
+                pk.alpha(), std::nullopt, ""};
+  e.attainable = {0.0, 1.0};  // an acceptance rate
+  return e;
 }
 
 double max_var_m(const SpecRealMeasured& m, int k) {
@@ -517,7 +519,8 @@ const CheckDef<SpecRealOptions, SpecRealMeasured>& spec_real_check() {
                "per-position acceptances ((1 − α^(K+1))/(1 − α) at one α), for one target forward and K draft "
                "forwards; speedup E[τ]/(1 + K·c); at temperature 0 the output is the target's greedy decoding, "
                "at temperature 1 its law is the target's.";
-      }};
+      },
+      .sample_options = "--prompts, --new-tokens"};
   return def;
 }
 

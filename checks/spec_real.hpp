@@ -19,7 +19,7 @@
 namespace kvlab::checks::spec_real {
 
 struct SpecRealOptions {
-  int prompts = 2;            ///< prompts from the validation text, per K and temperature
+  int prompts = 3;            ///< prompts from the validation text, per K and temperature
   int new_tokens = 24;        ///< tokens generated per prompt
   int alpha_windows = 4;      ///< validation windows of block_size bytes for the teacher-forced α
   /// Sequences per sampler of the exactness test at temperature 1 (spec-exact's test on the pair:

@@ -26,8 +26,12 @@ if "$kvlab" train --fortunes "$train_dir" --steps 3 --batch 2 --n-layer 1 --d-mo
 else
   echo "FAIL: kvlab train on a fixture"; failures=$((failures + 1))
 fi
+# The fixture's block of 32 allows 8 new tokens. 2 prompts leave too few verified positions for an α
+# row to fail: refused, naming the options that set the sample; 8 make enough.
+expect_usage_error "--prompts, --new-tokens: too few samples" spec-real --target "$train_dir/m.safetensors" \
+  --draft "$train_dir/m.safetensors" --fortunes "$train_dir" --new-tokens 8 --prompts 2
 if "$kvlab" spec-real --target "$train_dir/m.safetensors" --draft "$train_dir/m.safetensors" --fortunes "$train_dir" \
-     --new-tokens 8 --format json | python3 -c '
+     --new-tokens 8 --prompts 8 --format json | python3 -c '
 import json, sys
 d = json.load(sys.stdin)
 assert d["status"] == "pass", d["status"]

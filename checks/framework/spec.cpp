@@ -52,6 +52,18 @@ void require_allowed(const std::string& flag, const Allowed& allowed, const std:
                                  printable(v)));
 }
 
+void require_power(const Result& r, std::string_view sample_options) {
+  for (const Expectation& e : r.expectations) {
+    if (!e.attainable || std::isnan(e.tolerance)) continue;  // a NaN bound fails the row itself
+    if (e.tolerance < e.largest_possible_deviation()) continue;
+    const auto [lo, hi] = *e.attainable;
+    throw InputError(fmt::format("{}: too few samples for \"{}\": {:.3g} ± {:.3g} takes in all of [{}, {}], every value "
+                                 "the quantity can have, so the row could not fail; raise {}",
+                                 sample_options.empty() ? r.check : sample_options, e.quantity, e.expected, e.tolerance,
+                                 lo, hi, sample_options.empty() ? std::string_view("the sample size") : sample_options));
+  }
+}
+
 std::optional<Validator> validator_for(const Allowed& allowed) {
   switch (allowed.kind) {
     case Allowed::Kind::any:

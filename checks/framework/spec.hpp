@@ -178,7 +178,17 @@ struct CheckDef {
   /// With traits.cuda: what the device path would leave out or refuse for these options and
   /// context (Check::cuda_gap); "" or unset when it runs everything the CPU path would.
   std::function<std::string(const O&, const RunContext&)> cuda_gap;
+  /// A statistical check's options that set its sample size ("--prompts, --new-tokens"), named
+  /// when a run is refused for being too small to fail (require_power).
+  std::string_view sample_options;
 };
+
+/// Refuses a run too small to judge: InputError, naming `sample_options`, when a row's allowed
+/// interval takes in every value its quantity can have (Expectation::attainable: a probability's
+/// [0, 1], tokens per step's [1, K + 1]), so that it would hold whatever was measured: its
+/// tolerance at least its largest possible deviation. Such a run is the user's too-small sample;
+/// at the defaults the test over every check holds each row to the same rule.
+void require_power(const Result& r, std::string_view sample_options);
 
 /// Validates `options`, measures, judges and presents: the Result `kvlab NAME` prints.
 /// `measure` replaces def.measure (unit tests pass one built with faulty parts).
@@ -194,6 +204,7 @@ Result run_check(const CheckDef<O, M>& def, const O& options, const RunContext& 
   r.claim = def.claim ? def.claim(measured) : std::string(def.spec.claim);
   r.claim_zh = def.spec.claim_zh;
   for (Expectation& e : def.judge(measured)) r.expect(std::move(e));
+  require_power(r, def.sample_options);
   if (def.present) def.present(measured, r);
   return r;
 }

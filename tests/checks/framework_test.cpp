@@ -60,6 +60,30 @@ TEST_CASE("framework: a row whose tolerance spans its whole attainable range is 
   CHECK(e.tolerance < e.largest_possible_deviation());
 }
 
+TEST_CASE("framework: a run too small for a row to fail is refused, naming the options that set its size") {
+  struct O {};
+  struct M {
+    double tolerance;
+  };
+  checks::CheckDef<O, M> def{.spec = {.name = "toy"},
+                             .measure = [](const O&, const checks::RunContext&) { return M{0.5}; },
+                             .judge = [](const M& m) {
+                               Expectation e{.quantity = "acceptance rate", .expected = 0.8, .tolerance = m.tolerance,
+                                             .measured = 0.7};
+                               e.attainable = {0.0, 1.0};
+                               return std::vector<Expectation>{e};
+                             },
+                             .sample_options = "--prompts, --new-tokens"};
+  CHECK(checks::run_check(def, O{}, checks::RunContext{}).passed());  // 0.8 ± 0.5 fails below 0.3
+  const auto wide = [](const O&, const checks::RunContext&) { return M{0.8}; };  // 0.8 ± 0.8 holds on all of [0, 1]
+  try {
+    checks::run_check(def, O{}, checks::RunContext{}, wide);
+    FAIL("a row that could not fail was judged");
+  } catch (const InputError& e) {
+    CHECK(std::string(e.what()).starts_with("--prompts, --new-tokens: too few samples for \"acceptance rate\""));
+  }
+}
+
 TEST_CASE("every check's claim has a Chinese translation, and the framework puts it in the Result") {
   for (const auto& check : checks::make_all_checks()) {
     CAPTURE(check->name());
