@@ -37,7 +37,10 @@ void present(const CausalMaskMeasured& m, Result& r) {
               {"case", "T", "S", "tril diagonal", "keys seen by each query", "allowed (rows)"}, {}};
   for (const MaskCase& c : m.cases) {
     std::string seen;
-    for (int i = 0; i < c.queries; ++i) seen += (i ? " " : "") + std::to_string(c.kernel.visible(i));
+    for (int i = 0; i < c.queries; ++i) {
+      if (i) seen += ' ';
+      seen += std::to_string(c.kernel.visible(i));
+    }
     if (S > 16) seen = fmt::format("{} .. {}", c.kernel.visible(0), c.kernel.visible(c.queries - 1));
     cases.rows.push_back({c.name, std::int64_t{c.queries}, std::int64_t{S}, std::int64_t{S - c.queries}, seen,
                           drawn(c.kernel, S, "(S > 16: not drawn)")});
