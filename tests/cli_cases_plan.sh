@@ -98,4 +98,11 @@ for cmd in "kv-size --model llama-3-8b" "max-batch" "roofline --model llama-2-7b
 done
 expect_usage_error --ctx kv-size --ctx 1.5k
 expect_usage_error --ctx max-batch --ctx 0k
+# Max batch 0 says which does not fit: the weights, or one sequence's cache beside them.
+for case in "llama-3-70b|4k|the weights" "llama-3-8b|100M|one sequence of 104,857,600 tokens"; do
+  IFS='|' read -r model ctx words <<< "$case"
+  if "$kvlab" plan --model "$model" --gpu h100-sxm --ctx "$ctx" | grep -q "max batch  0: $words"; then
+    echo "ok: plan $model at $ctx: max batch 0, $words"
+  else echo "FAIL: plan $model at $ctx does not say that $words leave no room"; failures=$((failures + 1)); fi
+done
 rm -rf "$hw_tmp"

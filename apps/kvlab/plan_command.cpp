@@ -91,9 +91,14 @@ std::vector<std::string> answer_lines(const Plan& p) {
                               q.memory_utilization, gb(p.memory_bytes)));
   if (p.max_batch_unbounded)
     lines.push_back("max batch  not limited by memory: no per-token cache");
-  else if (p.max_batch == 0)
+  else if (p.max_batch == 0 && p.weights_bytes >= p.budget_bytes)
     lines.push_back(fmt::format("max batch  0: the weights ({}) leave no room in {}", gb(p.weights_bytes),
                                 gb(p.budget_bytes)));
+  else if (p.max_batch == 0)
+    lines.push_back(fmt::format("max batch  0: one sequence of {} tokens needs {} of KV, more than the {} left "
+                                "after the weights",
+                                format_number(static_cast<double>(q.ctx)),
+                                gb(static_cast<double>(p.kv_bytes_per_sequence)), gb(p.budget_bytes - p.weights_bytes)));
   else
     lines.push_back(fmt::format("max batch  {} sequences of {} tokens ({} of KV each in the {} left after "
                                 "the weights)", format_number(static_cast<double>(p.max_batch)),
