@@ -103,6 +103,6 @@ for case in "llama-3-70b|4k|the weights" "llama-3-8b|100M|one sequence of 104,85
   IFS='|' read -r model ctx words <<< "$case"
   if "$kvlab" plan --model "$model" --gpu h100-sxm --ctx "$ctx" | grep -q "max batch  0: $words"; then
     echo "ok: plan $model at $ctx: max batch 0, $words"
-  else echo "FAIL: plan $model at $ctx does not say that $words leave no room"; failures=$((failures + 1)); fi
+  else echo "FAIL: plan $model at $ctx: no line 'max batch  0: $words ...'"; failures=$((failures + 1)); fi
 done
 rm -rf "$hw_tmp"
