@@ -54,13 +54,21 @@ void require_allowed(const std::string& flag, const Allowed& allowed, const std:
 
 void require_power(const Result& r, std::string_view sample_options) {
   for (const Expectation& e : r.expectations) {
-    if (!e.attainable || std::isnan(e.tolerance)) continue;  // a NaN bound fails the row itself
-    if (e.tolerance < e.largest_possible_deviation()) continue;
+    if (!e.attainable || e.can_fail() || !std::isfinite(e.measured)) continue;  // NaN measured: the row fails
     const auto [lo, hi] = *e.attainable;
+    // A statistical bound shrinks at least as fast as 1/√n (Freedman's, Hoeffding's, a t interval):
+    // at the same variance, more than (± / largest deviation)² times the samples let the row fail.
+    const double times = std::pow(e.tolerance / e.largest_possible_deviation(), 2);
+    std::string how_many;
+    if (std::isfinite(times))
+      how_many = fmt::format(" (more than {}× the samples: the ± shrinks at least as 1/√n)",
+                             times < 10 ? fmt::format("{:.1f}", std::ceil(times * 10) / 10)
+                                        : fmt::format("{:.0f}", std::ceil(times)));
     throw InputError(fmt::format("{}: too few samples for \"{}\": {:.3g} ± {:.3g} takes in all of [{}, {}], every value "
-                                 "the quantity can have, so the row could not fail; raise {}",
+                                 "the quantity can have, so the row could not fail; raise {}{}",
                                  sample_options.empty() ? r.check : sample_options, e.quantity, e.expected, e.tolerance,
-                                 lo, hi, sample_options.empty() ? std::string_view("the sample size") : sample_options));
+                                 lo, hi, sample_options.empty() ? std::string_view("the sample size") : sample_options,
+                                 how_many));
   }
 }
 

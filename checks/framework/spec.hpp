@@ -183,11 +183,11 @@ struct CheckDef {
   std::string_view sample_options;
 };
 
-/// Refuses a run too small to judge: InputError, naming `sample_options`, when a row's allowed
-/// interval takes in every value its quantity can have (Expectation::attainable: a probability's
-/// [0, 1], tokens per step's [1, K + 1]), so that it would hold whatever was measured: its
-/// tolerance at least its largest possible deviation. Such a run is the user's too-small sample;
-/// at the defaults the test over every check holds each row to the same rule.
+/// Refuses a run too small to judge: InputError, naming `sample_options` and roughly how many more
+/// samples would do, when a row cannot fail (Expectation::can_fail: its interval takes in every
+/// value `attainable` allows, a probability's [0, 1] or tokens per step's [1, K + 1]). Such a run is
+/// the user's too-small sample; a row whose measured value is NaN is left to fail. At the defaults
+/// the test over every check holds each row to the same rule.
 void require_power(const Result& r, std::string_view sample_options);
 
 /// Validates `options`, measures, judges and presents: the Result `kvlab NAME` prints.

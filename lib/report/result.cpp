@@ -71,6 +71,8 @@ double Expectation::largest_possible_deviation() const {
   return std::max(std::abs(expected - attainable->first), std::abs(attainable->second - expected));
 }
 
+bool Expectation::can_fail() const { return !(tolerance >= largest_possible_deviation()); }
+
 bool Expectation::holds() const {
   return std::isfinite(measured) && std::isfinite(expected) &&
          std::abs(measured - expected) <= tolerance;

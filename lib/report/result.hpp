@@ -112,7 +112,7 @@ struct Expectation {
   /// check at its defaults refuses it (tests/checks/framework_test.cpp). Not written by the writers.
   std::optional<std::pair<double, double>> attainable;
   /// The row whose figures answer the check's claim: its document and kvlab figures are the
-  /// headline (report/result.hpp: headline()). At most one row per result sets it; when none does,
+  /// headline (report/writers.hpp: headline()). At most one row per result sets it; when none does,
   /// the first erratum, else the first row with a stated figure, else the first row is the headline.
   bool headline = false;
   /// kvlab's own cross-check rather than a claim of the documents (the library against the
@@ -127,6 +127,11 @@ struct Expectation {
   bool is_erratum() const;
   /// The largest |measured − expected| `attainable` allows; +inf when it is unset.
   double largest_possible_deviation() const;
+  /// False when the row would hold whatever was measured: its tolerance is at least the largest
+  /// deviation `attainable` allows. A NaN tolerance or expected value can fail (the row fails).
+  /// The framework refuses a run with a row that cannot fail (checks/framework/spec.hpp:
+  /// require_power), and the unit test over every check at its defaults holds each row to it.
+  bool can_fail() const;
 };
 
 /// The outcome of one check.

@@ -55,9 +55,17 @@ TEST_CASE("framework: a row whose tolerance spans its whole attainable range is 
   CHECK(e.largest_possible_deviation() == std::numeric_limits<double>::infinity());  // unbounded: no claim made
   e.attainable = {1.0, 7.0};  // K = 6: a step emits 1 .. 7 tokens
   CHECK(e.largest_possible_deviation() == 3.0);
-  CHECK_FALSE(e.tolerance < e.largest_possible_deviation());  // the framework's test refuses this row
+  CHECK_FALSE(e.can_fail());  // 4 ± 3.5 takes in all of [1, 7]: the framework refuses this row
+  e.tolerance = 3.0;
+  CHECK_FALSE(e.can_fail());
   e.tolerance = 2.0;
-  CHECK(e.tolerance < e.largest_possible_deviation());
+  CHECK(e.can_fail());
+  e.tolerance = std::numeric_limits<double>::quiet_NaN();
+  CHECK(e.can_fail());  // a NaN bound fails the row (holds() is false), so it is not one that cannot fail
+  e.tolerance = 3.5;
+  e.expected = std::numeric_limits<double>::quiet_NaN();
+  CHECK(e.can_fail());
+  CHECK_FALSE(e.holds());
 }
 
 TEST_CASE("framework: a run too small for a row to fail is refused, naming the options that set its size") {
@@ -80,7 +88,10 @@ TEST_CASE("framework: a run too small for a row to fail is refused, naming the o
     checks::run_check(def, O{}, checks::RunContext{}, wide);
     FAIL("a row that could not fail was judged");
   } catch (const InputError& e) {
-    CHECK(std::string(e.what()).starts_with("--prompts, --new-tokens: too few samples for \"acceptance rate\""));
+    const std::string what = e.what();
+    CHECK(what.starts_with("--prompts, --new-tokens: too few samples for \"acceptance rate\""));
+    // (± / largest deviation)² = (0.8 / 0.8)²: the run needs more than as many samples again.
+    CHECK(what.ends_with("raise --prompts, --new-tokens (more than 1.0× the samples: the ± shrinks at least as 1/√n)"));
   }
 }
 

@@ -5,6 +5,7 @@
 
 #include "../test_util.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -111,6 +112,20 @@ TEST_CASE("spec-real: judge on hand-made runs: a far α, a wrong tokens/step, a 
   broken([](checks::SpecRealK& k) { k.sum_m = std::nan(""); }, "temperature 0 (greedy), K = 1..8 pooled");
   broken([](checks::SpecRealK& k) { k.greedy_mismatches = 1; }, "differs from the target's greedy decoding");
   CHECK(checks::judge_spec_real({.skipped = "absent"}).empty());
+
+  // A K that recorded no verified position (a bug: every step verifies at least one) fails its α
+  // row; it does not read as a sample too small to judge.
+  checks::SpecRealMeasured none = m;
+  none.temperatures[0].ks[0].stats = {};
+  Result r;
+  r.expectations = checks::judge_spec_real(none);
+  CHECK_NOTHROW(checks::require_power(r, "--prompts, --new-tokens"));
+  const auto alpha = std::find_if(r.expectations.begin(), r.expectations.end(), [](const Expectation& e) {
+    return e.quantity == "α observed vs exact α of the verified positions, temperature 1, K = 1";
+  });
+  REQUIRE(alpha != r.expectations.end());
+  CHECK(std::isnan(alpha->measured));
+  CHECK_FALSE(alpha->holds());
 }
 
 }  // namespace check_spec_real_test
