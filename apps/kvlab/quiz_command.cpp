@@ -9,6 +9,8 @@
 #include <limits>
 
 #include "quiz/quiz.hpp"
+#include "quiz/selftest.hpp"
+#include "report/lang.hpp"
 #include "framework/options.hpp"
 
 namespace kvlab::app {
@@ -51,8 +53,9 @@ int run_quiz(const QuizFlags& f, std::istream& in, std::ostream& out) {
   for (const auto& k : f.kinds) kinds.push_back(parse_quiz_kind(k));
   const auto quiz = make_quiz(static_cast<std::uint64_t>(f.seed), f.count, kinds);
   const bool md = f.format == "md";
-  out << (md ? "# " : "") << fmt::format("kvlab quiz: {} drills, seed {}\n", quiz.size(), f.seed);
-  if (!f.answers) out << "Answer each with a number in the unit asked; an empty line skips.\n";
+  out << (md ? "# " : "") << fmt::format("kvlab quiz: {}, seed {}\n", count_noun(quiz.size(), "drill"), f.seed);
+  if (!f.answers)
+    out << "Answer each with a number in the unit asked, the unit optional (16.2 or 16.2 GiB); an empty line skips.\n";
   int right = 0, asked = 0;
   for (std::size_t i = 0; i < quiz.size(); ++i) {
     const QuizQuestion& q = quiz[i];
@@ -63,9 +66,11 @@ int run_quiz(const QuizFlags& f, std::istream& in, std::ostream& out) {
       out << fmt::format("{}worked: {}\n", md ? "- " : "  ", q.worked);
       continue;
     }
-    // Asked again until the line is a number or blank (parse_quiz_answer: "1,5" and "nan" are
-    // neither), or the input ends.
-    QuizAnswer answer;
+    // Asked again until the line is a number in the question's unit or blank, or the input ends:
+    // the self-test's reader ("1,5", "nan" and "2 bananas" are asked again; "2048 MiB" for a GiB
+    // question is shown converted and asked again).
+    SelftestAnswer answer;
+    NumericVerdict verdict;
     bool ended = false;
     for (;;) {
       out << fmt::format("  your answer ({}): ", q.unit) << std::flush;
@@ -74,28 +79,35 @@ int run_quiz(const QuizFlags& f, std::istream& in, std::ostream& out) {
         ended = true;
         break;
       }
-      answer = parse_quiz_answer(line);
-      if (answer.kind != QuizAnswer::Kind::invalid) break;
-      out << fmt::format("  {}\n", answer.why);
+      answer = parse_selftest_answer(line);
+      if (answer.kind == SelftestAnswer::Kind::skip) break;
+      if (answer.kind == SelftestAnswer::Kind::invalid) {
+        out << fmt::format("  {}\n", answer.why.en);
+        continue;
+      }
+      verdict = judge_numeric(q.unit, q.answer, q.tolerance_rel, answer);
+      if (verdict.kind == NumericVerdict::Kind::right || verdict.kind == NumericVerdict::Kind::wrong) break;
+      out << fmt::format("  {}\n", verdict.feedback.en);
     }
     if (ended) {
       out << "\n  (no more input: the quiz ends here)\n";
       break;
     }
     ++asked;
-    if (answer.kind == QuizAnswer::Kind::skip) {
+    if (answer.kind == SelftestAnswer::Kind::skip) {
       out << "  skipped.\n";
-    } else if (answer_accepted(q, answer.value)) {
+    } else if (verdict.kind == NumericVerdict::Kind::right) {
       ++right;
       out << fmt::format("  ✓ accepted: {:.4g} {} ({})\n", q.answer, q.unit, tolerance_text(q));
     } else {
-      // answer.value is finite and every answer is positive, so the error is a finite percentage.
+      // verdict.value is finite and every answer is positive, so the error is a finite percentage.
       out << fmt::format("  ✗ not within tolerance: the answer is {:.4g} {} ({}), yours is {}\n", q.answer, q.unit,
-                         tolerance_text(q), off_by(answer.value, q.answer));
+                         tolerance_text(q), off_by(verdict.value, q.answer));
     }
     out << fmt::format("  worked: {}\n", q.worked);
   }
-  if (!f.answers) out << fmt::format("\nscore: {} of {} answered correctly ({} questions)\n", right, asked, quiz.size());
+  if (!f.answers)
+    out << fmt::format("\nscore: {} of {} answered correctly ({})\n", right, asked, count_noun(quiz.size(), "question"));
   return 0;
 }
 

@@ -110,7 +110,7 @@ void print_worksheet(std::ostream& out, const std::vector<SelftestQuestion>& qs,
                      bool md, const std::string& repeat) {
   out << (md ? "# " : "")
       << (lang == Lang::zh ? fmt::format("kvlab selftest：自测练习卷，共 {} 题，seed {}\n", qs.size(), seed)
-                           : fmt::format("kvlab selftest: worksheet of {} questions, seed {}\n", qs.size(), seed));
+                           : fmt::format("kvlab selftest: worksheet of {}, seed {}\n", count_noun(qs.size(), "question"), seed));
   out << (lang == Lang::zh
               ? fmt::format("先是题目，答案和演算在最后。数值题的参数由 seed 抽取：`kvlab selftest --answers {}` 会打印同一份练习卷。\n",
                             repeat)
@@ -344,7 +344,7 @@ int run_selftest(const SelftestFlags& f, std::istream& in, std::ostream& out) {
   out << (lang == Lang::zh
               ? fmt::format("kvlab selftest：共 {} 题，seed {}（用 {} 重做同一套题）\n", qs.size(), seed,
                             repeat_options(f, seed))
-              : fmt::format("kvlab selftest: {} questions, seed {} (repeat with {})\n", qs.size(), seed,
+              : fmt::format("kvlab selftest: {}, seed {} (repeat with {})\n", count_noun(qs.size(), "question"), seed,
                             repeat_options(f, seed)));
   out << tr(lang,
             "Numbers with or without their unit (5.25 or 5.25 GiB), a letter for a choice; an empty line skips; "

@@ -105,7 +105,7 @@ QuizQuestion decode_bound_question(Rng& rng) {
       "bound on decode tokens/s at batch 1, counting only the weight reads?",
       q.model, group_thousands(*m.num_parameters), q.gpu, g.bandwidth_bytes_per_s / 1e12);
   q.answer = g.bandwidth_bytes_per_s / bytes;
-  q.unit = "tokens/s";
+  q.unit = "tok/s";
   q.tolerance_rel = 0.02;
   q.tolerance_why = "an estimate to two or three significant figures";
   q.worked = fmt::format(
@@ -218,65 +218,6 @@ std::vector<QuizQuestion> make_quiz(std::uint64_t seed, int count, const std::ve
     }
   }
   return quiz;
-}
-
-bool answer_accepted(const QuizQuestion& q, double given) {
-  return std::isfinite(given) && std::abs(given - q.answer) <= q.tolerance_rel * std::abs(q.answer);
-}
-
-QuizAnswer parse_quiz_answer(const std::string& line) {
-  auto is_space = [](char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n' || c == '\f' || c == '\v'; };
-  auto is_digit = [](char c) { return c >= '0' && c <= '9'; };
-  std::size_t i = 0, n = line.size();
-  while (i < n && is_space(line[i])) ++i;
-  std::size_t end = n;
-  while (end > i && is_space(line[end - 1])) --end;
-  if (i == end) return {};  // blank: skip
-  const std::string shown = line.substr(i, std::min<std::size_t>(end - i, 40));
-  QuizAnswer bad{QuizAnswer::Kind::invalid, 0.0, {}};
-  // The number: [sign] digits [. digits] [e [sign] digits], at least one digit before the exponent.
-  const std::size_t start = i;
-  if (line[i] == '+' || line[i] == '-') ++i;
-  std::size_t digits = 0;
-  while (i < end && is_digit(line[i])) ++i, ++digits;
-  if (i < end && line[i] == '.') {
-    ++i;
-    while (i < end && is_digit(line[i])) ++i, ++digits;
-  }
-  if (digits == 0) {
-    bad.why = fmt::format("'{}' does not start with a number: type one like 16.2 (an empty line skips)", shown);
-    return bad;
-  }
-  if (i < end && (line[i] == 'e' || line[i] == 'E')) {
-    std::size_t j = i + 1;
-    if (j < end && (line[j] == '+' || line[j] == '-')) ++j;
-    if (j < end && is_digit(line[j])) {
-      while (j < end && is_digit(line[j])) ++j;
-      i = j;
-    }
-  }
-  const std::string number = line.substr(start, i - start);
-  std::size_t rest = i;
-  if (rest < end && line[rest] == ',') {
-    bad.why = fmt::format("'{}': a comma is ambiguous (decimal comma or thousands separator); write the number "
-                          "with a decimal point and no separators, e.g. 1.5 or 1024",
-                          shown);
-    return bad;
-  }
-  while (rest < end && is_space(line[rest])) ++rest;
-  const bool glued = rest < end && (line[rest] == '.' || line[rest] == '/' || line[rest] == '+' || line[rest] == '-');
-  if (glued || std::any_of(line.begin() + static_cast<std::ptrdiff_t>(rest), line.begin() + static_cast<std::ptrdiff_t>(end), is_digit)) {
-    bad.why = fmt::format("'{}' is not one number: type a single number like 16.2 (an empty line skips)", shown);
-    return bad;
-  }
-  double value = 0.0;  // from_chars: the C locale's decimal point whatever the environment's locale
-  const char* first = number.data() + (number[0] == '+' ? 1 : 0);
-  const auto [ptr, ec] = std::from_chars(first, number.data() + number.size(), value);
-  if (ec != std::errc() || ptr != number.data() + number.size() || !std::isfinite(value)) {
-    bad.why = fmt::format("'{}' is beyond the range of a number: type a finite one like 16.2", shown);
-    return bad;
-  }
-  return {QuizAnswer::Kind::number, value, {}};
 }
 
 }  // namespace kvlab

@@ -38,7 +38,7 @@ struct QuizQuestion {
   QuizKind kind = QuizKind::kv_cache;
   std::string text;           ///< the question, with every figure the answer needs
   double answer = 0.0;        ///< in `unit`
-  std::string unit;           ///< "GiB", "tokens/s", "FLOP/B", "×", "tokens"
+  std::string unit;           ///< a unit of the self-test's table: "GiB", "tok/s", "FLOP/B", "×", "tokens"
   double tolerance_rel = 0;   ///< |given − answer| <= tolerance_rel · answer is accepted
   std::string tolerance_why;  ///< why that tolerance
   std::string worked;         ///< the formula with the numbers, one or two lines
@@ -56,24 +56,5 @@ struct QuizQuestion {
 /// The same seed gives the same quiz. Reads the model and GPU catalogue (data/). Throws
 /// InputError naming --count when count is out of range.
 std::vector<QuizQuestion> make_quiz(std::uint64_t seed, int count, const std::vector<QuizKind>& kinds = {});
-
-/// Whether `given` answers `q` within its tolerance (false for a non-finite number).
-bool answer_accepted(const QuizQuestion& q, double given);
-
-/// A student's line, read: a number, an empty line (skip the question), or a line to ask again.
-struct QuizAnswer {
-  enum class Kind { number, skip, invalid };
-  Kind kind = Kind::skip;
-  double value = 0.0;  ///< with Kind::number: finite
-  std::string why;     ///< with Kind::invalid: one line saying what to type instead
-};
-
-/// Reads one answer line: optional spaces, a finite decimal number ("16", "-2.5", "1e3", ".5"),
-/// then optionally a unit or words ("16.2 GiB", "3x", "40 tokens/s"). Blank: skip. Invalid (ask
-/// again): no number at the start; nan, inf or a number beyond the double range; a comma after
-/// the digits ("1,5" is 1.5 to some and 15 to others, "1,024" is 1024 or 1.024: the quiz does not
-/// guess, it asks for a decimal point and no thousands separators); a second number or any digit
-/// after the first number ("1.5.3", "1/2", "1 5", "0x10").
-QuizAnswer parse_quiz_answer(const std::string& line);
 
 }  // namespace kvlab

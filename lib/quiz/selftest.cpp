@@ -257,16 +257,16 @@ SelftestAnswer parse_selftest_choice(const std::string& line, std::size_t n_choi
                  fmt::format("'{}' 不是 A–{} 中的字母：请输入一个字母（空行跳过）", shown, last));
 }
 
-NumericVerdict judge_numeric(const SelftestQuestion& q, const SelftestAnswer& a) {
-  const UnitInfo* asked = unit_by_name(q.unit);
-  if (asked == nullptr) throw std::logic_error("selftest: question " + q.id + " has unit '" + q.unit + "', not in the table");
+NumericVerdict judge_numeric(const std::string& unit, double expected, double tolerance_rel, const SelftestAnswer& a) {
+  const UnitInfo* asked = unit_by_name(unit);
+  if (asked == nullptr) throw std::logic_error("selftest: the unit asked, '" + unit + "', is not in the table");
   const UnitInfo* given = a.unit.empty() ? asked : unit_by_name(a.unit);
   if (given == nullptr) throw std::logic_error("selftest: answer unit '" + a.unit + "' not in the table");
   NumericVerdict v;
   if (given->dim != asked->dim) {
     v.kind = NumericVerdict::Kind::other_dimension;
-    const std::string want = q.unit.empty() ? "a plain number (a probability) or %" : q.unit;
-    const std::string want_zh = q.unit.empty() ? "一个纯数（概率）或 %" : q.unit;
+    const std::string want = unit.empty() ? "a plain number (a probability) or %" : unit;
+    const std::string want_zh = unit.empty() ? "一个纯数（概率）或 %" : unit;
     v.feedback = {fmt::format("you answered in {}; the question asks {}", a.unit, want),
                   fmt::format("你的单位是 {}；题目问的是 {}", a.unit, want_zh)};
     return v;
@@ -275,15 +275,19 @@ NumericVerdict judge_numeric(const SelftestQuestion& q, const SelftestAnswer& a)
   if (given != asked && given->dim != Dimension::fraction) {
     // Same dimension, another scale (GB for GiB): shown converted, and asked again.
     v.kind = NumericVerdict::Kind::wrong_unit;
-    v.feedback = {fmt::format("you answered in {}; the question asks {}: {:g} {} = {:.3g} {}", a.unit, q.unit, a.value,
-                              a.unit, v.value, q.unit),
-                  fmt::format("你的单位是 {}；题目问的是 {}：{:g} {} = {:.3g} {}", a.unit, q.unit, a.value, a.unit,
-                              v.value, q.unit)};
+    v.feedback = {fmt::format("you answered in {}; the question asks {}: {:g} {} = {:.3g} {}", a.unit, unit, a.value,
+                              a.unit, v.value, unit),
+                  fmt::format("你的单位是 {}；题目问的是 {}：{:g} {} = {:.3g} {}", a.unit, unit, a.value, a.unit,
+                              v.value, unit)};
     return v;
   }
-  const bool within = std::isfinite(v.value) && std::abs(v.value - q.answer) <= q.tolerance_rel * std::abs(q.answer);
+  const bool within = std::isfinite(v.value) && std::abs(v.value - expected) <= tolerance_rel * std::abs(expected);
   v.kind = within ? NumericVerdict::Kind::right : NumericVerdict::Kind::wrong;
   return v;
+}
+
+NumericVerdict judge_numeric(const SelftestQuestion& q, const SelftestAnswer& a) {
+  return judge_numeric(q.unit, q.answer, q.tolerance_rel, a);
 }
 
 const std::vector<ExitCriterion>& selftest_exit_criteria() {

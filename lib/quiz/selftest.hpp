@@ -120,6 +120,10 @@ struct NumericVerdict {
 /// with the conversion shown, and not a pass: the question is asked again; "%" for a probability
 /// is read as a fraction (65% = 0.65); a unit of another dimension is other_dimension.
 NumericVerdict judge_numeric(const SelftestQuestion& q, const SelftestAnswer& a);
+/// The same rules for an answer `expected` in `unit` (a name of the unit table: "GiB", "tok/s",
+/// "FLOP/B", "×", "tokens", "" for a probability), right within tolerance_rel · |expected|: the
+/// quiz's drills. Throws std::logic_error when `unit` or a.unit is not in the table.
+NumericVerdict judge_numeric(const std::string& unit, double expected, double tolerance_rel, const SelftestAnswer& a);
 
 /// 004 §C's exit criteria (出关标准), each with the ids of the questions that test it.
 struct ExitCriterion {

@@ -45,6 +45,10 @@ std::size_t code_point_width(utf8proc_int32_t cp) {
 
 }  // namespace
 
+std::string count_noun(std::size_t n, std::string_view noun) {
+  return std::to_string(n) + " " + std::string(noun) + (n == 1 ? "" : "s");
+}
+
 std::size_t display_width(std::string_view text) {
   std::size_t width = 0;
   for (std::size_t i = 0; i < text.size();) {

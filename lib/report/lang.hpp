@@ -30,6 +30,9 @@ inline std::string_view tr(Lang lang, std::string_view en, std::string_view zh) 
   return lang == Lang::zh ? zh : en;
 }
 
+/// `n` and `noun` in English: "1 question", "3 questions" (the plural adds an s).
+std::string count_noun(std::size_t n, std::string_view noun);
+
 /// Columns `text` (UTF-8) takes in a terminal: East Asian wide characters take two, combining
 /// marks none (utf8proc's character width). Invalid UTF-8 bytes count one column each.
 std::size_t display_width(std::string_view text);

@@ -9,6 +9,7 @@
 #include "apps/kvlab/quiz_command.hpp"
 #include "io/catalogue.hpp"
 #include "quiz/quiz.hpp"
+#include "quiz/selftest.hpp"
 #include "test_util.hpp"
 
 namespace kvlab::quiz_quiz_test {
@@ -53,18 +54,29 @@ TEST_CASE("quiz: the worksheet of --seed 1, and 200 more drills, recomputed from
     for (const QuizQuestion& q : make_quiz(seed, 40)) {
       CAPTURE(q.text);
       CHECK(q.answer == doctest::Approx(recompute(q)).epsilon(1e-12));
-      CHECK(answer_accepted(q, q.answer));
-      CHECK(answer_accepted(q, q.answer * (1.0 + 0.9 * q.tolerance_rel)));
-      CHECK_FALSE(answer_accepted(q, q.answer * (1.0 + 1.1 * q.tolerance_rel)));
-      CHECK_FALSE(answer_accepted(q, NAN));
+      // Each answer, bare, in the unit asked: accepted within its tolerance, and not beyond.
+      auto verdict = [&](double v) {
+        return judge_numeric(q.unit, q.answer, q.tolerance_rel, {.kind = SelftestAnswer::Kind::number, .value = v})
+            .kind;
+      };
+      CHECK(verdict(q.answer) == NumericVerdict::Kind::right);
+      CHECK(verdict(q.answer * (1.0 + 0.9 * q.tolerance_rel)) == NumericVerdict::Kind::right);
+      CHECK(verdict(q.answer * (1.0 + 1.1 * q.tolerance_rel)) == NumericVerdict::Kind::wrong);
+      CHECK(verdict(NAN) == NumericVerdict::Kind::wrong);
       CHECK_FALSE(q.worked.empty());
     }
   }
 }
 
 TEST_CASE("quiz: a KV cache in GB instead of GiB is not accepted; the same seed gives the same quiz") {
-  for (const QuizQuestion& q : make_quiz(7, 20, {QuizKind::kv_cache}))
-    CHECK_FALSE(answer_accepted(q, q.answer * std::pow(2.0, 30) / 1e9));
+  for (const QuizQuestion& q : make_quiz(7, 20, {QuizKind::kv_cache})) {
+    const double gb = q.answer * std::pow(2.0, 30) / 1e9;
+    CHECK(judge_numeric(q.unit, q.answer, q.tolerance_rel, {.kind = SelftestAnswer::Kind::number, .value = gb}).kind ==
+          NumericVerdict::Kind::wrong);  // a bare number is read in GiB
+    CHECK(judge_numeric(q.unit, q.answer, q.tolerance_rel,
+                        {.kind = SelftestAnswer::Kind::number, .value = gb, .unit = "GB"})
+              .kind == NumericVerdict::Kind::wrong_unit);  // shown converted, and asked again
+  }
   const auto a = make_quiz(42, 10), b = make_quiz(42, 10);
   for (std::size_t i = 0; i < a.size(); ++i) CHECK(a[i].text == b[i].text);
   CHECK(make_quiz(43, 10)[0].text != a[0].text);
@@ -82,7 +94,7 @@ TEST_CASE("quiz: asked one by one, scored; a skipped line and the end of input a
   f.seed = 5;
   f.count = 3;
   const auto quiz = make_quiz(5, 3);
-  std::istringstream in(std::to_string(quiz[0].answer) + " units\n\nnot a number\n");
+  std::istringstream in(std::to_string(quiz[0].answer) + " " + quiz[0].unit + "\n\nnot a number\n");
   std::ostringstream out;
   CHECK(app::run_quiz(f, in, out) == 0);
   const std::string text = out.str();
@@ -92,38 +104,28 @@ TEST_CASE("quiz: asked one by one, scored; a skipped line and the end of input a
   CHECK(text.find("score: 1 of 2 answered correctly (3 questions)") != std::string::npos);
 }
 
-TEST_CASE("quiz: an answer line is one finite decimal number, a blank, or asked again") {
-  using K = QuizAnswer::Kind;
-  auto number = [](const std::string& line) {
-    const QuizAnswer a = parse_quiz_answer(line);
-    CAPTURE(line);
-    REQUIRE(a.kind == K::number);
-    return a.value;
-  };
-  CHECK(number("16") == 16.0);
-  CHECK(number(" 16.2 GiB") == 16.2);
-  CHECK(number("1e3") == 1000.0);
-  CHECK(number(".5") == 0.5);
-  CHECK(number("+2.5x") == 2.5);
-  CHECK(number("-3 tokens/s") == -3.0);
-  CHECK(number("40 tokens/s\r") == 40.0);
-  CHECK(parse_quiz_answer("").kind == K::skip);
-  CHECK(parse_quiz_answer("   \r").kind == K::skip);
-  // A comma is refused, never read as the digits before it ("1,5" was 1).
-  for (const char* line : {"1,5", "1,024", "16,2 GiB", "0,5"}) {
-    CAPTURE(line);
-    const QuizAnswer a = parse_quiz_answer(line);
-    CHECK(a.kind == K::invalid);
-    CHECK(a.why.find("comma") != std::string::npos);
-    CHECK(a.why.find('\n') == std::string::npos);
-  }
-  for (const char* line : {"nan", "NaN", "inf", "-inf", "1e999", "abc", "GiB 16", "1.5.3", "1/2", "1 5", "0x10", ".",
-                           "-", "e5"}) {
-    CAPTURE(line);
-    const QuizAnswer a = parse_quiz_answer(line);
-    CHECK(a.kind == K::invalid);
-    CHECK_FALSE(a.why.empty());
-  }
+TEST_CASE("quiz: an answer is read with its unit: another scale is converted and asked again, a word is refused") {
+  app::QuizFlags f;
+  f.seed = 3;
+  f.count = 1;
+  f.kinds = {"kv-cache"};
+  const QuizQuestion q = make_quiz(3, 1, {QuizKind::kv_cache})[0];
+  REQUIRE(q.unit == "GiB");
+  std::ostringstream mib;
+  mib.precision(17);
+  mib << q.answer * 1024 << " MiB";
+  std::ostringstream gib;
+  gib.precision(17);
+  gib << q.answer << "GiB";
+  std::istringstream in("2 bananas\n" + mib.str() + "\n3 tok/s\n" + gib.str() + "\n");
+  std::ostringstream out;
+  CHECK(app::run_quiz(f, in, out) == 0);
+  const std::string text = out.str();
+  CAPTURE(text);
+  CHECK(text.find("bananas") != std::string::npos);  // named in the line that asks again
+  CHECK(text.find("you answered in MiB; the question asks GiB") != std::string::npos);
+  CHECK(text.find("you answered in tok/s; the question asks GiB") != std::string::npos);
+  CHECK(text.find("score: 1 of 1 answered correctly (1 question)") != std::string::npos);
 }
 
 TEST_CASE("quiz: a line that is not a number is asked again; no nan or inf reaches the score") {
