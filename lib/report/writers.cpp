@@ -237,14 +237,17 @@ std::string figure_text(double v, const std::string& unit) {
 }
 
 // The range a row's measured value must fall in: "= 298" (exact), "0 ± 1e-12" (a small
-// tolerance, around zero or far below the value), else "[lo, hi]". A failing row prints every
-// digit, so that the bounds and the measured value never look equal.
+// tolerance, around zero or far below the value), else "[lo, hi]", clipped to the values the
+// quantity can take (Expectation::attainable: an α allowed in [0.24, 1.35] reads [0.24, 1]). A
+// failing row prints every digit, so that the bounds and the measured value never look equal.
 std::string allowed_text(const Expectation& e) {
   const bool exact_digits = !e.holds();
   auto num = [&](double v) { return exact_digits ? fmt::format("{:.17g}", v) : format_number(v); };
   if (e.tolerance == 0) return "= " + num(e.expected);
   if (e.expected == 0 || e.tolerance < 1e-3 * std::abs(e.expected)) return num(e.expected) + " ± " + num(e.tolerance);
-  return "[" + num(e.expected - e.tolerance) + ", " + num(e.expected + e.tolerance) + "]";
+  double lo = e.expected - e.tolerance, hi = e.expected + e.tolerance;
+  if (e.attainable) lo = std::max(lo, e.attainable->first), hi = std::min(hi, e.attainable->second);
+  return "[" + num(lo) + ", " + num(hi) + "]";
 }
 
 std::string row_verdict(const Expectation& e, Lang lang) {
@@ -466,9 +469,12 @@ void write_all_summary(std::ostream& out, const std::vector<Result>& results, co
   }
   if (!t.rows.empty()) write_text_table(out, t);
   if (errata > 0)
-    out << fmt::format(fmt::runtime(tr(lang, "* {} document figures ({} checks) are off: `kvlab errata` explains each; `kvlab NAME` shows one\n",
-                                       "* {} 个文档数字（{} 项检查）有误：`kvlab errata` 逐条解释；`kvlab 检查名` 显示单项\n")),
-                       errata, errata_checks);
+    out << (lang == Lang::zh
+                ? fmt::format("* {} 个文档数字（{} 项检查）有误：`kvlab errata` 逐条解释；`kvlab 检查名` 显示单项\n", errata,
+                              errata_checks)
+                : fmt::format("* {} ({}) {} off: `kvlab errata` explains each; `kvlab NAME` shows one\n",
+                              count_noun(errata, "document figure"), count_noun(errata_checks, "check"),
+                              errata == 1 ? "is" : "are"));
 }
 
 // The lines that close `kvlab all` in every format but JSON: the benchmarks left out (so that a

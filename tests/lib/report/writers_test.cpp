@@ -236,4 +236,16 @@ TEST_CASE("lang: --lang and KVLAB_LANG") {
   CHECK(resolve_lang(std::string("zh")) == Lang::zh);
 }
 
+TEST_CASE("claims table: an allowed interval is clipped to the values the quantity can take") {
+  Result r{.check = "spec-real", .source = "000 §7.2", .claim = "α"};
+  Expectation& a = r.expect(row("α observed", 0.795, 0.555, 0.8));
+  a.unit = "";
+  CHECK(text_of(r).find("[0.24, 1.35]") != std::string::npos);  // unbounded: the interval as computed
+  a.attainable = {0.0, 1.0};
+  const std::string text = text_of(r);
+  CAPTURE(text);
+  CHECK(text.find("[0.24, 1]") != std::string::npos);
+  CHECK(text.find("1.35") == std::string::npos);
+}
+
 }  // namespace report_writers_test
