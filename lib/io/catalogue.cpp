@@ -156,13 +156,13 @@ std::string read_text_file(const std::string& path) {
   if (st.type() == fs::file_type::not_found)
     throw InputError(fmt::format("{}: no such file", shown));
   if (st.type() == fs::file_type::directory)
-    throw InputError(fmt::format("{}: is a directory; give the path of a config.json file", shown));
+    throw InputError(fmt::format("{}: is a directory; give the path of a JSON file", shown));
   if (st.type() != fs::file_type::regular)
-    throw InputError(fmt::format("{}: not a regular file; give the path of a config.json file", shown));
+    throw InputError(fmt::format("{}: not a regular file; give the path of a JSON file", shown));
   const auto size = fs::file_size(path, ec);
   if (ec) throw InputError(fmt::format("{}: cannot read: {}", shown, ec.message()));
   if (size > kMaxConfigFileBytes)
-    throw InputError(fmt::format("{}: {} bytes is too large for a config.json (limit {} bytes)",
+    throw InputError(fmt::format("{}: {} bytes is too large for a model or GPU JSON file (limit {} bytes)",
                                  shown, size, kMaxConfigFileBytes));
   std::ifstream in(path, std::ios::binary);
   if (!in) throw InputError(fmt::format("{}: cannot open: {}", shown, std::strerror(errno)));

@@ -210,8 +210,8 @@ std::uint64_t header_length(std::uint64_t size, std::uint64_t n, const std::stri
     throw InputError(fmt::format("{}: {} bytes, too short for a safetensors file (8-byte header length)", label,
                                  size));
   if (n > kMaxSafetensorsHeader)
-    throw InputError(fmt::format("{}: header length {} exceeds the limit of {} bytes", label, n,
-                                 kMaxSafetensorsHeader));
+    throw InputError(fmt::format("{}: header length {} exceeds the limit of {} bytes (is it a safetensors file?)",
+                                 label, n, kMaxSafetensorsHeader));
   if (n > size - 8)
     throw InputError(fmt::format("{}: header length {} runs past the end of the file ({} bytes after the "
                                  "length; truncated?)", label, n, size - 8));
