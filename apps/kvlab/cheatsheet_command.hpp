@@ -1,5 +1,5 @@
 // `kvlab cheatsheet`: the course documents' numeric tables, computed by the library
-// (lib/cheatsheet), all in document order or only the ones named; --list names them.
+// (checks/cheatsheet), all in document order or only the ones named; --list names them.
 #pragma once
 
 #include <cstdint>
@@ -25,7 +25,7 @@ struct CheatsheetFlags {
 };
 
 /// Adds the `cheatsheet` subcommand with its options bound to `flags` (validators: ranges of
-/// lib/cheatsheet, the cache dtypes, the catalogue's GPUs, the table names).
+/// checks/cheatsheet, the cache dtypes, the catalogue's GPUs, the table names).
 CLI::App* add_cheatsheet_command(CLI::App& app, CheatsheetFlags& flags);
 
 /// Prints the tables (or, with flags.list, the list of tables) to `out`; returns 0. Throws

@@ -1,4 +1,4 @@
-// `kvlab quiz`: the course's estimation drills (lib/quiz), asked one by one or printed as a
+// `kvlab quiz`: the course's estimation drills (checks/quiz), asked one by one or printed as a
 // worksheet with --answers.
 #pragma once
 

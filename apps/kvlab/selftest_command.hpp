@@ -1,4 +1,4 @@
-// `kvlab selftest`: the course's whole self-test (lib/quiz/selftest.hpp), asked one by one and
+// `kvlab selftest`: the course's whole self-test (checks/quiz/selftest.hpp), asked one by one and
 // scored per layer and against 004 §C's exit criteria, or printed as a worksheet with --answers.
 #pragma once
 

@@ -1,4 +1,4 @@
-// kvlab cheatsheet (lib/cheatsheet): every table builds, states its source and
+// kvlab cheatsheet (checks/cheatsheet): every table builds, states its source and
 // assumptions; a few cells equal the metric of the check that judges the same number (the check's
 // run_x function is called, not re-derived); overrides change what they should and are rejected
 // out of range, naming the option.
