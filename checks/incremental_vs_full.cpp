@@ -169,7 +169,7 @@ IncrementalMeasured measure_host(const IncrementalOptions& o, const RunContext& 
   return m;
 }
 
-// --device cuda: the MiniGPT variants on the device (backend/device_gpt.hpp), float32.
+// --device cuda: the MiniGPT variants on the device (model/device_gpt.hpp), float32.
 // The full forward is one prefill of every token into its own device cache; the incremental one
 // prefills (at once or in chunks) and decodes one token at a time. MLA has no device path.
 IncrementalMeasured measure_device(const IncrementalOptions& o, const RunContext& ctx) {

@@ -65,7 +65,7 @@ KvInvarianceMeasured measure_host(const KvInvarianceOptions& o, const RunContext
   return m;
 }
 
-// --device cuda: the same two prefills on the device (backend/device_gpt.hpp), plus the cache
+// --device cuda: the same two prefills on the device (model/device_gpt.hpp), plus the cache
 // itself: the device cache's rows 0..n-1 before and after token n is appended.
 KvInvarianceMeasured measure_device(const KvInvarianceOptions& o, const RunContext& ctx) {
   if (!o.causal) throw InputError("--device cuda: the device runs causal models only; use --device cpu");

@@ -115,7 +115,7 @@ PagedVsContiguousMeasured measure_cpu(const PagedVsContiguousOptions& o, const R
   return m;
 }
 
-// --device cuda: both caches on the device (backend/device_gpt.hpp). The reference:
+// --device cuda: both caches on the device (model/device_gpt.hpp). The reference:
 // each sequence alone in a contiguous device cache. The paged one: both sequences in one pool whose
 // blocks are handed out in a seeded random order, prefilled one after the other, then decoded in
 // lockstep by one batched decode step per position (the paged decode-attention kernel's gather).

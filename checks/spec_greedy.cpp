@@ -49,7 +49,7 @@ ModelConfig draft_config() {
 }
 
 // The target and its three drafts, on the host or on the device (--device cuda: every model on
-// the device, backend/device_gpt.hpp, each with its own cache, emptied before each run; the loop
+// the device, model/device_gpt.hpp, each with its own cache, emptied before each run; the loop
 // and the reference decode drive them as SequenceModels).
 template <class T>
 struct Models {

@@ -1,8 +1,8 @@
 // kvlab's CUDA kernels for one decode step: KV append (contiguous and paged), RoPE,
 // grouped-query decode attention (contiguous and paged), LayerNorm, GELU, softmax. float32
 // compute; the KV cache is stored as float32 or bf16. One file, so nvcc compiles it once per
-// architecture (sm_80, sm_90, PTX). Their float64 references: backend/kernel_ref.hpp; the
-// comparison: `kvlab parity` (backend/parity.hpp). Source: 004 §3.4 (GQA), 000 §5.2 (paging).
+// architecture (sm_80, sm_90, PTX). Their float64 references: reference/kernels.hpp; the
+// comparison: `kvlab parity` (device/parity.hpp). Source: 004 §3.4 (GQA), 000 §5.2 (paging).
 //
 //   kv_append_kernel        one thread per (sequence, element of the new row); slot by table
 //   rope_kernel             one thread per (sequence, head, pair); angle in float64

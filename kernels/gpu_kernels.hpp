@@ -1,5 +1,5 @@
 // Host-side entry points of kvlab's CUDA kernels (kernels/decode_kernels.cu, kernels/bench.cu),
-// and the buffer layouts they share with their float64 CPU references (backend/kernel_ref.hpp).
+// and the buffer layouts they share with their float64 CPU references (reference/kernels.hpp).
 //
 // This header includes no CUDA header and is plain C++17, so the library's C++20 code, the unit
 // tests and a CUDA-off build can all include it; the functions are only *defined* when kvlab was

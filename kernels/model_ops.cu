@@ -1,7 +1,7 @@
 // The mini-GPT's primitive operations on one CUDA device (kernels/model_ops.hpp,
-// `--device cuda`): CudaModelOps, made by make_cuda_model_ops(). backend/device_gpt strings these
-// calls into the forward pass; backend/host_ops is the float32 CPU twin the tests compare with
-// ("gpu model ops" in tests/lib/backend/gpu_model_ops_test.cpp).
+// `--device cuda`): CudaModelOps, made by make_cuda_model_ops(). model/device_gpt strings these
+// calls into the forward pass; device/host_ops is the float32 CPU twin the tests compare with
+// ("gpu model ops" in tests/lib/device/gpu_model_ops_test.cpp).
 //
 //   memory      cudaMalloc / cudaFree / cudaMemcpyAsync / cudaMemsetAsync, all on one stream;
 //               upload and download wait for their copy, the operations only queue

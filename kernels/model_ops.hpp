@@ -1,9 +1,9 @@
 // The primitive operations of the mini-GPT forward on one device (`--device cuda`), and
-// the memory they work in. backend/device_gpt.hpp strings them into the model's forward pass; this
+// the memory they work in. model/device_gpt.hpp strings them into the model's forward pass; this
 // header says only *what* each operation computes, so that the same forward runs on:
 //   - the GPU: make_cuda_model_ops() (kernels/model_ops.cu): cuBLAS SGEMM for the matrix
 //     products, the kernels of kernels/decode_kernels.cu for the rest;
-//   - the CPU: backend/host_ops.hpp, a plain float32 implementation on host memory, which the unit
+//   - the CPU: device/host_ops.hpp, a plain float32 implementation on host memory, which the unit
 //     tests run through the forward, the checks and deliberate faults (no GPU on CI).
 //
 // Pointers returned by alloc() belong to the ops object that made them: device addresses for

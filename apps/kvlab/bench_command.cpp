@@ -15,8 +15,8 @@
 #include <nlohmann/json.hpp>
 #include <unistd.h>
 
-#include "backend/cuda_entry.hpp"
-#include "backend/device.hpp"
+#include "device/cuda_entry.hpp"
+#include "device/device.hpp"
 #include "bench/machine.hpp"
 #include "io/data_dir.hpp"
 #include "core/error.hpp"

@@ -4,7 +4,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "backend/device.hpp"
+#include "device/device.hpp"
 #include "io/data_dir.hpp"
 
 namespace kvlab::app {

@@ -124,7 +124,7 @@ kvlab::checks::RunContext resolve(const CommonFlags& f, const Check& check) {
   ctx.weights = f.weights;
   ctx.draft_weights = f.draft_weights;
   // `auto` takes the device only where a GPU is present and the check's device path covers this
-  // run: not with an explicit --dtype f64 (the device computes in float32, backend/device_gpt.hpp),
+  // run: not with an explicit --dtype f64 (the device computes in float32, model/device_gpt.hpp),
   // nor where Check::cuda_gap names something the device path leaves out. `cuda` is as asked.
   const auto request = kvlab::parse_device(f.device);
   const bool wants_f64 = f.dtype_given && f.dtype == "f64";

@@ -8,9 +8,9 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "backend/cuda_entry.hpp"
-#include "backend/device.hpp"
-#include "backend/parity.hpp"
+#include "device/cuda_entry.hpp"
+#include "device/device.hpp"
+#include "device/parity.hpp"
 #include "report/writers.hpp"
 #include "framework/options.hpp"
 

@@ -1,6 +1,6 @@
 // `kvlab parity`: every CUDA kernel (KV append, RoPE, decode attention contiguous and
 // paged, LayerNorm, GELU, softmax; f32 and bf16 cache storage) against its float64 CPU reference
-// on seeded random inputs over several shapes (backend/parity.hpp); a table of kernel, shape,
+// on seeded random inputs over several shapes (device/parity.hpp); a table of kernel, shape,
 // error, bound, verdict. Without CUDA compiled in, or without a device, it prints
 // "skipped: built without CUDA" / "skipped: no CUDA device (...)" and exits 0.
 // `--runner cpu-f32` sends the same cases through the float32 CPU stand-in instead: a self-test

@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "backend/device.hpp"
+#include "device/device.hpp"
 #include "core/dtype.hpp"
 #include "report/result.hpp"
 #include "framework/options.hpp"
@@ -35,7 +35,7 @@ struct RunContext {
   /// target/draft pair, given together with `weights` (the target); "" = none.
   std::string draft_weights;
   /// With device == cuda: makes the device operations the model runs on. Empty (the CLI): the
-  /// CUDA ones (backend/cuda_entry.hpp). The unit tests set the CPU ones (backend/host_ops.hpp),
+  /// CUDA ones (device/cuda_entry.hpp). The unit tests set the CPU ones (device/host_ops.hpp),
   /// honest or faulty, to run a check's device path without a GPU.
   std::function<std::unique_ptr<kernels::ModelOps>()> device_ops;
 };

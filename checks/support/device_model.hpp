@@ -1,5 +1,5 @@
 // What the model checks share for `--device cuda`: the device's operations and the
-// model on them (backend/device_gpt.hpp). On the device the model computes in float32 whatever
+// model on them (model/device_gpt.hpp). On the device the model computes in float32 whatever
 // --dtype says (the CLI sets ctx.dtype = f32), so a check's tolerance there is the float32 one.
 #pragma once
 
@@ -10,8 +10,8 @@
 
 #include <fmt/format.h>
 
-#include "backend/cuda_entry.hpp"
-#include "backend/device_gpt.hpp"
+#include "device/cuda_entry.hpp"
+#include "model/device_gpt.hpp"
 #include "core/finite.hpp"
 #include "model/weights_io.hpp"
 #include "framework/check.hpp"

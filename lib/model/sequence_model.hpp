@@ -1,6 +1,6 @@
 // One sequence's view of a model and its KV cache: what a decoding loop drives. Two implementations:
 // the CPU mini-GPT with a preallocated cache (here) and the device model (gpu::DeviceSequence,
-// backend/device_gpt.hpp), so that the speculative loop (spec/loop.hpp) runs unchanged on either.
+// model/device_gpt.hpp), so that the speculative loop (spec/loop.hpp) runs unchanged on either.
 #pragma once
 
 #include <algorithm>

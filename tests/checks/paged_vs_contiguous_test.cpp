@@ -1,6 +1,6 @@
 // paged-vs-contiguous (checks/paged_vs_contiguous.cpp): passes with kvlab's paged pool, fails when
 // the gather ignores the block table; its judge on hand-made runs. The device path:
-// tests/lib/backend/device_checks_test.cpp.
+// tests/checks/device_checks_test.cpp.
 #include <doctest/doctest.h>
 
 #include <cmath>

@@ -1,6 +1,6 @@
 // spec-greedy (checks/spec_greedy.cpp): passes with the speculative loop as it is, fails when its
 // bookkeeping is broken (spec::SpecFaults); its judge on hand-made runs. The device path:
-// tests/lib/backend/device_checks_test.cpp.
+// tests/checks/device_checks_test.cpp.
 #include <doctest/doctest.h>
 
 #include "../test_util.hpp"

@@ -1,5 +1,5 @@
 // The `--device cuda` paths of the model checks, run on the CPU implementation of the
-// device operations (backend/host_ops.hpp) since CI has no GPU. Honest operations: every claim
+// device operations (device/host_ops.hpp) since CI has no GPU. Honest operations: every claim
 // holds. A faulty operation (a kernel bug a GPU could have): the check fails, so the device
 // path of each check is shown to bite before it ever meets a GPU.
 #include <doctest/doctest.h>
@@ -7,8 +7,8 @@
 #include <cstdio>
 #include <string>
 
-#include "backend/device_gpt.hpp"
-#include "backend/host_ops.hpp"
+#include "model/device_gpt.hpp"
+#include "device/host_ops.hpp"
 #include "model/weights_io.hpp"
 #include "checks/greedy_generate.hpp"
 #include "checks/incremental_vs_full.hpp"
@@ -17,7 +17,7 @@
 #include "checks/spec_greedy.hpp"
 #include "framework/check.hpp"
 
-namespace backend_device_checks_test {
+namespace check_device_checks_test {
 
 using namespace kvlab;
 using namespace kvlab::checks;
@@ -122,4 +122,4 @@ TEST_CASE("device checks: cuda_gap keeps --device auto on the CPU where the devi
   }
 }
 
-}  // namespace backend_device_checks_test
+}  // namespace check_device_checks_test

@@ -1,4 +1,4 @@
-#include "backend/device_gpt.hpp"
+#include "model/device_gpt.hpp"
 
 #include <algorithm>
 #include <cstdint>

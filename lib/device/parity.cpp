@@ -1,4 +1,4 @@
-#include "backend/parity.hpp"
+#include "device/parity.hpp"
 
 #include <algorithm>
 #include <bit>

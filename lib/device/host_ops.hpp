@@ -1,6 +1,6 @@
 // The mini-GPT's device operations (kernels/model_ops.hpp) on the CPU, in float32: "memory" is
 // host memory and every operation a plain loop. It is what lets the CUDA forward
-// (backend/device_gpt.hpp) and the `--device cuda` paths of the model checks run in the unit tests
+// (model/device_gpt.hpp) and the `--device cuda` paths of the model checks run in the unit tests
 // of a machine without a GPU: the same forward, the same cache addressing (block tables, bf16
 // storage), only the arithmetic on another processor. With a fault switched on, one operation is
 // wrong in a way a GPU kernel could be, and the tests show the checks catch it.

@@ -3,7 +3,7 @@
 // in float32 and bf16 cache storage. The device's output buffer is poisoned with NaN before each
 // launch (kernels/gpu_kernels.hpp), so an element a kernel forgets to write shows as NaN.
 //
-// The kernels are reached through KernelRunner: CudaRunner (backend/cuda_entry.hpp) on a GPU, and
+// The kernels are reached through KernelRunner: CudaRunner (device/cuda_entry.hpp) on a GPU, and
 // CpuF32Runner here, a plain float32 CPU implementation of the same kernels. The CPU one is what
 // the unit tests feed through the comparison: its honest outputs must pass, and each of its
 // deliberate faults (KernelFaults) must fail, which shows the bounds and NaN checks have teeth
@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "backend/kernel_ref.hpp"
+#include "reference/kernels.hpp"
 #include "kernels/gpu_kernels.hpp"
 
 namespace kvlab::gpu {

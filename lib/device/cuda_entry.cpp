@@ -1,4 +1,4 @@
-#include "backend/cuda_entry.hpp"
+#include "device/cuda_entry.hpp"
 
 #include "core/error.hpp"
 

@@ -1,4 +1,4 @@
-#include "backend/device.hpp"
+#include "device/device.hpp"
 
 #include "core/error.hpp"
 

@@ -1,5 +1,5 @@
-// The `--device cuda` forward (backend/device_gpt.hpp) run on the CPU implementation of
-// the device operations (backend/host_ops.hpp). The forward, the cache addressing (contiguous,
+// The `--device cuda` forward (model/device_gpt.hpp) run on the CPU implementation of
+// the device operations (device/host_ops.hpp). The forward, the cache addressing (contiguous,
 // paged through a shuffled block table, bf16 storage) and the batched decode must give the
 // reference model's logits; each deliberate fault of the operations must show.
 #include <doctest/doctest.h>
@@ -7,14 +7,14 @@
 #include <cmath>
 #include <vector>
 
-#include "backend/device_gpt.hpp"
-#include "backend/host_ops.hpp"
-#include "backend/kernel_ref.hpp"
+#include "model/device_gpt.hpp"
+#include "device/host_ops.hpp"
+#include "reference/kernels.hpp"
 #include "core/error.hpp"
 #include "model/gpt.hpp"
 #include "support/model_setup.hpp"
 
-namespace backend_device_gpt_test {
+namespace model_device_gpt_test {
 
 using namespace kvlab;
 using namespace kvlab::gpu;
@@ -176,4 +176,4 @@ TEST_CASE("device gpt: bad input is an InputError naming what is wrong") {
   CHECK_THROWS_AS(DeviceGpt(model, *ops, {.max_ctx = 65}), InputError);  // > block_size 64, learned positions
 }
 
-}  // namespace backend_device_gpt_test
+}  // namespace model_device_gpt_test

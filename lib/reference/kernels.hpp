@@ -1,6 +1,9 @@
 // float64 CPU references of the CUDA kernels (kernels/gpu_kernels.hpp), the per-element scale
 // each error is measured against, the dtype-derived error bounds, and the comparison that
-// `kvlab parity` applies (NaN/Inf first, then the normalised error against the bound).
+// `kvlab parity` applies (NaN/Inf first, then the normalised error against the bound). Like the
+// other oracles here they share no code with attention/ or model/: attention through
+// reference/attention.hpp, RoPE through reference/rope.hpp, LayerNorm, GELU and softmax written
+// out. They live in namespace kvlab::gpu beside the kernels' inputs they read.
 //
 // Error metric (gemma's ops tests, llama.cpp test-backend-ops): for every output element i,
 //   err_i = |got_i - ref_i| / scale_i
@@ -51,22 +54,23 @@ struct Reference {
 /// bound = storage_unit (0 for float32: the copy must be exact). Covers K then V (2 x elems()).
 Reference ref_kv_append(const kernels::KvAppendInput& in);
 
-/// RoPE through attention/gqa.hpp's apply_rope<double>, one row per sequence at its position;
-/// scale |a cos| + |b sin| per output; bound gamma_3 (cos/sin rounded to float32, two products, one sum).
+/// RoPE as the rotation matrix R_pos (reference/rope.hpp) times each head, one row per sequence at
+/// its position; scale |a cos| + |b sin| per output; bound gamma_3 (cos/sin rounded to float32,
+/// two products, one sum).
 Reference ref_rope(const kernels::RopeInput& in);
 
-/// Decode attention through attention/gqa.hpp's grouped_query_attention<double> on each
+/// Decode attention through reference/attention.hpp's masked_attention<double> on each
 /// sequence's gathered rows (the float32 cache values, unrounded); scale_i = sum_j p_j |v_j,d|.
 /// Bound (docs/gpu.md): 2 (e_s + 2u R + 9u) + 2 gamma_(n+2) + u_s + u, with the score error
 /// e_s = (gamma_hd + u_s + 3u) max_j (|q|.|k_j|)/sqrt(hd), R the widest score range, n the
 /// longest sequence, u_s the storage unit.
 Reference ref_decode_attention(const kernels::DecodeAttentionInput& in);
 
-/// LayerNorm through model/ops.hpp's layer_norm<double>; scale |g| (mean|x| + |x - mu|)/sigma + |b|;
+/// LayerNorm (torch.nn.LayerNorm: biased variance, eps 1e-5); scale |g| (mean|x| + |x - mu|)/sigma + |b|;
 /// bound gamma_(C+6).
 Reference ref_layer_norm(const kernels::RowsInput& in);
 
-/// Exact GELU through model/ops.hpp's gelu_inplace<double>; scale |x|; bound 4u (erff's 2 ulp).
+/// Exact GELU, 0.5 x (1 + erf(x / √2)); scale |x|; bound 4u (erff's 2 ulp).
 Reference ref_gelu(const kernels::RowsInput& in);
 
 /// Row softmax in float64; scale p_i; bound gamma_(C+9) + 2 u R (R the row's widest x - max).

@@ -1,7 +1,7 @@
 // The mini-GPT forward for `--device cuda`: the model of model/gpt.hpp, its weights and
 // KV cache held in one device's memory, computed by that device's operations
 // (kernels/model_ops.hpp). On a GPU the operations are cuBLAS and kvlab's kernels; in the unit
-// tests the same forward runs on backend/host_ops.hpp, so the code below is tested without a GPU.
+// tests the same forward runs on device/host_ops.hpp, so the code below is tested without a GPU.
 //
 //   forward(seq, tokens)   tokens of sequence seq at positions length(seq).. (prefill, a chunk,
 //                          or one decode token); logits [T, vocab]

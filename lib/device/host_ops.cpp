@@ -1,4 +1,4 @@
-#include "backend/host_ops.hpp"
+#include "device/host_ops.hpp"
 
 #include <algorithm>
 #include <bit>
@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "attention/gqa.hpp"
-#include "backend/kernel_ref.hpp"
+#include "reference/kernels.hpp"
 #include "core/tensor.hpp"
 #include "model/ops.hpp"
 

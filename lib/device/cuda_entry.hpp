@@ -8,7 +8,7 @@
 
 #include <memory>
 
-#include "backend/parity.hpp"
+#include "device/parity.hpp"
 #include "kernels/gpu_kernels.hpp"
 #include "kernels/model_ops.hpp"
 
@@ -19,7 +19,7 @@ namespace kvlab::gpu {
 std::unique_ptr<KernelRunner> make_cuda_runner();
 
 /// The mini-GPT's operations on the CUDA device (kernels::make_cuda_model_ops, kernels/model_ops.cu:
-/// cuBLAS SGEMM without TF32 and the decode kernels on device memory), for backend/device_gpt.hpp.
+/// cuBLAS SGEMM without TF32 and the decode kernels on device memory), for model/device_gpt.hpp.
 /// Throws InputError when kvlab was built without CUDA; CudaError (no usable device, libcublas not
 /// found) passes through.
 std::unique_ptr<kernels::ModelOps> make_model_ops();

@@ -1,4 +1,4 @@
-#include "backend/kernel_ref.hpp"
+#include "reference/kernels.hpp"
 
 #include <algorithm>
 #include <bit>
@@ -8,9 +8,9 @@
 
 #include <fmt/format.h>
 
-#include "attention/gqa.hpp"
 #include "core/tensor.hpp"
-#include "model/ops.hpp"
+#include "reference/attention.hpp"
+#include "reference/rope.hpp"
 
 namespace kvlab::gpu {
 
@@ -50,25 +50,25 @@ Reference ref_kv_append(const kernels::KvAppendInput& in) {
 }
 
 Reference ref_rope(const kernels::RopeInput& in) {
-  const int w = in.n_heads * in.head_dim, half = in.head_dim / 2;
+  const int d = in.head_dim, w = in.n_heads * d;
   Reference r;
   r.value.resize(in.x.size());
   r.scale.resize(in.x.size());
   for (int b = 0; b < in.batch; ++b) {
-    Mat<double> row(1, w);
-    for (int i = 0; i < w; ++i) row(0, i) = in.x[static_cast<std::size_t>(b) * w + i];
-    const Mat<double> x0 = row;
-    apply_rope(row, in.n_heads, in.head_dim, in.pos[b], in.theta);
-    for (int h = 0; h < in.n_heads; ++h)
-      for (int i = 0; i < half; ++i) {
-        const double angle = static_cast<double>(in.pos[b]) * std::pow(in.theta, -2.0 * i / in.head_dim);
-        const double a = x0(0, h * in.head_dim + i), bb = x0(0, h * in.head_dim + i + half);
-        const double s = std::abs(a * std::cos(angle)) + std::abs(bb * std::sin(angle));
-        const double s2 = std::abs(a * std::sin(angle)) + std::abs(bb * std::cos(angle));
-        const std::size_t o = static_cast<std::size_t>(b) * w + h * in.head_dim + i;
-        r.value[o] = row(0, h * in.head_dim + i), r.scale[o] = s;
-        r.value[o + half] = row(0, h * in.head_dim + i + half), r.scale[o + half] = s2;
+    // Each head vector times R_pos (reference/rope.hpp); the scale of an output is the sum of
+    // the |terms| of its row of the product (two of them nonzero: |a cos| + |b sin|).
+    const Mat<double> rot = reference::rope_matrix(d, in.pos[b], in.theta);
+    for (int h = 0; h < in.n_heads; ++h) {
+      const std::size_t head = static_cast<std::size_t>(b) * w + static_cast<std::size_t>(h) * d;
+      for (int o = 0; o < d; ++o) {
+        double value = 0, scale = 0;
+        for (int c = 0; c < d; ++c) {
+          const double term = rot(o, c) * in.x[head + c];
+          value += term, scale += std::abs(term);
+        }
+        r.value[head + o] = value, r.scale[head + o] = scale;
       }
+    }
   }
   r.bound = gamma_f32(3);
   r.bound_why = "gamma_3: cos, sin rounded to float32, a product, a sum";
@@ -93,9 +93,9 @@ Reference ref_decode_attention(const kernels::DecodeAttentionInput& in) {
       for (int e = 0; e < kvw; ++e) k(j, e) = in.k_cache[row + e], v(j, e) = in.v_cache[row + e];
     }
     for (int e = 0; e < in.n_head * hd; ++e) q(0, e) = in.q[static_cast<std::size_t>(b) * in.n_head * hd + e];
-    const Mat<double> out = grouped_query_attention<double>(q, ConstMatView<double>(k.data(), len, kvw),
-                                                            ConstMatView<double>(v.data(), len, kvw), in.n_head,
-                                                            L.n_kv_head, hd, len - 1, true);
+    // The query is the sequence's last position: every cached key is visible.
+    const Mat<double> out =
+        reference::masked_attention<double>(q, k, v, in.n_head, L.n_kv_head, hd, [](int, int) { return true; });
     // The weights p_j again, for the scales and the bound's score terms.
     std::vector<double> s(len), p(len);
     for (int h = 0; h < in.n_head; ++h) {
@@ -140,23 +140,23 @@ Reference ref_decode_attention(const kernels::DecodeAttentionInput& in) {
 }
 
 Reference ref_layer_norm(const kernels::RowsInput& in) {
-  Mat<double> x(in.rows, in.cols);
-  Vec<double> g(in.cols), b(in.cols);
-  for (int i = 0; i < in.rows * in.cols; ++i) x.data()[i] = in.x[i];
-  for (int c = 0; c < in.cols; ++c) g(c) = in.gain[c], b(c) = in.bias[c];
-  const Mat<double> y = layer_norm(x, g, b);
+  // torch.nn.LayerNorm: (x − mean) / sqrt(biased variance + 1e-5) · gain + bias, per row.
   Reference r;
-  r.value.assign(y.data(), y.data() + y.size());
-  r.scale.resize(y.size());
+  r.value.resize(in.x.size());
+  r.scale.resize(in.x.size());
   for (int t = 0; t < in.rows; ++t) {
+    const float* x = in.x.data() + static_cast<std::size_t>(t) * in.cols;
     double mean = 0, mean_abs = 0, var = 0;
-    for (int c = 0; c < in.cols; ++c) mean += x(t, c), mean_abs += std::abs(x(t, c));
+    for (int c = 0; c < in.cols; ++c) mean += x[c], mean_abs += std::abs(x[c]);
     mean /= in.cols, mean_abs /= in.cols;
-    for (int c = 0; c < in.cols; ++c) var += (x(t, c) - mean) * (x(t, c) - mean);
+    for (int c = 0; c < in.cols; ++c) var += (x[c] - mean) * (x[c] - mean);
     const double sigma = std::sqrt(var / in.cols + 1e-5);
-    for (int c = 0; c < in.cols; ++c)
-      r.scale[static_cast<std::size_t>(t) * in.cols + c] =
-          std::abs(g(c)) * (mean_abs + std::abs(x(t, c) - mean)) / sigma + std::abs(b(c));
+    for (int c = 0; c < in.cols; ++c) {
+      const std::size_t o = static_cast<std::size_t>(t) * in.cols + c;
+      const double g = in.gain[c], b = in.bias[c];
+      r.value[o] = (x[c] - mean) / sigma * g + b;
+      r.scale[o] = std::abs(g) * (mean_abs + std::abs(x[c] - mean)) / sigma + std::abs(b);
+    }
   }
   r.bound = gamma_f32(in.cols + 6);
   r.bound_why = fmt::format("gamma_{}: sums of C = {} terms, then 6 roundings", in.cols + 6, in.cols);
@@ -164,13 +164,15 @@ Reference ref_layer_norm(const kernels::RowsInput& in) {
 }
 
 Reference ref_gelu(const kernels::RowsInput& in) {
-  Mat<double> x(1, static_cast<Eigen::Index>(in.x.size()));
-  for (std::size_t i = 0; i < in.x.size(); ++i) x(0, static_cast<Eigen::Index>(i)) = in.x[i];
+  // Exact GELU, 0.5 x (1 + erf(x / √2)) (torch.nn.GELU's default).
   Reference r;
+  r.value.resize(in.x.size());
   r.scale.resize(in.x.size());
-  for (std::size_t i = 0; i < in.x.size(); ++i) r.scale[i] = std::abs(static_cast<double>(in.x[i]));
-  gelu_inplace(x);
-  r.value.assign(x.data(), x.data() + x.size());
+  for (std::size_t i = 0; i < in.x.size(); ++i) {
+    const double x = in.x[i];
+    r.value[i] = 0.5 * x * (1.0 + std::erf(x / std::sqrt(2.0)));
+    r.scale[i] = std::abs(x);
+  }
   r.bound = 4 * kUnitF32;
   r.bound_why = "4u: 0.5|x| (2u erff + 0.97u argument + 2u sum) + u product";
   return r;

@@ -11,13 +11,13 @@
 #include <vector>
 
 #include "attention/gqa.hpp"
-#include "backend/cuda_entry.hpp"
-#include "backend/device.hpp"
-#include "backend/kernel_ref.hpp"
-#include "backend/parity.hpp"
+#include "device/cuda_entry.hpp"
+#include "device/device.hpp"
+#include "reference/kernels.hpp"
+#include "device/parity.hpp"
 #include "core/tensor.hpp"
 
-namespace backend_gpu_parity_test {
+namespace device_gpu_parity_test {
 
 using namespace kvlab;
 using namespace kvlab::gpu;
@@ -260,4 +260,4 @@ TEST_CASE("gpu parity: the real kernels on a CUDA device" * doctest::skip(no_gpu
   CHECK(all_pass(run_parity(*runner, 1234)));
 }
 
-}  // namespace backend_gpu_parity_test
+}  // namespace device_gpu_parity_test

@@ -1,8 +1,8 @@
 // `--device cuda`: the mini-GPT's operations (kernels/model_ops.hpp) on the GPU
 // (kernels/model_ops.cu, gpu::make_model_ops) against their float32 CPU twin
-// (backend/host_ops.hpp, gpu::make_host_ops), on the same seeded random inputs.
+// (device/host_ops.hpp, gpu::make_host_ops), on the same seeded random inputs.
 //
-// For every operation and shape, three comparisons (backend/kernel_ref.hpp's compare(): NaN/Inf
+// For every operation and shape, three comparisons (reference/kernels.hpp's compare(): NaN/Inf
 // and stray writes first, then max_i |got_i - want_i| / scale_i against a bound):
 //   GPU  vs the float64 reference, bound B      (which side is wrong, when one is)
 //   host vs the float64 reference, bound B
@@ -36,14 +36,14 @@
 #include <string>
 #include <vector>
 
-#include "backend/cuda_entry.hpp"
-#include "backend/device.hpp"
-#include "backend/host_ops.hpp"
-#include "backend/kernel_ref.hpp"
+#include "device/cuda_entry.hpp"
+#include "device/device.hpp"
+#include "device/host_ops.hpp"
+#include "reference/kernels.hpp"
 #include "core/error.hpp"
 #include "kernels/model_ops.hpp"
 
-namespace backend_gpu_model_ops_test {
+namespace device_gpu_model_ops_test {
 
 using namespace kvlab;
 using namespace kvlab::gpu;
@@ -530,4 +530,4 @@ TEST_CASE("gpu model ops: CUDA and host ops agree on every operation" * doctest:
   }
 }
 
-}  // namespace backend_gpu_model_ops_test
+}  // namespace device_gpu_model_ops_test
