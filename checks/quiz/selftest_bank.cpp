@@ -387,10 +387,8 @@ BankEntry numeric(std::string id, std::string source, L layer, SelftestQuestion 
 
 // ---- The bank ----------------------------------------------------------------------------------
 
-std::vector<BankEntry> build() {
-  std::vector<BankEntry> b;
-  // 004 §C, 动机与直觉层.
-  b.push_back(choice(
+BankEntry q_004C_01() {
+  return choice(
       "004C-01", "004 §C 1", L::intuition,
       {"Naive generation runs the whole context through the model at every step. Where is the waste, and what is "
        "the cumulative cost of T tokens through one layer of width d?",
@@ -406,8 +404,11 @@ std::vector<BankEntry> build() {
        "the cache each step processes one token: O(Td² + T²d) in all.",
        "第 t 步重算 t 个位置（24·t·d² + 2·t(t+1)·d FLOPs），T 步累加是 O(T²d² + T³d)；缓存后每步只处理 1 个 token，累计 "
        "O(Td² + T²d)。"},
-      "kvlab cache-flops"));
-  b.push_back(choice(
+      "kvlab cache-flops");
+}
+
+BankEntry q_004C_02a() {
+  return choice(
       "004C-02a", "004 §C 2", L::intuition,
       {"Why do the K and V of past tokens not change when a token is appended, and why does BERT have no KV cache?",
        "为什么追加新 token 时过去 token 的 K、V 不会变？BERT 为什么没有 KV Cache？"},
@@ -424,8 +425,11 @@ std::vector<BankEntry> build() {
        "every old representation.",
        "每个位置只看自己和之前的位置，新 token 在所有旧 token 的“未来”：旧 K、V 逐位相同，不是“很小的差”（004 §1.2，第 1 组）。"
        "双向注意力下新 token 会改变所有旧 token 的表示。"},
-      "kvlab kv-invariance"));
-  b.push_back(choice(
+      "kvlab kv-invariance");
+}
+
+BankEntry q_004C_02b() {
+  return choice(
       "004C-02b", "004 §C 2", L::intuition,
       {"Why is Q not cached?", "为什么不缓存 Q？"},
       {"only the newest position's output is needed, and an old query served only its own position",
@@ -438,8 +442,11 @@ std::vector<BankEntry> build() {
       {"Attention of the new position is Σ_i A_ti v_i with A from q_t and every k_i: it reads all keys and values "
        "but only the newest query.",
        "新位置的注意力是 Σ_i A_ti v_i，A 由 q_t 和全部 k_i 算出：要读全部 key 和 value，但只用最新的 query。"},
-      "kvlab query-not-cached"));
-  b.push_back(choice(
+      "kvlab query-not-cached");
+}
+
+BankEntry q_004C_03() {
+  return choice(
       "004C-03", "004 §C 3", L::intuition,
       {"How do prefill and decode differ in character?", "prefill 和 decode 的性格有什么不同？"},
       {"prefill: big matrix products, compute-bound; decode: matrix-vector products, memory-bound",
@@ -453,8 +460,11 @@ std::vector<BankEntry> build() {
        "one token per step: about 1 FLOP/B at batch 1. Serving systems schedule the two phases apart (004 §4).",
        "prefill 像训练一样一次处理整个 prompt，算术强度随长度增长；decode 每步只有 1 个 token，batch=1 时约 1 FLOP/字节。推理系统"
        "因此把两个阶段分开调度（004 §4）。"},
-      "kvlab intensity"));
-  b.push_back(choice(
+      "kvlab intensity");
+}
+
+BankEntry q_004C_04() {
+  return choice(
       "004C-04", "004 §C 4", L::intuition,
       {"Why is decoding memory-bound, and what can a larger batch relieve and what not?",
        "解码为什么是访存瓶颈？加大 batch 能缓解什么、缓解不了什么？"},
@@ -470,8 +480,11 @@ std::vector<BankEntry> build() {
        "(128 GiB) are ten times the weights and the intensity falls back to 6.8.",
        "权重每步读一次、用 B 次；每条序列的 KV Cache 只被它自己的 query 用。004 §1.5 第 5 组：batch 8 时吞吐上限升到 892；但 batch "
        "64、序列 4096 时 KV 读取（128 GiB）是权重的十倍，算术强度掉回 6.8。"},
-      "kvlab roofline"));
-  b.push_back(choice(
+      "kvlab roofline");
+}
+
+BankEntry q_004C_05() {
+  return choice(
       "004C-05", "004 §C 5", L::intuition,
       {"What motivates MQA and GQA, and why is GQA called a knob?", "MQA 和 GQA 的动机是什么？GQA 为什么说是一个“旋钮”？"},
       {"the cache is proportional to n_kv; GQA's G slides from MHA (G = h) to MQA (G = 1)",
@@ -485,8 +498,11 @@ std::vector<BankEntry> build() {
        "cache formula (70B: MHA 640 GiB, GQA-8 80 GiB, MQA 10 GiB).",
        "h 个 query 头保留各自的关注模式，只是去同一套键和值里查表；缓存公式里只有 n_kv 变化（70B：MHA 640 GiB、GQA-8 80 GiB、MQA "
        "10 GiB）。"},
-      "kvlab kv-size --model llama-2-70b --batch 32 --ctx 8192"));
-  b.push_back(choice(
+      "kvlab kv-size --model llama-2-70b --batch 32 --ctx 8192");
+}
+
+BankEntry q_004C_06() {
+  return choice(
       "004C-06", "004 §C 6", L::intuition,
       {"Why does an absolute position embedding invalidate the cache under a sliding window, and why does RoPE fix "
        "it?",
@@ -503,9 +519,11 @@ std::vector<BankEntry> build() {
        "up and old keys stay valid: Mistral's rolling cache relies on it.",
        "004 §1.6 第 7 组：同一个 token 在旧窗口（位置 1）和新窗口（位置 0）里的 K 最大差 9.53，缓存只能整个重建。RoPE 的打分只依赖"
        "相对位置，位置编号可以一直往上数，旧的 K 不用重算：Mistral 的滚动缓存正建立在这个性质上。"},
-      "kvlab abs-pos-window"));
-  // 004 §C, 推导与估算层.
-  b.push_back(choice(
+      "kvlab abs-pos-window");
+}
+
+BankEntry q_004C_07() {
+  return choice(
       "004C-07", "004 §C 7", L::derivation,
       {"The induction that the KV cache is valid: what does the inductive step (layer l → l + 1) rest on?",
        "“KV Cache 不变”的归纳证明：第 l 层到第 l + 1 层的归纳步依赖什么？"},
@@ -519,11 +537,11 @@ std::vector<BankEntry> build() {
        "and v_j = W_V h_j never change once computed.",
        "基础：h_j^(0) = wte[x_j] + wpe[j] 只依赖 x_j 和 j。归纳：j 位置的注意力是 Σ_{i≤j} A_ji v_i，每个 k_i、v_i（i ≤ j）只依赖 "
        "x_≤i ⊆ x_≤j；LayerNorm、FFN 逐位置。所以 k_j = W_K h_j、v_j = W_V h_j 一旦算出就永远不变。"},
-      "kvlab kv-invariance"));
-  b.push_back(numeric("004C-08", "004 §C 8", L::derivation, c8_kv_cache));
-  b.push_back(numeric("004C-09a", "004 §C 9", L::derivation, c9a_ridge));
-  b.push_back(numeric("004C-09b", "004 §C 9", L::derivation, c9b_decode_bound));
-  b.push_back(choice(
+      "kvlab kv-invariance");
+}
+
+BankEntry q_004C_10() {
+  return choice(
       "004C-10", "004 §C 10", L::derivation,
       {"What does GQA save, what does it not, and why is it an inference optimization?",
        "GQA 省了哪些东西？没省哪些？为什么说它是推理优化？"},
@@ -536,8 +554,11 @@ std::vector<BankEntry> build() {
       {"The K/V heads are repeated only at compute time; the cache holds the G heads before the repeat. Decode reads "
        "bytes, so fewer bytes is faster even though the FLOPs are unchanged.",
        "K/V 头只在计算时复制；缓存里存的是复制前的 G 个头。解码的瓶颈是读字节，字节少了就快，尽管计算量没变。"},
-      "kvlab attn-params"));
-  b.push_back(choice(
+      "kvlab attn-params");
+}
+
+BankEntry q_004C_11() {
+  return choice(
       "004C-11", "004 §C 11", L::derivation,
       {"Why does MHA → GQA mean pooling work far better on a trained model than on random weights?",
        "MHA → GQA 的均值池化为什么在训练好的模型上比在随机权重上有效得多？"},
@@ -552,9 +573,11 @@ std::vector<BankEntry> build() {
        "value projections of a group, then uptrains with about 5% of the pre-training compute.",
        "训练好的模型里很多头是冗余的，同组头相近，平均的损失小；随机权重的头彼此无关，平均之后信息大量丢失。GQA 论文把同组 h/G 个 K"
        "（和 V）投影矩阵取平均，再用原预训练计算量约 5% 继续训练（uptraining）。"},
-      "kvlab gqa-meanpool"));
-  // 004 §C, 工程与 API 层.
-  b.push_back(choice(
+      "kvlab gqa-meanpool");
+}
+
+BankEntry q_004C_12() {
+  return choice(
       "004C-12", "004 §C 12", L::engineering,
       {"Why preallocate the cache instead of torch.cat at every step?", "为什么缓存要预分配而不是每步 torch.cat？"},
       {"each cat copies the whole cache again: O(n²) positions moved for n tokens",
@@ -566,8 +589,11 @@ std::vector<BankEntry> build() {
       {"004 §3.1 group 8: preallocating writes each position once and returns a view of the filled part; the "
        "concatenations move 2048 times as many positions for 4096 tokens.",
        "004 §3.1 第 8 组：预分配每个位置只写一次，返回已填部分的视图；生成 4096 个 token 时拼接搬运的位置数是它的 2048 倍。"},
-      "kvlab cat-vs-prealloc"));
-  b.push_back(choice(
+      "kvlab cat-vs-prealloc");
+}
+
+BankEntry q_004C_13() {
+  return choice(
       "004C-13", "004 §C 13", L::engineering,
       {"In incremental decoding, what position number does the new token get, and what happens if you forget?",
        "增量解码时位置编号应该是多少？忘了会怎样？报错吗？"},
@@ -581,8 +607,11 @@ std::vector<BankEntry> build() {
        "only the logit comparison against a full forward catches it.",
        "新 token 的位置是它在整个序列里的下标 pos，不是 0：GPT.embed(idx, start) 加的是 wpe[start .. start + T)。忘了的话每个新 "
        "token 都以为自己在位置 0：不报错，生成质量变差，只有与全量前向逐位比对的测试能抓到。"},
-      "kvlab position-offset"));
-  b.push_back(choice(
+      "kvlab position-offset");
+}
+
+BankEntry q_004C_14() {
+  return choice(
       "004C-14", "004 §C 14", L::engineering,
       {"Which masks do single-token decoding and chunked prefill need, and when is SDPA's is_causal=True wrong?",
        "单 token 解码、分块 prefill 各该用什么掩码？SDPA 的 is_causal=True 在哪种情况下错？"},
@@ -599,8 +628,11 @@ std::vector<BankEntry> build() {
        "单 token 解码（T = 1）可以看全部 S 个 key，不需要掩码。分块 prefill：第 i 个新 query 的位置是 S − T + i，能看 key 0 .. "
        "S − T + i，即 torch.ones(T, S).tril(diagonal=S - T)（PyTorch 2.2 起有 causal_lower_right）。is_causal=True 按左上角对齐：T "
        "= 1 时只允许看第一个 key。"},
-      "kvlab causal-mask"));
-  b.push_back(choice(
+      "kvlab causal-mask");
+}
+
+BankEntry q_004C_15() {
+  return choice(
       "004C-15", "004 §C 15", L::engineering,
       {"GQA with repeat instead of repeat_interleave: what is the difference?",
        "用 repeat 和 repeat_interleave 做 GQA，结果有什么区别？"},
@@ -614,8 +646,11 @@ std::vector<BankEntry> build() {
        "match.",
        "repeat_interleave 让第 j 个 query 头用第 ⌊j/(h/G)⌋ 个 K/V 头（连续分组），expand + reshape 和 enable_gqa=True 也这样分；repeat "
        "让它用第 j mod G 个（交错分组）：不报错，但和别人的权重对不上。"},
-      "kvlab gqa-layout"));
-  b.push_back(choice(
+      "kvlab gqa-layout");
+}
+
+BankEntry q_004C_16() {
+  return choice(
       "004C-16", "004 §C 16", L::engineering,
       {"Why turn use_cache off when training with Hugging Face?", "HuggingFace 训练时为什么要关 use_cache？"},
       {"training never reads the cache; it only wastes memory", "训练根本不读缓存，留着只浪费显存"},
@@ -627,11 +662,11 @@ std::vector<BankEntry> build() {
        "generate() uses the cache by default. The memory it would hold is what kv-size prints.",
        "训练时一次并行前向整个序列，根本不读缓存；留着它只浪费显存，开了梯度检查点还会报警告。设 use_cache=False（或 "
        "model.config.use_cache = False）；generate() 默认使用缓存。它会占的显存就是 kv-size 打印的数。"},
-      "kvlab kv-size"));
+      "kvlab kv-size");
+}
 
-  // 004 §B 实操.
-  b.push_back(numeric("004B-1", "004 §B 1", L::derivation, b1_intensity));
-  b.push_back(choice(
+BankEntry q_004B_2a() {
+  return choice(
       "004B-2a", "004 §B 2 (a)", L::derivation,
       {"Writing out the induction of §1.2: under which change of the model does its inductive step fail?",
        "写出 §1.2 的归纳证明：模型怎样改动后，归纳步就不成立了？"},
@@ -641,10 +676,11 @@ std::vector<BankEntry> build() {
       {"The step uses only that LayerNorm and FFN are per position and that attention is causal; depth, head grouping "
        "and storage precision do not enter it.",
        "归纳步只用到 LayerNorm、FFN 逐位置，以及注意力是因果的；层数、头分组、存储精度都不在其中。"},
-      "kvlab bidirectional"));
-  b.push_back(numeric("004B-2b", "004 §B 2 (b)", L::derivation, b2b_llama3_8b));
-  b.push_back(numeric("004B-2c", "004 §B 2 (c)", L::derivation, b2c_decode_bound));
-  b.push_back(choice(
+      "kvlab bidirectional");
+}
+
+BankEntry q_004B_3() {
+  return choice(
       "004B-3", "004 §B 3", L::engineering,
       {"After adding a KV cache to the mini-GPT, which two tests must it pass before you go on (§3.5)?",
        "给 mini-GPT 加上 KV Cache 后，往下做之前必须通过哪两个测试（§3.5）？"},
@@ -658,8 +694,11 @@ std::vector<BankEntry> build() {
        "recomputation, not accuracy: the logits differ only by rounding (about 1e-15 in float64).",
        "§3.5：prefill + 逐 token 解码对一次全量前向，MHA / GQA / MQA 各一次再加分块 prefill；贪心解码下缓存版对朴素 generate，包括超过 "
        "block_size 之后。缓存省的是重复计算，不是近似：logits 的差只是浮点舍入（float64 下约 1e-15）。"},
-      "kvlab incremental-vs-full"));
-  b.push_back(choice(
+      "kvlab incremental-vs-full");
+}
+
+BankEntry q_004B_4() {
+  return choice(
       "004B-4", "004 §B 4", L::engineering,
       {"You convert the trained mini-GPT from MHA to G = 2 and G = 1 by mean pooling, then train a few more steps. "
        "What should you see?",
@@ -673,11 +712,11 @@ std::vector<BankEntry> build() {
       {"Averaging a group's K/V projections loses what differs between its heads; fewer groups lose more. G = h "
        "would be exactly MHA (group 6: difference 0).",
        "平均同组的 K/V 投影会丢掉组内各头的差异；组越少丢得越多。G = h 就是 MHA 本身（第 6 组：差 0）。"},
-      "kvlab gqa-meanpool"));
-  b.push_back(numeric("004B-5", "004 §B 5", L::engineering, b5_naive_over_cached));
+      "kvlab gqa-meanpool");
+}
 
-  // 003 第十讲复习题 1–10.
-  b.push_back(choice(
+BankEntry q_003R_01() {
+  return choice(
       "003R-01", "003 review 1", L::intuition,
       {"What do TTFT, latency and throughput measure, and where does each matter most?",
        "TTFT、Latency（生成延迟）和 Throughput（吞吐量）分别代表什么？各自适用于什么场景？"},
@@ -692,8 +731,11 @@ std::vector<BankEntry> build() {
        "raises throughput but each sequence waits longer.",
        "TTFT：从输入 prompt 到吐出第一个字（实时对话）。Latency：后续 token 之间的平均间隔（交互体验）。Throughput：系统整体每秒生成"
        "的 token 数（离线批处理）。batch 越大吞吐越高，但每条序列等得越久。"},
-      "kvlab continuous-batching"));
-  b.push_back(choice(
+      "kvlab continuous-batching");
+}
+
+BankEntry q_003R_02() {
+  return choice(
       "003R-02", "003 review 2", L::intuition,
       {"What is arithmetic intensity, and why is prefill compute-limited while generation is memory-limited?",
        "什么是算术强度？为什么预填充阶段能打满算力，生成阶段却受限于访存？"},
@@ -707,8 +749,11 @@ std::vector<BankEntry> build() {
        "is compute-bound, below it bandwidth-bound.",
        "预填充一次并行处理整个 prompt（强度正比于长度 S）；生成阶段每个 token 都要把参数和 KV Cache 搬一遍（约为 1）。高于拐点（A100 "
        "约 153 FLOP/字节）是算力瓶颈，低于拐点是带宽瓶颈。"},
-      "kvlab intensity"));
-  b.push_back(choice(
+      "kvlab intensity");
+}
+
+BankEntry q_003R_03() {
+  return choice(
       "003R-03", "003 review 3", L::derivation,
       {"In generation, why does the MLP's arithmetic intensity grow with the batch size while attention's stays near "
        "1?",
@@ -721,8 +766,11 @@ std::vector<BankEntry> build() {
       {"Per sequence and layer (MHA), attention does 4·ctx·d FLOPs and reads 2·ctx·d cached numbers of 2 B: about 1 "
        "FLOP/B, whatever B.",
        "每条序列每层（MHA）的注意力做 4·ctx·d FLOPs，读 2·ctx·d 个缓存数（每个 2 字节）：约 1 FLOP/字节，与 B 无关。"},
-      "kvlab intensity"));
-  b.push_back(choice(
+      "kvlab intensity");
+}
+
+BankEntry q_003R_04() {
+  return choice(
       "003R-04", "003 review 4", L::intuition,
       {"How do GQA and MLA each shrink the KV cache?", "GQA 和 MLA 压缩 KV Cache 的底层逻辑分别是什么？"},
       {"GQA: fewer K/V heads; MLA: one low-dimensional latent per token",
@@ -734,8 +782,11 @@ std::vector<BankEntry> build() {
        "512) and folds the up-projection into the following weights (associativity): L·(d_c + d_r) numbers per token.",
        "GQA 让多个 Query 头共享一组 K/V 头。MLA 不减头数，而是把 KV 压缩到低维潜空间（如 512 维）缓存，再用矩阵结合律把恢复矩阵融合进"
        "后续权重：每 token 缓存 L·(d_c + d_r) 个数。"},
-      "kvlab mla-cache"));
-  b.push_back(choice(
+      "kvlab mla-cache");
+}
+
+BankEntry q_003R_05() {
+  return choice(
       "003R-05", "003 review 5", L::intuition,
       {"Along which two different dimensions do local (sliding-window) attention and cross-layer attention (CLA) cut "
        "the KV cache?",
@@ -748,8 +799,11 @@ std::vector<BankEntry> build() {
        "share one cache, and the K/V projection weights with it (003 Q3).",
        "局部注意力把窗口外的 token 直接丢弃，缓存大小不随长度增长。CLA 让不同层共享同一份缓存，生成 K、V 的投影权重也一起共享（003 "
        "Q3）。"},
-      "kvlab cla"));
-  b.push_back(choice(
+      "kvlab cla");
+}
+
+BankEntry q_003R_06() {
+  return choice(
       "003R-06", "003 review 6", L::intuition,
       {"State-space models and linear attention keep a constant-size state. On what kind of task did they do badly "
        "in early evaluations?",
@@ -760,8 +814,11 @@ std::vector<BankEntry> build() {
       {"A fixed-size state compresses all history and loses exact far-back details. The common answer is a hybrid: "
        "mostly linear layers with a full-attention layer now and then.",
        "固定大小的状态压缩了全部历史，丢失了精确的远距离信息。目前的最佳实践是混合架构：大部分为线性层，偶尔穿插全注意力层。"},
-      "kvlab linear-attention"));
-  b.push_back(choice(
+      "kvlab linear-attention");
+}
+
+BankEntry q_003R_07() {
+  return choice(
       "003R-07", "003 review 7", L::engineering,
       {"What breaks INT8 quantization of large models, and how do LLM.int8() and AWQ handle it?",
        "用 INT8 量化大模型时什么现象破坏精度？LLM.int8() 和 AWQ 怎样处理？"},
@@ -775,8 +832,11 @@ std::vector<BankEntry> build() {
        "matter and protects them.",
        "一个离群值会拉大整行的量化尺度，让所有普通数值失去分辨率。LLM.int8() 把离群部分保持 16-bit、其余放进 INT8；AWQ 结合激活值分布"
        "找出重要的权重加以保护。"},
-      "kvlab int8-outliers"));
-  b.push_back(choice(
+      "kvlab int8-outliers");
+}
+
+BankEntry q_003R_08() {
+  return choice(
       "003R-08", "003 review 8", L::derivation,
       {"What intuition makes speculative decoding fast, and why is it lossless?", "投机解码靠什么直觉加速？为什么说它是无损的？"},
       {"verifying is cheaper than generating; rejection sampling keeps the target's law",
@@ -786,8 +846,11 @@ std::vector<BankEntry> build() {
        {"the target model re-generates every token, so the draft only warms the cache", "目标模型会重新生成每个 token，草稿只是预热缓存"}},
       {"Per position: P(X = x) = min(p, q) + (1 − α)·p'(x) = p(x) (000 §7.3); 003 names the target q and the draft p.",
        "每个位置：P(X = x) = min(p, q) + (1 − α)·p'(x) = p(x)（000 §7.3）；003 里目标模型记作 q、草稿模型记作 p。"},
-      "kvlab spec-exact"));
-  b.push_back(choice(
+      "kvlab spec-exact");
+}
+
+BankEntry q_003R_09() {
+  return choice(
       "003R-09", "003 review 9", L::engineering,
       {"Requests differ in length and arrive at any time. Which two system techniques remove the waiting of static "
        "batches and the memory fragmentation?",
@@ -801,8 +864,11 @@ std::vector<BankEntry> build() {
        "lets requests with the same prompt share blocks copy-on-write.",
        "持续批处理：每生成一个 token 就把完成的请求踢出、新请求塞入。PagedAttention（vLLM）：把 KV Cache 切成固定大小的块，经 block "
        "table 按需分配，还天生支持相同 prompt 的写时复制共享。"},
-      "kvlab paged-vs-contiguous"));
-  b.push_back(choice(
+      "kvlab paged-vs-contiguous");
+}
+
+BankEntry q_003R_10() {
+  return choice(
       "003R-10", "003 review 10", L::engineering,
       {"Requests of different lengths in one batch: how does a system treat the attention layer and the MLP "
        "differently?",
@@ -815,11 +881,11 @@ std::vector<BankEntry> build() {
       {"The MLP's tokens are independent of each other, so their order and grouping do not matter; attention's are "
        "not.",
        "MLP 中 token 之间互不依赖，怎么拼都行；注意力不是。"},
-      "kvlab ragged-batch"));
+      "kvlab ragged-batch");
+}
 
-  // 000 §7 推导.
-  b.push_back(numeric("000-7.2a", "000 §7.2", L::derivation, s72_alpha));
-  b.push_back(choice(
+BankEntry q_000_7_2b() {
+  return choice(
       "000-7.2b", "000 §7.2", L::derivation,
       {"Why does α = Σ_x min(p(x), q(x)) equal 1 − ½‖p − q‖₁?", "为什么 α = Σ_x min(p(x), q(x)) 等于 1 − ½‖p − q‖₁？"},
       {"min(p, q) = (p + q − |p − q|) / 2, and Σp = Σq = 1", "min(p, q) = (p + q − |p − q|) / 2，且 Σp = Σq = 1"},
@@ -828,9 +894,11 @@ std::vector<BankEntry> build() {
        {"because max(p, q) = 1 everywhere", "因为处处 max(p, q) = 1"}},
       {"So the closer the draft is to the target in total variation, the closer α is to 1.",
        "所以草稿与目标的 TV 距离越小，α 越接近 1。"},
-      "kvlab spec-alpha"));
-  b.push_back(numeric("000-7.3a", "000 §7.3", L::derivation, s73_residual));
-  b.push_back(choice(
+      "kvlab spec-alpha");
+}
+
+BankEntry q_000_7_3b() {
+  return choice(
       "000-7.3b", "000 §7.3", L::derivation,
       {"The proof that one speculative step emits exactly p: which two terms add up to p(x)?",
        "证明一个投机步的输出分布恰好是 p：哪两项加起来等于 p(x)？"},
@@ -840,9 +908,11 @@ std::vector<BankEntry> build() {
        {"min(p(x), q(x)) and max(p(x), q(x))", "min(p(x), q(x)) 和 max(p(x), q(x))"}},
       {"min(p, q) + max(0, p − q) = p for every x: exact, not an approximation.",
        "对每个 x，min(p, q) + max(0, p − q) = p：是精确的，不是近似。"},
-      "kvlab spec-exact"));
-  b.push_back(numeric("000-7.4a", "000 §7.4", L::derivation, s74_etau));
-  b.push_back(choice(
+      "kvlab spec-exact");
+}
+
+BankEntry q_000_7_4b() {
+  return choice(
       "000-7.4b", "000 §7.4", L::derivation,
       {"E[τ] = (1 − α^(K+1)) / (1 − α): what are its limits as α → 1 and α → 0?",
        "E[τ] = (1 − α^(K+1)) / (1 − α) 在 α → 1 和 α → 0 时的极限是什么？"},
@@ -856,9 +926,11 @@ std::vector<BankEntry> build() {
        "bonus token (LLaMA-7B drafting LLaMA-70B: α ≈ 0.6–0.7, K = 4 gives E[τ] ≈ 2.7).",
        "即使全部被拒，从 p' 重采的那个也是一个目标 token；全部接受还多一个 bonus token（LLaMA-7B 给 LLaMA-70B 做草稿：α ≈ "
        "0.6–0.7，K = 4 时 E[τ] ≈ 2.7）。"},
-      "kvlab spec-etau"));
-  b.push_back(numeric("000-7.4c", "000 §7.4", L::derivation, s74_speedup));
-  b.push_back(choice(
+      "kvlab spec-etau");
+}
+
+BankEntry q_000_7_5() {
+  return choice(
       "000-7.5", "000 §7.5", L::engineering,
       {"With temperature or top-p sampling, what does the exactness of speculative sampling require?",
        "用 temperature / top-p 采样时，投机采样的精确等价需要什么条件？"},
@@ -872,8 +944,63 @@ std::vector<BankEntry> build() {
        "the draft is practice, not a requirement: it keeps q̃ close to p̃ and α high.",
        "接受率和残差都用目标模型经 sampler 处理后的分布 p̃；草稿的提议分布 q̃ 可以是任何合法分布（甚至贪心），偏离大只会让 α 暴跌。"
        "草稿也用同一组 sampler 是实践习惯，不是必要条件：它让 q̃ 贴近 p̃、α 更高。"},
-      "kvlab spec-sampler"));
-  return b;
+      "kvlab spec-sampler");
+}
+
+// The bank in the order the self-test asks it: each multiple-choice question is the function named
+// after its id, each numeric one draws its parameters (numeric()).
+std::vector<BankEntry> build() {
+  return {
+      // 004 §C, 动机与直觉层.
+      q_004C_01(),
+      q_004C_02a(),
+      q_004C_02b(),
+      q_004C_03(),
+      q_004C_04(),
+      q_004C_05(),
+      q_004C_06(),
+      // 004 §C, 推导与估算层.
+      q_004C_07(),
+      numeric("004C-08", "004 §C 8", L::derivation, c8_kv_cache),
+      numeric("004C-09a", "004 §C 9", L::derivation, c9a_ridge),
+      numeric("004C-09b", "004 §C 9", L::derivation, c9b_decode_bound),
+      q_004C_10(),
+      q_004C_11(),
+      // 004 §C, 工程与 API 层.
+      q_004C_12(),
+      q_004C_13(),
+      q_004C_14(),
+      q_004C_15(),
+      q_004C_16(),
+      // 004 §B 实操.
+      numeric("004B-1", "004 §B 1", L::derivation, b1_intensity),
+      q_004B_2a(),
+      numeric("004B-2b", "004 §B 2 (b)", L::derivation, b2b_llama3_8b),
+      numeric("004B-2c", "004 §B 2 (c)", L::derivation, b2c_decode_bound),
+      q_004B_3(),
+      q_004B_4(),
+      numeric("004B-5", "004 §B 5", L::engineering, b5_naive_over_cached),
+      // 003 第十讲复习题 1–10.
+      q_003R_01(),
+      q_003R_02(),
+      q_003R_03(),
+      q_003R_04(),
+      q_003R_05(),
+      q_003R_06(),
+      q_003R_07(),
+      q_003R_08(),
+      q_003R_09(),
+      q_003R_10(),
+      // 000 §7 推导.
+      numeric("000-7.2a", "000 §7.2", L::derivation, s72_alpha),
+      q_000_7_2b(),
+      numeric("000-7.3a", "000 §7.3", L::derivation, s73_residual),
+      q_000_7_3b(),
+      numeric("000-7.4a", "000 §7.4", L::derivation, s74_etau),
+      q_000_7_4b(),
+      numeric("000-7.4c", "000 §7.4", L::derivation, s74_speedup),
+      q_000_7_5(),
+  };
 }
 
 }  // namespace
