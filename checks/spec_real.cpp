@@ -13,11 +13,11 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <limits>
 #include <string>
 #include <vector>
 
 #include "core/error.hpp"
+#include "core/finite.hpp"
 #include "core/martingale.hpp"
 #include "core/progress.hpp"
 #include "core/rng.hpp"
@@ -280,12 +280,6 @@ SpecRealMeasured measure_impl(const SpecRealOptions& o, const RunContext& ctx, c
 
 std::string temperature_name(const SpecRealTemperature& t) { return t.temperature == 0.0 ? "0 (greedy)" : "1"; }
 
-// A rate over no verified position (or no step) was not measured: NaN, so that the row fails
-// rather than reading as a sample too small to judge (require_power leaves NaN rows to fail).
-double measured_or_nan(std::int64_t count, double rate) {
-  return count > 0 ? rate : std::numeric_limits<double>::quiet_NaN();
-}
-
 Expectation alpha_row(const SpecRealMeasured& m, const SpecRealTemperature& t, const SpecRealK& pk) {
   const double max_var_a = m.options.prompts * (m.options.new_tokens + pk.k) / 4.0;
   const double ra = freedman_radius(pk.var_a, 1.0, max_var_a, kPer);
@@ -296,7 +290,7 @@ Expectation alpha_row(const SpecRealMeasured& m, const SpecRealTemperature& t, c
                 fmt::format("Freedman (accepted − Σ a a martingale, increments in [−1, 1], Σ a(1 − a) = {:.3g}), "
                             "false alarm {:g}/{}; ± = t / {} verified positions",
                             pk.var_a, kFalseAlarm, kStatRows, pk.stats.evaluated),
-                measured_or_nan(pk.stats.evaluated, pk.alpha()), std::nullopt, ""};
+                rate_or_nan(static_cast<double>(pk.stats.accepted), pk.stats.evaluated), std::nullopt, ""};
   e.attainable = {0.0, 1.0};  // an acceptance rate
   return e;
 }
@@ -314,7 +308,7 @@ Expectation per_step_row(const SpecRealMeasured& m, const SpecRealTemperature& t
                 fmt::format("Freedman (τ − E[τ | drafts] in [−K, K], Σ Var = {:.3g}), false alarm "
                             "{:g}/{}; ± = t / {} steps (+ float64 rounding of the sum)",
                             pk.var_m, kFalseAlarm, kStatRows, pk.stats.steps),
-                measured_or_nan(pk.stats.steps, pk.tokens_per_step()), std::nullopt, ""};
+                rate_or_nan(static_cast<double>(pk.stats.emitted), pk.stats.steps), std::nullopt, ""};
   e.attainable = {1.0, k + 1.0};  // a step emits 1 .. K + 1 tokens
   return e;
 }
@@ -343,7 +337,7 @@ Expectation pooled_row(const SpecRealMeasured& m, const SpecRealTemperature& t) 
                 fmt::format("Freedman over all {} steps (increments in [−{}, {}], Σ Var = {:.3g}), false "
                             "alarm {:g}/{}",
                             steps, kMaxK, kMaxK, var, kFalseAlarm, kStatRows),
-                emitted / all_steps, std::nullopt, ""};
+                rate_or_nan(emitted, steps), std::nullopt, ""};
   e.attainable = {1.0, kMaxK + 1.0};
   return e;
 }

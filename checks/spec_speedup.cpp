@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "core/error.hpp"
+#include "core/finite.hpp"
 #include "core/martingale.hpp"
 #include "core/numerics.hpp"
 #include "core/rng.hpp"
@@ -164,7 +165,7 @@ void statistical_rows(const SpecSpeedupMeasured& m, std::vector<Expectation>& ro
                     fmt::format("Freedman (accepted − Σ a is a martingale, increments in [−1, 1], Σ a(1 − a) = {:.3g}), "
                                 "false alarm {:g}/{}, {} grid points; ± = t / {} verified positions",
                                 pk.var_a, kFalseAlarm, kStatRows, grid_a, pk.evaluated),
-                    pk.alpha(), std::nullopt, ""});
+                    rate_or_nan(static_cast<double>(pk.accepted), pk.evaluated), std::nullopt, ""});
     rows.back().attainable = {0.0, 1.0};  // an acceptance rate
     rows.push_back({fmt::format("tokens per step vs E[τ | drafts] (per-position acceptance), K = {}", pk.k),
                     "000 §7.4", "tokens/step", pk.predicted_per_step(), b.tokens,
@@ -172,7 +173,7 @@ void statistical_rows(const SpecSpeedupMeasured& m, std::vector<Expectation>& ro
                                 "{:g}/{}, {} grid points; ± = t / {} steps",
                                 pk.var_m, kFalseAlarm, kStatRows,
                                 freedman_grid_points(static_cast<double>(pk.k), b.max_var_m), pk.steps),
-                    pk.tokens_per_step(), std::nullopt, ""});
+                    rate_or_nan(static_cast<double>(pk.emitted), pk.steps), std::nullopt, ""});
     rows.back().attainable = {1.0, pk.k + 1.0};  // a step emits 1 .. K + 1 tokens
   }
 }

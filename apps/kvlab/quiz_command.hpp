@@ -25,10 +25,11 @@ struct QuizFlags {
 CLI::App* add_quiz_command(CLI::App& app, QuizFlags& flags);
 
 /// Runs the quiz: with flags.answers prints the worksheet to `out`; otherwise asks each
-/// question on `out`, reads one answer per line from `in` (EOF ends the quiz early; a line that is
-/// not a number, e.g. "1,5" or "nan", is explained and the question asked again; a blank line
-/// skips), says whether it is accepted and shows the worked answer, then the score. Returns the exit status
-/// (0). Throws InputError for bad flags.
+/// question on `out`, reads one answer per line from `in` with the self-test's reader, its unit
+/// optional (EOF ends the quiz early; a line that is not a number, e.g. "1,5" or "nan", or has an
+/// unknown unit is explained and the question asked again, as is an answer in another unit, shown
+/// converted; a blank line skips), says whether it is accepted and shows the worked answer, then
+/// the score. Returns the exit status (0). Throws InputError for bad flags.
 int run_quiz(const QuizFlags& flags, std::istream& in, std::ostream& out);
 
 }  // namespace kvlab::app

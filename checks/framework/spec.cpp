@@ -53,23 +53,28 @@ void require_allowed(const std::string& flag, const Allowed& allowed, const std:
 }
 
 void require_power(const Result& r, std::string_view sample_options) {
+  const Expectation* refused = nullptr;
+  double times = 0;  // the most samples, as a multiple of this run's, that any refused row asks for
   for (const Expectation& e : r.expectations) {
     if (!e.attainable || e.can_fail() || !std::isfinite(e.measured)) continue;  // NaN measured: the row fails
-    const auto [lo, hi] = *e.attainable;
-    // A statistical bound shrinks at least as fast as 1/√n (Freedman's, Hoeffding's, a t interval):
-    // at the same variance, more than (± / largest deviation)² times the samples let the row fail.
-    const double times = std::pow(e.tolerance / e.largest_possible_deviation(), 2);
-    std::string how_many;
-    if (std::isfinite(times))
-      how_many = fmt::format(" (more than {}× the samples: the ± shrinks at least as 1/√n)",
-                             times < 10 ? fmt::format("{:.1f}", std::ceil(times * 10) / 10)
-                                        : fmt::format("{:.0f}", std::ceil(times)));
-    throw InputError(fmt::format("{}: too few samples for \"{}\": {:.3g} ± {:.3g} takes in all of [{}, {}], every value "
-                                 "the quantity can have, so the row could not fail; raise {}{}",
-                                 sample_options.empty() ? r.check : sample_options, e.quantity, e.expected, e.tolerance,
-                                 lo, hi, sample_options.empty() ? std::string_view("the sample size") : sample_options,
-                                 how_many));
+    if (refused == nullptr) refused = &e;
+    // A statistical bound shrinks about as fast as 1/√n or faster (Freedman's and Bernstein's add
+    // a 1/n term): at the same variance, (± / largest deviation)² times the samples bring the row
+    // within its range, often fewer.
+    times = std::max(times, std::pow(e.tolerance / e.largest_possible_deviation(), 2));
   }
+  if (refused == nullptr) return;
+  const Expectation& e = *refused;
+  std::string how_many;
+  if (std::isfinite(times))
+    how_many = fmt::format(" (at most about {}× the samples: the ± shrinks about as 1/√n or faster)",
+                           times < 10 ? fmt::format("{:.1f}", std::ceil(times * 10) / 10)
+                                      : fmt::format("{:.0f}", std::ceil(times)));
+  throw InputError(fmt::format("{}: too few samples for \"{}\": {:.3g} ± {:.3g} takes in all of [{}, {}], every value "
+                               "the quantity can have, so the row could not fail; raise {}{}",
+                               sample_options.empty() ? r.check : sample_options, e.quantity, e.expected, e.tolerance,
+                               e.attainable->first, e.attainable->second,
+                               sample_options.empty() ? std::string_view("the sample size") : sample_options, how_many));
 }
 
 std::optional<Validator> validator_for(const Allowed& allowed) {

@@ -40,7 +40,7 @@ const std::vector<UnitInfo>& unit_table() {
       {"×", Dimension::ratio, 1.0, {"×", "x", "times", "倍"}},
       {"%", Dimension::fraction, 0.01, {"%"}},
       {"", Dimension::fraction, 1.0, {}},
-      {"tokens", Dimension::tokens, 1.0, {"tokens", "token", "tok", "个"}},
+      {"tokens", Dimension::tokens, 1.0, {"tokens", "token", "tok", "个", "tokens/step", "tok/step"}},
   };
   return table;
 }

@@ -95,7 +95,7 @@ struct SelftestAnswer {
 /// "-2.5", "1e3", ".5", "3e9"), then optionally a unit, glued or after spaces ("5.64GiB",
 /// "5.64 GiB", "140 tok/s", "8x", "65%"). Units known (case-insensitive): B, KB, KiB, MB, MiB,
 /// GB, GiB, TB, TiB; tok/s (tokens/s, token/s, t/s); FLOP/B (FLOPs/B, FLOP/byte); × (x, times,
-/// 倍); %; tokens (token, tok). Blank: skip. Invalid (asked again): no number at the start; nan,
+/// 倍); %; tokens (token, tok, tokens/step). Blank: skip. Invalid (asked again): no number at the start; nan,
 /// inf or a number beyond the double range; a comma in or after the number ("1,5" is 1.5 to some
 /// and 15 to others and "1,024" is 1024 or 1.024: a decimal comma is never read, the reader is
 /// asked for a decimal point and no thousands separators); a second number; an unknown unit.

@@ -11,6 +11,7 @@
 
 #include <cmath>
 #include <cstddef>
+#include <cstdint>
 #include <limits>
 #include <span>
 #include <stdexcept>
@@ -35,6 +36,12 @@ inline double nan_max(double a, double b) {
 /// The smaller of a and b, NaN when either is NaN.
 inline double nan_min(double a, double b) {
   return std::isnan(a) || std::isnan(b) ? std::numeric_limits<double>::quiet_NaN() : (b < a ? b : a);
+}
+
+/// sum / count, NaN when count is 0: a rate over nothing (no verified position, no step) was not
+/// measured, and a row judging it must fail rather than read 0 or a sample too small to judge.
+inline double rate_or_nan(double sum, std::int64_t count) {
+  return count > 0 ? sum / static_cast<double>(count) : std::numeric_limits<double>::quiet_NaN();
 }
 
 /// max |x| over every element of an Eigen expression, as double; NaN when any element is NaN;

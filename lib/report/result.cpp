@@ -74,8 +74,9 @@ double Expectation::largest_possible_deviation() const {
 bool Expectation::can_fail() const { return !(tolerance >= largest_possible_deviation()); }
 
 bool Expectation::holds() const {
-  return std::isfinite(measured) && std::isfinite(expected) &&
-         std::abs(measured - expected) <= tolerance;
+  // A value the quantity cannot take (an α of 1.2) is a bug, whatever the tolerance.
+  const bool possible = !attainable || (measured >= attainable->first && measured <= attainable->second);
+  return std::isfinite(measured) && std::isfinite(expected) && possible && std::abs(measured - expected) <= tolerance;
 }
 
 bool Expectation::is_erratum() const {

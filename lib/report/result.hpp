@@ -112,15 +112,16 @@ struct Expectation {
   /// check at its defaults refuses it (tests/checks/framework_test.cpp). Not written by the writers.
   std::optional<std::pair<double, double>> attainable;
   /// The row whose figures answer the check's claim: its document and kvlab figures are the
-  /// headline (report/writers.hpp: headline()). At most one row per result sets it; when none does,
-  /// the first erratum, else the first row with a stated figure, else the first row is the headline.
+  /// headline (report/writers.hpp: headline(), where a failing row comes first). At most one row
+  /// per result sets it.
   bool headline = false;
   /// kvlab's own cross-check rather than a claim of the documents (the library against the
   /// check's own arithmetic, a closed form against a tensor count): judged like any row, printed
   /// under its own heading after the claims so that the reader meets the claims first.
   bool cross_check = false;
 
-  /// True when measured is finite and within tolerance of expected.
+  /// True when measured is finite, within tolerance of expected and, when `attainable` is set,
+  /// inside it (a value the quantity cannot take is never a pass).
   bool holds() const;
   /// True when the document states a figure that the measurement contradicts at the document's
   /// own precision.

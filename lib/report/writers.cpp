@@ -246,7 +246,8 @@ std::string allowed_text(const Expectation& e) {
   if (e.tolerance == 0) return "= " + num(e.expected);
   if (e.expected == 0 || e.tolerance < 1e-3 * std::abs(e.expected)) return num(e.expected) + " ± " + num(e.tolerance);
   double lo = e.expected - e.tolerance, hi = e.expected + e.tolerance;
-  if (e.attainable) lo = std::max(lo, e.attainable->first), hi = std::min(hi, e.attainable->second);
+  if (e.attainable && std::max(lo, e.attainable->first) <= std::min(hi, e.attainable->second))
+    lo = std::max(lo, e.attainable->first), hi = std::min(hi, e.attainable->second);
   return "[" + num(lo) + ", " + num(hi) + "]";
 }
 

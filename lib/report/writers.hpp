@@ -59,8 +59,9 @@ struct Headline {
   std::size_t held = 0, judged = 0;  ///< judged rows that hold, of all judged rows
 };
 
-/// The headline of `r`: the row marked Expectation::headline, else the first erratum, else the
-/// first row with a stated figure, else the first row (no row: document and kvlab "—").
+/// The headline of `r`: when the check failed, the first row that does not hold; else the row
+/// marked Expectation::headline, else the first erratum, else the first row with a stated figure,
+/// else the first claim row (not a cross-check), else the first row (no row: document and kvlab "—").
 Headline headline(const Result& r);
 
 /// One table alone, in text, md or csv (json: an object with title, columns and rows).
