@@ -61,7 +61,8 @@ struct SpecSpeedupMeasured {
 /// --prompts, --new-tokens).
 SpecSpeedupMeasured measure_spec_speedup(const SpecSpeedupOptions& o, const RunContext& ctx,
                                          const SpecSpeedupParts& parts = {});
-/// The verdict rows: per K, α observed and tokens per step within Freedman bounds; the forward
+/// The verdict rows: per K, α observed and tokens per step within Freedman bounds (a K whose
+/// tokens-per-step bound is wider than 1 .. K + 1 is judged with every K in one pooled row); the forward
 /// counts exactly; the closed form against the per-position sum; the predicted speedup at the best K.
 std::vector<Expectation> judge_spec_speedup(const SpecSpeedupMeasured& m);
 

@@ -58,16 +58,16 @@ void require_power(const Result& r, std::string_view sample_options) {
   for (const Expectation& e : r.expectations) {
     if (!e.attainable || e.can_fail() || !std::isfinite(e.measured)) continue;  // NaN measured: the row fails
     if (refused == nullptr) refused = &e;
-    // A statistical bound shrinks about as fast as 1/√n or faster (Freedman's and Bernstein's add
-    // a 1/n term): at the same variance, (± / largest deviation)² times the samples bring the row
-    // within its range, often fewer.
+    // A statistical bound shrinks about as 1/√n (Freedman's and Bernstein's add a 1/n term), so at
+    // the same spread (± / largest deviation)² times the samples bring the row within its range.
+    // Only a guide: the spread is itself measured, and a larger run can find it wider.
     times = std::max(times, std::pow(e.tolerance / e.largest_possible_deviation(), 2));
   }
   if (refused == nullptr) return;
   const Expectation& e = *refused;
   std::string how_many;
   if (std::isfinite(times))
-    how_many = fmt::format(" (at most about {}× the samples: the ± shrinks about as 1/√n or faster)",
+    how_many = fmt::format(" (roughly {}× the samples, if the spread stays as measured: the ± shrinks about as 1/√n)",
                            times < 10 ? fmt::format("{:.1f}", std::ceil(times * 10) / 10)
                                       : fmt::format("{:.0f}", std::ceil(times)));
   throw InputError(fmt::format("{}: too few samples for \"{}\": {:.3g} ± {:.3g} takes in all of [{}, {}], every value "

@@ -274,11 +274,13 @@ NumericVerdict judge_numeric(const std::string& unit, double expected, double to
   v.value = a.value * given->factor / asked->factor;
   if (given != asked && given->dim != Dimension::fraction) {
     // Same dimension, another scale (GB for GiB): shown converted, and asked again.
+    // 1e308 TiB is beyond a double in GiB: said so, not printed as "inf GiB".
+    const std::string converted = std::isfinite(v.value) ? fmt::format("{:.3g}", v.value) : "> 1.8e308";
     v.kind = NumericVerdict::Kind::wrong_unit;
-    v.feedback = {fmt::format("you answered in {}; the question asks {}: {:g} {} = {:.3g} {}", a.unit, unit, a.value,
-                              a.unit, v.value, unit),
-                  fmt::format("你的单位是 {}；题目问的是 {}：{:g} {} = {:.3g} {}", a.unit, unit, a.value, a.unit,
-                              v.value, unit)};
+    v.feedback = {fmt::format("you answered in {}; the question asks {}: {:g} {} = {} {}", a.unit, unit, a.value,
+                              a.unit, converted, unit),
+                  fmt::format("你的单位是 {}；题目问的是 {}：{:g} {} = {} {}", a.unit, unit, a.value, a.unit,
+                              converted, unit)};
     return v;
   }
   const bool within = std::isfinite(v.value) && std::abs(v.value - expected) <= tolerance_rel * std::abs(expected);

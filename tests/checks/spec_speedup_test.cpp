@@ -13,6 +13,7 @@
 #include "checks/spec_speedup.hpp"
 #include "model/gpt.hpp"
 #include "model/weights_io.hpp"
+#include "spec/expected_tokens.hpp"
 #include "spec/positional.hpp"
 
 namespace check_spec_speedup_test {
@@ -112,6 +113,50 @@ TEST_CASE("spec-speedup: judge on a hand-made K: a wrong α or token count, a mi
   m.ks[0].positional_observed = 1.7;
   m.ks[0].positional_exact = 1.0;  // the bonus term left out: E[τ] = 1 at K = 1
   CHECK_FALSE(checks::judge_spec_speedup(m)[5].holds());
+}
+
+TEST_CASE("spec-speedup: a K whose tokens-per-step bound cannot fail is judged in a pooled row, which bites") {
+  checks::SpecSpeedupMeasured m{.options = {.prompts = 32, .new_tokens = 53}};
+  checks::SpeedupK k1;  // K = 1, α = 0.7, 1000 steps: judged alone
+  k1.k = 1;
+  k1.steps = k1.evaluated = k1.target_forwards = 1000;
+  k1.accepted = k1.bonus = 700;
+  k1.emitted = k1.draft_forwards = 1700;
+  k1.sum_a = 700, k1.var_a = 210;
+  k1.sum_m = 1700, k1.var_m = 210;
+  k1.positional_observed = k1.positional_exact = 1.7;
+  checks::SpeedupK k8;  // K = 8, α = 0.9, 10 steps that each emit 7 tokens: too few for a row of its own
+  k8.k = 8;
+  k8.steps = k8.target_forwards = 10;
+  k8.evaluated = 80, k8.accepted = 60, k8.bonus = 0;
+  k8.emitted = 70, k8.draft_forwards = 80;
+  k8.sum_a = 72, k8.var_a = 7.2;
+  k8.sum_m = 70, k8.var_m = 60;
+  k8.positional_observed = k8.positional_exact = spec::expected_tokens(0.9, 8);
+  m.ks = {k1, k8};
+  const auto has = [](const std::vector<Expectation>& rows, const std::string& quantity) {
+    for (const Expectation& e : rows)
+      if (e.quantity.starts_with(quantity)) return &e;
+    return static_cast<const Expectation*>(nullptr);
+  };
+  auto rows = checks::judge_spec_speedup(m);
+  CHECK(has(rows, "tokens per step vs E[τ | drafts] (per-position acceptance), K = 1") != nullptr);
+  CHECK(has(rows, "tokens per step vs E[τ | drafts] (per-position acceptance), K = 8") == nullptr);
+  const Expectation* pooled = has(rows, "tokens per step vs E[τ | drafts], K = 1..8 pooled");
+  REQUIRE(pooled != nullptr);
+  CHECK(pooled->can_fail());
+  CHECK(pooled->holds());
+  m.ks[0].emitted = 2000;  // K = 1 emits 2 tokens per step where E[τ | drafts] is 1.7
+  rows = checks::judge_spec_speedup(m);
+  CHECK_FALSE(has(rows, "tokens per step vs E[τ | drafts], K = 1..8 pooled")->holds());
+  m.ks[0].emitted = 1700;
+  m.ks[0].emitted = 700, m.ks[1].emitted = 60;  // every step one token short (the bonus dropped)
+  rows = checks::judge_spec_speedup(m);
+  CHECK(has(rows, "tokens per step vs E[τ | drafts] (per-position acceptance), K = 8") == nullptr);
+  CHECK_FALSE(has(rows, "tokens per step vs E[τ | drafts], K = 1..8 pooled")->holds());
+  // With enough steps every K is judged alone, and no pooled row is added (the defaults' output).
+  m.ks = {k1};
+  CHECK(has(checks::judge_spec_speedup(m), "tokens per step vs E[τ | drafts], K = 1..8 pooled") == nullptr);
 }
 
 }  // namespace check_spec_speedup_test

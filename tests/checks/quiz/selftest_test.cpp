@@ -282,6 +282,9 @@ TEST_CASE("selftest: GB for a GiB question is feedback with the conversion, not 
   CHECK(judge_numeric(q, parse_selftest_answer("5.25")).kind == NumericVerdict::Kind::right);
   CHECK(judge_numeric(q, parse_selftest_answer("5.64")).kind == NumericVerdict::Kind::wrong);
   CHECK(judge_numeric(q, parse_selftest_answer("5378 MiB")).kind == NumericVerdict::Kind::wrong_unit);
+  const NumericVerdict huge = judge_numeric(q, parse_selftest_answer("1e308 TiB"));  // beyond a double in GiB
+  CHECK(huge.kind == NumericVerdict::Kind::wrong_unit);
+  CHECK(huge.feedback.en.ends_with("1e+308 TiB = > 1.8e308 GiB"));
   CHECK(judge_numeric(q, parse_selftest_answer("5.25 tok/s")).kind == NumericVerdict::Kind::other_dimension);
   SelftestQuestion p = q;
   p.unit = "";
