@@ -23,6 +23,12 @@ for key in sys.argv[1:]:
   fi
 }
 
+# A catalogue name that is also a file here: the error says how to read the file.
+cp "$hw_tmp/my-gpu.json" "$hw_tmp/my-gpu"
+cd "$hw_tmp" || exit 1
+expect_usage_error "write ./my-gpu" roofline --gpu my-gpu
+cd - > /dev/null || exit 1
+
 # roofline on your own device (the contract: tokens_per_s, time_s, bytes, ridge)
 expect_exit 0 roofline --gpu h200
 expect_exit 0 roofline --gpu "$hw_tmp/my-gpu.json"

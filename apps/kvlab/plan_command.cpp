@@ -306,7 +306,7 @@ CLI::App* add_plan_command(CLI::App& app, PlanFlags& f) {
       ->check(CLI::IsMember(dtypes));
   sub->add_option("--memory-utilization", f.memory_utilization,
                   "Share of device memory for weights + KV, vLLM's gpu_memory_utilization (default 0.9)")
-      ->check(kvlab::checks::FiniteRange(0.0, 1.0));
+      ->check(kvlab::checks::FiniteRange(0.0, 1.0, /*lo_open=*/true));
   sub->add_option("--params", f.params, "Parameters N (one model; a config.json has none), e.g. 7.6e9")
       ->check(kvlab::checks::FiniteRange(1.0, 1e15));
   sub->add_option("--active-params", f.active_params, "MoE: parameters one token uses (one model)")

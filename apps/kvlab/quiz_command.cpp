@@ -89,8 +89,9 @@ int run_quiz(const QuizFlags& f, std::istream& in, std::ostream& out) {
       if (verdict.kind == NumericVerdict::Kind::right || verdict.kind == NumericVerdict::Kind::wrong) break;
       out << fmt::format("  {}\n", verdict.feedback.en);
     }
-    if (ended) {
-      out << "\n  (no more input: the quiz ends here)\n";
+    if (ended) {  // the question left open still shows its answer
+      out << fmt::format("\n  (no more input: the quiz ends here)\n  the answer: {:.4g} {}\n  worked: {}\n", q.answer,
+                         q.unit, q.worked);
       break;
     }
     ++asked;
@@ -106,8 +107,11 @@ int run_quiz(const QuizFlags& f, std::istream& in, std::ostream& out) {
     }
     out << fmt::format("  worked: {}\n", q.worked);
   }
-  if (!f.answers)
-    out << fmt::format("\nscore: {} of {} answered correctly ({})\n", right, asked, count_noun(quiz.size(), "question"));
+  if (!f.answers) {
+    const std::size_t left_open = quiz.size() - static_cast<std::size_t>(asked);
+    out << fmt::format("\nscore: {} of {} answered correctly ({}{})\n", right, asked, count_noun(quiz.size(), "question"),
+                       left_open > 0 ? fmt::format(", {} left open: the input ended", left_open) : "");
+  }
   return 0;
 }
 

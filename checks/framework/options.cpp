@@ -34,24 +34,25 @@ bool overflows(const std::string& decimal) { return std::isinf(std::strtod(decim
 
 }  // namespace
 
-Validator FiniteRange(double lo, double hi) {
+Validator FiniteRange(double lo, double hi, bool lo_open) {
+  const std::string range = fmt::format("{}{}, {}]", lo_open ? "(" : "[", lo, hi);
   return wrap(CLI::Validator(
-      [lo, hi](std::string& input) -> std::string {
+      [lo, hi, lo_open, range](std::string& input) -> std::string {
         double v = 0;
         const char* first = input.data();
         const char* last = first + input.size();
         if (first != last && *first == '+') ++first;  // from_chars takes no leading '+'
         const auto [end, ec] = std::from_chars(first, last, v, std::chars_format::general);
         if (first == last || end != last || (ec != std::errc() && ec != std::errc::result_out_of_range))
-          return fmt::format("'{}' is not a decimal number; must be a finite number in [{}, {}]", input, lo, hi);
+          return fmt::format("'{}' is not a decimal number; must be a finite number in {}", input, range);
         if (ec == std::errc::result_out_of_range)  // a number all the same, beyond what a double holds
-          return fmt::format("must be a finite number in [{}, {}] (got {}, {} a double)", lo, hi, input,
+          return fmt::format("must be a finite number in {} (got {}, {} a double)", range, input,
                              overflows(input) ? "beyond the range of" : "too close to 0 for");
-        if (!std::isfinite(v) || v < lo || v > hi)
-          return fmt::format("must be a finite number in [{}, {}] (got {})", lo, hi, input);
+        if (!std::isfinite(v) || v < lo || v > hi || (lo_open && v == lo))
+          return fmt::format("must be a finite number in {} (got {})", range, input);
         return {};
       },
-      fmt::format("FINITE in [{}, {}]", lo, hi)));
+      "FINITE in " + range));
 }
 
 Validator IntRange(std::int64_t lo, std::int64_t hi) {

@@ -41,9 +41,9 @@ class Validator {
   std::shared_ptr<const CLI::Validator> impl_;
 };
 
-/// Accepts a finite decimal number in [lo, hi] ("7e9", "0.5", "-1.25"); rejects nan, inf, hex
-/// ("0x10"), surrounding spaces, trailing text and out-of-range values.
-Validator FiniteRange(double lo, double hi);
+/// Accepts a finite decimal number in [lo, hi], or (lo, hi] when `lo_open` ("7e9", "0.5", "-1.25");
+/// rejects nan, inf, hex ("0x10"), surrounding spaces, trailing text and out-of-range values.
+Validator FiniteRange(double lo, double hi, bool lo_open = false);
 
 /// Accepts a base-10 integer in [lo, hi]; rejects anything else, naming the allowed range. It
 /// rewrites what it accepted in canonical decimal ("010" -> "10"), since CLI11 converts integers

@@ -747,6 +747,18 @@ ModelSpec read_model_config(const std::string& path) {
   return parse_model_config(read_text_file(path), origin, origin);
 }
 
+namespace {
+// "unknown model 'x' (known: ...)"; when a file of that name is here, how to read it as one (a
+// catalogue name has no '/', so a file is read when the argument has one or ends in .json).
+std::string unknown_name(std::string_view kind, const std::string& name, const std::vector<std::string>& names) {
+  std::error_code ec;
+  const bool file_here = std::filesystem::is_regular_file(name, ec);
+  return fmt::format("unknown {} '{}' (known: {}){}", kind, printable(name, 60), joined(names),
+                     file_here ? fmt::format("; to read the file '{}', write ./{}", printable(name, 60), printable(name, 60))
+                               : "");
+}
+}  // namespace
+
 std::vector<std::string> model_names() { return stems_in(data_dir() + "/models"); }
 
 ModelSpec load_model(const std::string& name_or_path) {
@@ -756,7 +768,7 @@ ModelSpec load_model(const std::string& name_or_path) {
   const auto names = model_names();
   if (!plausible_name(name_or_path) ||
       std::find(names.begin(), names.end(), name_or_path) == names.end())
-    throw InputError(fmt::format("unknown model '{}' (known: {})", printable(name_or_path, 60), joined(names)));
+    throw InputError(unknown_name("model", name_or_path, names));
   const std::string path = data_dir() + "/models/" + name_or_path + ".json";
   return parse_model_config(read_text_file(path), printable(path), name_or_path);
 }
@@ -812,7 +824,7 @@ GpuSpec load_gpu(const std::string& name) {
   }
   const auto names = gpu_names();
   if (!plausible_name(name) || std::find(names.begin(), names.end(), name) == names.end())
-    throw InputError(fmt::format("unknown GPU '{}' (known: {})", printable(name, 60), joined(names)));
+    throw InputError(unknown_name("GPU", name, names));
   const std::string path = data_dir() + "/hardware/" + name + ".json";
   return parse_gpu_config(read_text_file(path), printable(path), name);
 }
