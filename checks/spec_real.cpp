@@ -26,6 +26,7 @@
 #include "spec/acceptance.hpp"
 #include "spec/expected_tokens.hpp"
 #include "spec/monte_carlo.hpp"
+#include "support/spec_pooled.hpp"
 #include "support/trained_pair.hpp"
 #include "train/backprop.hpp"
 
@@ -320,26 +321,13 @@ bool judged_alone(const Expectation& per_step) { return per_step.can_fail(); }
 // Every K together: Σ over all steps of τ − E[τ | drafts] is one martingale (increments in
 // [−K_max, K_max]), judged where a single K's few steps cannot be.
 Expectation pooled_row(const SpecRealMeasured& m, const SpecRealTemperature& t) {
-  std::int64_t steps = 0;
-  double emitted = 0, predicted = 0, var = 0, max_var = 0;
-  for (const SpecRealK& pk : t.ks) {
-    steps += pk.stats.steps;
-    emitted += static_cast<double>(pk.stats.emitted);
-    predicted += pk.predicted_per_step() * static_cast<double>(pk.stats.steps);
-    var += pk.var_m;
-    max_var += max_var_m(m, pk.k);
-  }
-  const double all_steps = static_cast<double>(std::max<std::int64_t>(steps, 1));
-  Expectation e{fmt::format("tokens per step vs E[τ | drafts], temperature {}, K = 1..{} pooled", temperature_name(t),
-                            kMaxK),
-                "000 §7.4", "tokens/step", predicted / all_steps,
-                freedman_radius(var, kMaxK, max_var, kPer) / all_steps + 1e-12 * (kMaxK + 1),
-                fmt::format("Freedman over all {} steps (increments in [−{}, {}], Σ Var = {:.3g}), false "
-                            "alarm {:g}/{}",
-                            steps, kMaxK, kMaxK, var, kFalseAlarm, kStatRows),
-                rate_or_nan(emitted, steps), std::nullopt, ""};
-  e.attainable = {1.0, kMaxK + 1.0};
-  return e;
+  PooledSteps all;
+  for (const SpecRealK& pk : t.ks)
+    all.add(pk.stats.steps, pk.stats.emitted, pk.predicted_per_step() * static_cast<double>(pk.stats.steps), pk.var_m,
+            max_var_m(m, pk.k));
+  return pooled_tokens_row(
+      fmt::format("tokens per step vs E[τ | drafts], temperature {}, K = 1..{} pooled", temperature_name(t), kMaxK), all,
+      kMaxK, kPer, fmt::format("{:g}/{}", kFalseAlarm, kStatRows), 1e-12 * (kMaxK + 1));
 }
 
 // Per temperature and K: the table rows, the timing rows (c, predicted and measured speedup) and

@@ -25,6 +25,7 @@
 #include "spec/expected_tokens.hpp"
 #include "spec/monte_carlo.hpp"
 #include "support/model_setup.hpp"
+#include "support/spec_pooled.hpp"
 
 namespace kvlab::checks::spec_speedup {
 namespace {
@@ -188,24 +189,11 @@ std::vector<int> ks_judged_only_pooled(const SpecSpeedupMeasured& m) {
 // Every K together: Σ over all steps of τ − E[τ | drafts] is one martingale (increments in
 // [−K_max, K_max]). Added only when a K is not judged alone, whose share of the false alarm it takes.
 Expectation pooled_row(const SpecSpeedupMeasured& m) {
-  std::int64_t steps = 0;
-  double emitted = 0, predicted = 0, var = 0, max_var = 0;
-  for (const SpeedupK& pk : m.ks) {
-    steps += pk.steps;
-    emitted += static_cast<double>(pk.emitted);
-    predicted += pk.sum_m;
-    var += pk.var_m;
-    max_var += bounds_of(pk, m.options).max_var_m;
-  }
-  const double all_steps = static_cast<double>(std::max<std::int64_t>(steps, 1));
-  Expectation e{fmt::format("tokens per step vs E[τ | drafts], K = 1..{} pooled", kMaxK), "000 §7.4", "tokens/step",
-                predicted / all_steps, freedman_radius(var, kMaxK, max_var, kFalseAlarm / kStatRows) / all_steps,
-                fmt::format("Freedman over all {} steps (increments in [−{}, {}], Σ Var = {:.3g}), false alarm {:g}/{} "
-                            "(the share of a K not judged alone)",
-                            steps, kMaxK, kMaxK, var, kFalseAlarm, kStatRows),
-                rate_or_nan(emitted, steps), std::nullopt, ""};
-  e.attainable = {1.0, kMaxK + 1.0};
-  return e;
+  PooledSteps all;
+  for (const SpeedupK& pk : m.ks) all.add(pk.steps, pk.emitted, pk.sum_m, pk.var_m, bounds_of(pk, m.options).max_var_m);
+  return pooled_tokens_row(fmt::format("tokens per step vs E[τ | drafts], K = 1..{} pooled", kMaxK), all, kMaxK,
+                           kFalseAlarm / kStatRows,
+                           fmt::format("{:g}/{} (the share of a K not judged alone)", kFalseAlarm, kStatRows));
 }
 
 // Per K: α observed against the exact α of the verified positions, tokens per step against
