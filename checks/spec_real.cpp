@@ -45,7 +45,9 @@ constexpr int kMaxWindows = 4096;
 constexpr double kFalseAlarm = 1e-4;
 constexpr int kExactPromptLen = 4;       // bytes of context before the exactness test's 2 tokens
 constexpr int kExactRows = 6;             // spec-exact's test: 3 samplers × (TV, chi-square)
-constexpr int kStatRows = 2 * 2 * kMaxK + kExactRows;  // (α, tokens/step) × 2 temperatures × K, + exactness
+// (α, tokens/step) × 2 temperatures × K, the pooled row of each temperature, the exactness test:
+// every row that can be judged, whichever the data leave judged alone (a union bound over all).
+constexpr int kStatRows = 2 * (2 * kMaxK + 1) + kExactRows;
 constexpr double kPer = kFalseAlarm / kStatRows;
 constexpr std::int64_t kMaxExactSamples = 100'000;
 
@@ -360,7 +362,8 @@ void present_runs(const SpecRealMeasured& m, Result& r, Table& per_k, Table& tim
     if (!unjudged.empty())
       r.notes.push_back(fmt::format(
           "Not judged on their own at this sample size (their bound is wider than a step's range 1 .. K + 1, so the "
-          "row could not fail; the pooled row judges them together, and --long's larger sample narrows each bound): {}.",
+          "row could not fail; they count in the pooled row over every K, where a fault confined to them shows only "
+          "if it is large, and --long's larger sample narrows each bound): {}.",
           fmt::join(unjudged, ", ")));
     plot.series.push_back(sp);
     plot.series.push_back(sm);

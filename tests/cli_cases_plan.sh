@@ -26,7 +26,7 @@ for key in sys.argv[1:]:
 # A catalogue name that is also a file here: the error says how to read the file.
 cp "$hw_tmp/my-gpu.json" "$hw_tmp/my-gpu"
 cd "$hw_tmp" || exit 1
-expect_usage_error "write ./my-gpu" roofline --gpu my-gpu
+expect_usage_error "put ./ before the name" roofline --gpu my-gpu
 cd - > /dev/null || exit 1
 
 # roofline on your own device (the contract: tokens_per_s, time_s, bytes, ridge)

@@ -18,8 +18,8 @@ namespace {
 
 /// "off by +12.3%" for a finite `given`; "NUMBER" when `answer` is 0 (no relative error).
 std::string off_by(double given, double answer) {
-  if (answer == 0.0 || !std::isfinite((given - answer) / answer)) return fmt::format("{:.4g}", given);
-  return fmt::format("off by {:+.1f}%", (given - answer) / answer * 100.0);
+  const std::string how_far = relative_error_text(given, answer);
+  return how_far.empty() ? fmt::format("{:.4g}", given) : how_far;
 }
 
 std::string tolerance_text(const QuizQuestion& q) {
@@ -101,7 +101,6 @@ int run_quiz(const QuizFlags& f, std::istream& in, std::ostream& out) {
       ++right;
       out << fmt::format("  ✓ accepted: {:.4g} {} ({})\n", q.answer, q.unit, tolerance_text(q));
     } else {
-      // verdict.value is finite and every answer is positive, so the error is a finite percentage.
       out << fmt::format("  ✗ not within tolerance: the answer is {:.4g} {} ({}), yours is {}\n", q.answer, q.unit,
                          tolerance_text(q), off_by(verdict.value, q.answer));
     }

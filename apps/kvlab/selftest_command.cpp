@@ -204,8 +204,8 @@ std::optional<Outcome> ask(std::istream& in, std::ostream& out, const SelftestQu
         out << fmt::format("  ✓ {}{}\n", label(lang, "accepted", "正确"), answer_text(q, lang));
         return Outcome::right;
       case NumericVerdict::Kind::wrong: {
-        std::string off;
-        if (q.answer != 0.0) off = fmt::format(" ({:+.1f}%)", (v.value - q.answer) / q.answer * 100.0);
+        const std::string how_far = relative_error_text(v.value, q.answer);
+        const std::string off = how_far.empty() ? "" : " (" + how_far + ")";
         out << fmt::format(fmt::runtime(tr(lang, "  ✗ the answer is {}; yours {}{}\n", "  ✗ 正确答案是 {}；你的是 {}{}\n")),
                            answer_text(q, lang), with_unit(v.value, q.unit), off);
         return Outcome::wrong;

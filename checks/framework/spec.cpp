@@ -54,27 +54,28 @@ void require_allowed(const std::string& flag, const Allowed& allowed, const std:
 
 void require_power(const Result& r, std::string_view sample_options) {
   const Expectation* refused = nullptr;
-  double times = 0;  // the most samples, as a multiple of this run's, that any refused row asks for
+  int count = 0;
+  double factor = 0;  // the most any refused row's ± must shrink: ± / largest deviation
   for (const Expectation& e : r.expectations) {
     if (!e.attainable || e.can_fail() || !std::isfinite(e.measured)) continue;  // NaN measured: the row fails
     if (refused == nullptr) refused = &e;
-    // A statistical bound shrinks about as 1/√n (Freedman's and Bernstein's add a 1/n term), so at
-    // the same spread (± / largest deviation)² times the samples bring the row within its range.
-    // Only a guide: the spread is itself measured, and a larger run can find it wider.
-    times = std::max(times, std::pow(e.tolerance / e.largest_possible_deviation(), 2));
+    ++count;
+    factor = std::max(factor, e.tolerance / e.largest_possible_deviation());
   }
   if (refused == nullptr) return;
   const Expectation& e = *refused;
-  std::string how_many;
-  if (std::isfinite(times))
-    how_many = fmt::format(" (roughly {}× the samples, if the spread stays as measured: the ± shrinks about as 1/√n)",
-                           times < 10 ? fmt::format("{:.1f}", std::ceil(times * 10) / 10)
-                                      : fmt::format("{:.0f}", std::ceil(times)));
+  // How many more samples that takes is not said: how fast a bound shrinks depends on the check
+  // (1/n where few samples make it, 1/√n later) and on how each option scales the count.
+  std::string shrink;
+  if (std::isfinite(factor))
+    shrink = count > 1 ? fmt::format(" ({} rows could not fail; the widest ± must shrink more than {:.3g}-fold)", count,
+                                     factor)
+                       : fmt::format(" (the ± must shrink more than {:.3g}-fold)", factor);
   throw InputError(fmt::format("{}: too few samples for \"{}\": {:.3g} ± {:.3g} takes in all of [{}, {}], every value "
                                "the quantity can have, so the row could not fail; raise {}{}",
                                sample_options.empty() ? r.check : sample_options, e.quantity, e.expected, e.tolerance,
                                e.attainable->first, e.attainable->second,
-                               sample_options.empty() ? std::string_view("the sample size") : sample_options, how_many));
+                               sample_options.empty() ? std::string_view("the sample size") : sample_options, shrink));
 }
 
 std::optional<Validator> validator_for(const Allowed& allowed) {

@@ -183,8 +183,8 @@ struct CheckDef {
   std::string_view sample_options;
 };
 
-/// Refuses a run too small to judge: InputError, naming `sample_options` and roughly how many times
-/// the samples would do (over every refused row, at the spread measured: a guide, not a bound), when a row cannot fail (Expectation::can_fail: its interval takes in every
+/// Refuses a run too small to judge: InputError, naming `sample_options` and how many times over the
+/// widest refused row's ± must shrink (not a sample count: how fast a bound shrinks depends on the check), when a row cannot fail (Expectation::can_fail: its interval takes in every
 /// value `attainable` allows, a probability's [0, 1] or tokens per step's [1, K + 1]). Such a run is
 /// the user's too-small sample; a row whose measured value is NaN is left to fail. At the defaults
 /// the test over every check holds each row to the same rule.

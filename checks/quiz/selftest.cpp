@@ -271,11 +271,13 @@ NumericVerdict judge_numeric(const std::string& unit, double expected, double to
                   fmt::format("你的单位是 {}；题目问的是 {}", a.unit, want_zh)};
     return v;
   }
-  v.value = a.value * given->factor / asked->factor;
+  v.value = a.value * (given->factor / asked->factor);  // the ratio first: 1e306 MiB fits in GiB
   if (given != asked && given->dim != Dimension::fraction) {
-    // Same dimension, another scale (GB for GiB): shown converted, and asked again.
-    // 1e308 TiB is beyond a double in GiB: said so, not printed as "inf GiB".
-    const std::string converted = std::isfinite(v.value) ? fmt::format("{:.3g}", v.value) : "> 1.8e308";
+    // Same dimension, another scale (GB for GiB): shown converted, and asked again. Beyond a
+    // double (1e308 TiB in GiB) or below its smallest (1e-320 B in GiB) it says so.
+    const std::string converted = !std::isfinite(v.value)            ? (v.value < 0 ? "< −1.8e308" : "> 1.8e308")
+                                  : v.value == 0.0 && a.value != 0.0 ? "≈ 0 (below 4.9e-324)"
+                                                                     : fmt::format("{:.3g}", v.value);
     v.kind = NumericVerdict::Kind::wrong_unit;
     v.feedback = {fmt::format("you answered in {}; the question asks {}: {:g} {} = {} {}", a.unit, unit, a.value,
                               a.unit, converted, unit),
@@ -286,6 +288,14 @@ NumericVerdict judge_numeric(const std::string& unit, double expected, double to
   const bool within = std::isfinite(v.value) && std::abs(v.value - expected) <= tolerance_rel * std::abs(expected);
   v.kind = within ? NumericVerdict::Kind::right : NumericVerdict::Kind::wrong;
   return v;
+}
+
+std::string relative_error_text(double given, double answer) {
+  if (answer == 0.0 || !std::isfinite(given) || !std::isfinite(answer)) return "";
+  const double ratio = given / answer;
+  if (!std::isfinite(ratio)) return "more than 1.8e308× the answer";
+  if (std::abs(ratio) >= 10.0) return fmt::format("{:.3g}× the answer", ratio);
+  return fmt::format("off by {:+.1f}%", (ratio - 1.0) * 100.0);
 }
 
 NumericVerdict judge_numeric(const SelftestQuestion& q, const SelftestAnswer& a) {

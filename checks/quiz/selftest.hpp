@@ -125,6 +125,10 @@ NumericVerdict judge_numeric(const SelftestQuestion& q, const SelftestAnswer& a)
 /// quiz's drills. Throws std::logic_error when `unit` or a.unit is not in the table.
 NumericVerdict judge_numeric(const std::string& unit, double expected, double tolerance_rel, const SelftestAnswer& a);
 
+/// How far `given` is from `answer`, for feedback: "off by +12.3%" within 10×, "48× the answer" beyond,
+/// "more than 1.8e308× the answer" past a double; "" when `answer` is 0 or either is not finite.
+std::string relative_error_text(double given, double answer);
+
 /// 004 §C's exit criteria (出关标准), each with the ids of the questions that test it.
 struct ExitCriterion {
   Bilingual text;

@@ -748,14 +748,14 @@ ModelSpec read_model_config(const std::string& path) {
 }
 
 namespace {
-// "unknown model 'x' (known: ...)"; when a file of that name is here, how to read it as one (a
-// catalogue name has no '/', so a file is read when the argument has one or ends in .json).
+// "unknown model 'x' (known: ...)"; when a file of that name is here, how to read it (a file is
+// read when the argument has a '/' or ends in .json). The name is not repeated in the advice: it
+// may be cut short or hold characters a shell would need quoted.
 std::string unknown_name(std::string_view kind, const std::string& name, const std::vector<std::string>& names) {
   std::error_code ec;
   const bool file_here = std::filesystem::is_regular_file(name, ec);
   return fmt::format("unknown {} '{}' (known: {}){}", kind, printable(name, 60), joined(names),
-                     file_here ? fmt::format("; to read the file '{}', write ./{}", printable(name, 60), printable(name, 60))
-                               : "");
+                     file_here ? "; a file of that name is here: put ./ before the name to read it" : "");
 }
 }  // namespace
 

@@ -95,9 +95,8 @@ TEST_CASE("framework: a run too small for a row to fail is refused, naming the o
   } catch (const InputError& e) {
     const std::string what = e.what();
     CHECK(what.starts_with("--prompts, --new-tokens: too few samples for \"acceptance rate\""));
-    // (± / largest deviation)² = (0.9 / 0.8)² = 1.27: roughly 1.3 times this run's samples.
-    CHECK(what.ends_with("raise --prompts, --new-tokens (roughly 1.3× the samples, if the spread stays as "
-                         "measured: the ± shrinks about as 1/√n)"));
+    // ± / largest deviation = 0.9 / 0.8 = 1.125.
+    CHECK(what.ends_with("raise --prompts, --new-tokens (the ± must shrink more than 1.12-fold)"));
   }
 }
 

@@ -285,6 +285,10 @@ TEST_CASE("selftest: GB for a GiB question is feedback with the conversion, not 
   const NumericVerdict huge = judge_numeric(q, parse_selftest_answer("1e308 TiB"));  // beyond a double in GiB
   CHECK(huge.kind == NumericVerdict::Kind::wrong_unit);
   CHECK(huge.feedback.en.ends_with("1e+308 TiB = > 1.8e308 GiB"));
+  // The ratio of the units first: 1e306 MiB is 9.77e302 GiB, not beyond a double.
+  CHECK(judge_numeric(q, parse_selftest_answer("1e306 MiB")).feedback.en.ends_with("= 9.77e+302 GiB"));
+  CHECK(judge_numeric(q, parse_selftest_answer("-1e308 TiB")).feedback.en.ends_with("= < −1.8e308 GiB"));
+  CHECK(judge_numeric(q, parse_selftest_answer("1e-320 B")).feedback.en.ends_with("= ≈ 0 (below 4.9e-324) GiB"));
   CHECK(judge_numeric(q, parse_selftest_answer("5.25 tok/s")).kind == NumericVerdict::Kind::other_dimension);
   SelftestQuestion p = q;
   p.unit = "";
@@ -373,4 +377,14 @@ TEST_CASE("selftest: Chinese session, worksheet and JSON") {
 }
 
 }  // namespace
+
+TEST_CASE("selftest: how far an answer is, in percent within 10×, as a factor beyond, never inf") {
+  CHECK(relative_error_text(3.0, 1.0) == "off by +200.0%");
+  CHECK(relative_error_text(0.5, 1.0) == "off by -50.0%");
+  CHECK(relative_error_text(48.0, 1.0) == "48× the answer");
+  CHECK(relative_error_text(1.5e308, 3.1) == "4.84e+307× the answer");
+  CHECK(relative_error_text(1.5e308, 0.01) == "more than 1.8e308× the answer");
+  CHECK(relative_error_text(1.0, 0.0).empty());
+}
+
 }  // namespace kvlab::quiz_selftest_test
